@@ -1,0 +1,354 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// FieldError is one problem with one key.
+type FieldError struct {
+	Path string // "channels[1].signing_secret"
+	Msg  string
+}
+
+func (e FieldError) Error() string {
+	if e.Path == "" {
+		return e.Msg
+	}
+	return e.Path + ": " + e.Msg
+}
+
+// Errors is every problem found in a config, in file order.
+type Errors []FieldError
+
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (es *Errors) add(path, format string, args ...any) {
+	*es = append(*es, FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Load reads, parses and validates a config file. An empty path gives the
+// built-in default. The error, when there is one, lists every problem.
+func Load(path string) (*Config, error) {
+	if path == "" {
+		c := Default()
+		return c, c.Validate()
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(data, filepath.Dir(path), os.LookupEnv)
+}
+
+// Parse parses YAML over the defaults. Relative *_file paths resolve
+// against dir; ${VAR} expands through lookup.
+func Parse(data []byte, dir string, lookup func(string) (string, bool)) (*Config, error) {
+	c := Default()
+	if len(bytes.TrimSpace(data)) == 0 {
+		return c, c.Validate()
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, Errors{{Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
+	}
+	if len(doc.Content) == 0 {
+		return c, c.Validate()
+	}
+	root := doc.Content[0]
+	var errs Errors
+	prepare(root, "", dir, lookup, &errs)
+	check(root, reflect.TypeOf(Config{}), "", &errs)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	if err := root.Decode(c); err != nil {
+		return nil, Errors{{Msg: err.Error()}}
+	}
+	return c, c.Validate()
+}
+
+// secretKeys are the keys that may instead be given as <key>_file.
+var secretKeys = map[string]bool{}
+
+func init() {
+	for _, t := range []reflect.Type{reflect.TypeOf(Database{}), reflect.TypeOf(APIToken{}), reflect.TypeOf(User{}),
+		reflect.TypeOf(Slack{}), reflect.TypeOf(Feishu{})} {
+		for i := 0; i < t.NumField(); i++ {
+			if t.Field(i).Tag.Get("secret") == "true" {
+				secretKeys[yamlName(t.Field(i))] = true
+			}
+		}
+	}
+}
+
+// prepare rewrites the tree in place: <secret>_file keys become the secret
+// read from the file, and ${VAR} / ${VAR:-default} in values expand.
+func prepare(n *yaml.Node, path, dir string, lookup func(string) (string, bool), errs *Errors) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			seen[n.Content[i].Value] = true
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := join(path, k.Value)
+			if base, ok := strings.CutSuffix(k.Value, "_file"); ok && secretKeys[base] {
+				if seen[base] {
+					errs.add(p, "give %s or %s, not both", base, k.Value)
+					continue
+				}
+				file := expand(v.Value, lookup)
+				if !filepath.IsAbs(file) {
+					file = filepath.Join(dir, file)
+				}
+				b, err := os.ReadFile(file)
+				if err != nil {
+					errs.add(p, "cannot read the secret: %v", err)
+					continue
+				}
+				k.Value = base
+				v.Kind, v.Tag, v.Style, v.Value = yaml.ScalarNode, "!!str", 0, strings.TrimRight(string(b), "\r\n")
+				continue
+			}
+			prepare(v, p, dir, lookup, errs)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			prepare(c, fmt.Sprintf("%s[%d]", path, i), dir, lookup, errs)
+		}
+	case yaml.ScalarNode:
+		if strings.Contains(n.Value, "${") {
+			n.Value = expand(n.Value, lookup)
+			if n.Tag != "!!str" {
+				n.Tag = ""
+			}
+		}
+	}
+}
+
+// expand replaces ${VAR} and ${VAR:-default}. A bare $ is left alone, so
+// bcrypt hashes ($2a$10$…) pass through untouched.
+func expand(s string, lookup func(string) (string, bool)) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		name, def, _ := strings.Cut(s[i+2:i+j], ":-")
+		if v, ok := lookup(name); ok && v != "" {
+			b.WriteString(v)
+		} else {
+			b.WriteString(def)
+		}
+		s = s[i+j+1:]
+	}
+}
+
+var durationType = reflect.TypeOf(Duration(0))
+
+// check walks the tree against the Go types and reports every unknown key
+// and every value of the wrong kind, each with its path.
+func check(n *yaml.Node, t reflect.Type, path string, errs *Errors) {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Tag == "!!null" {
+		return
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == durationType:
+		if n.Kind != yaml.ScalarNode {
+			errs.add(path, "must be a duration such as 90s or 10m")
+		} else if _, err := time.ParseDuration(n.Value); err != nil {
+			errs.add(path, "%q is not a duration (use Go durations such as 90s or 10m)", n.Value)
+		}
+	case t == reflect.TypeOf(Channel{}):
+		checkChannel(n, path, errs)
+	case t.Kind() == reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			errs.add(path, "must be a mapping")
+			return
+		}
+		fields := map[string]reflect.Type{}
+		for i := 0; i < t.NumField(); i++ {
+			if name := yamlName(t.Field(i)); name != "-" {
+				fields[name] = t.Field(i).Type
+			}
+		}
+		checkMapping(n, fields, path, errs)
+	case t.Kind() == reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			errs.add(path, "must be a list")
+			return
+		}
+		for i, c := range n.Content {
+			check(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs)
+		}
+	case t.Kind() == reflect.Int:
+		if _, err := strconv.Atoi(n.Value); n.Kind != yaml.ScalarNode || err != nil {
+			errs.add(path, "must be a whole number")
+		}
+	case t.Kind() == reflect.Bool:
+		if _, err := strconv.ParseBool(n.Value); n.Kind != yaml.ScalarNode || err != nil {
+			errs.add(path, "must be true or false")
+		}
+	case t.Kind() == reflect.String:
+		if n.Kind != yaml.ScalarNode {
+			errs.add(path, "must be a string")
+		}
+	}
+}
+
+func checkMapping(n *yaml.Node, fields map[string]reflect.Type, path string, errs *Errors) {
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i].Value, n.Content[i+1]
+		p := join(path, k)
+		if seen[k] {
+			errs.add(p, "given twice")
+		}
+		seen[k] = true
+		ft, ok := fields[k]
+		if !ok {
+			errs.add(p, "unknown key")
+			continue
+		}
+		check(v, ft, p, errs)
+	}
+}
+
+// checkChannel checks a channel's keys against the settings of its type.
+func checkChannel(n *yaml.Node, path string, errs *Errors) {
+	if n.Kind != yaml.MappingNode {
+		errs.add(path, "must be a mapping")
+		return
+	}
+	typ := ""
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == "type" {
+			typ = n.Content[i+1].Value
+		}
+	}
+	fields := map[string]reflect.Type{"name": reflect.TypeOf(""), "type": reflect.TypeOf("")}
+	var settings reflect.Type
+	switch typ {
+	case TypeSlack:
+		settings = reflect.TypeOf(Slack{})
+	case TypeFeishu:
+		settings = reflect.TypeOf(Feishu{})
+	default:
+		// Validate names the bad type; report no key as unknown meanwhile.
+		return
+	}
+	for i := 0; i < settings.NumField(); i++ {
+		fields[yamlName(settings.Field(i))] = settings.Field(i).Type
+	}
+	checkMapping(n, fields, path, errs)
+}
+
+// UnmarshalYAML decodes the common keys and the settings of the channel's type.
+func (c *Channel) UnmarshalYAML(n *yaml.Node) error {
+	var head struct {
+		Name string `yaml:"name"`
+		Type string `yaml:"type"`
+	}
+	if err := n.Decode(&head); err != nil {
+		return err
+	}
+	c.Name, c.Type = head.Name, head.Type
+	// Decode the settings from a copy without the common keys.
+	rest := *n
+	rest.Content = nil
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i].Value; k != "name" && k != "type" {
+			rest.Content = append(rest.Content, n.Content[i], n.Content[i+1])
+		}
+	}
+	switch c.Type {
+	case TypeSlack:
+		c.Slack = &Slack{}
+		return rest.Decode(c.Slack)
+	case TypeFeishu:
+		c.Feishu = &Feishu{}
+		return rest.Decode(c.Feishu)
+	}
+	return nil
+}
+
+// MarshalYAML writes the channel flat, as it is configured.
+func (c Channel) MarshalYAML() (any, error) {
+	m := map[string]any{"name": c.Name, "type": c.Type}
+	var settings any
+	switch {
+	case c.Slack != nil:
+		settings = c.Slack
+	case c.Feishu != nil:
+		settings = c.Feishu
+	}
+	if settings != nil {
+		b, err := yaml.Marshal(settings)
+		if err != nil {
+			return nil, err
+		}
+		if err := yaml.Unmarshal(b, &m); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// UnmarshalYAML parses a Go duration; check has already vetted it.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return errors.New("not a duration: " + n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as Go writes it.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+func yamlName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if name == "" {
+		return strings.ToLower(f.Name)
+	}
+	return name
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}

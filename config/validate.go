@@ -1,0 +1,289 @@
+package config
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Validate checks the whole config and fills the few defaults that depend
+// on other keys. It returns every problem, each naming its key, or nil.
+func (c *Config) Validate() error {
+	var errs Errors
+	if host, port, err := net.SplitHostPort(c.Listen); err != nil || port == "" {
+		errs.add("listen", "%q is not host:port", c.Listen)
+	} else if len(c.Auth.APITokens) == 0 && !loopback(host) {
+		errs.add("auth.api_tokens", "required when listen is not a loopback address (agents would be unauthenticated)")
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs.add("public_url", "%q is not an http(s) URL", c.PublicURL)
+		}
+		c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	}
+	c.validateDatabase(&errs)
+	c.validateDefaults(&errs)
+	c.validateAuth(&errs)
+	switch c.Log.Level {
+	case "", "debug", "info", "warn", "error":
+	default:
+		errs.add("log.level", "%q is not one of debug, info, warn, error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "", "text", "json":
+	default:
+		errs.add("log.format", "%q is not one of text, json", c.Log.Format)
+	}
+	names := c.validateChannels(&errs)
+	c.validateRoutes(names, &errs)
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (c *Config) validateDatabase(errs *Errors) {
+	switch c.Database.Driver {
+	case "sqlite":
+		if c.Database.DSN == "" {
+			errs.add("database.dsn", "required (a file path for sqlite)")
+		}
+	case "postgres":
+		if c.Database.DSN == "" {
+			errs.add("database.dsn", "required (postgres://user@host:5432/db)")
+		} else if strings.Contains(c.Database.DSN, "://") {
+			if u, err := url.Parse(c.Database.DSN); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+				errs.add("database.dsn", "not a postgres:// URL")
+			}
+		} else if !strings.Contains(c.Database.DSN, "=") {
+			errs.add("database.dsn", "neither a postgres:// URL nor key=value pairs")
+		}
+	default:
+		errs.add("database.driver", "%q is not one of sqlite, postgres", c.Database.Driver)
+	}
+	if c.Database.MaxOpenConns < 0 {
+		errs.add("database.max_open_conns", "must not be negative")
+	}
+}
+
+func (c *Config) validateDefaults(errs *Errors) {
+	d := &c.Defaults
+	if d.Timeout <= 0 {
+		errs.add("defaults.timeout", "must be positive")
+	}
+	if d.MaxTimeout <= 0 {
+		errs.add("defaults.max_timeout", "must be positive")
+	} else if d.MaxTimeout < d.Timeout {
+		errs.add("defaults.max_timeout", "must not be shorter than defaults.timeout")
+	}
+	checkVerdict(d.OnTimeout, "defaults.on_timeout", errs)
+	if d.OnTimeout == "" {
+		d.OnTimeout = "deny"
+	}
+}
+
+func checkVerdict(v, path string, errs *Errors) {
+	if v != "" && v != "deny" && v != "allow" {
+		errs.add(path, "%q is not one of deny, allow", v)
+	}
+}
+
+func (c *Config) validateAuth(errs *Errors) {
+	seen := map[string]bool{}
+	for i, t := range c.Auth.APITokens {
+		p := fmt.Sprintf("auth.api_tokens[%d]", i)
+		if t.Name == "" {
+			errs.add(p+".name", "required")
+		} else if seen[t.Name] {
+			errs.add(p+".name", "%q is used twice", t.Name)
+		}
+		seen[t.Name] = true
+		switch {
+		case t.Token == "" && t.TokenSHA256 == "":
+			errs.add(p+".token", "required (or token_sha256)")
+		case t.Token != "" && t.TokenSHA256 != "":
+			errs.add(p+".token", "give token or token_sha256, not both")
+		case t.Token != "" && len(t.Token) < 16:
+			errs.add(p+".token", "too short: use at least 16 random characters")
+		case t.TokenSHA256 != "":
+			if b, err := hex.DecodeString(t.TokenSHA256); err != nil || len(b) != 32 {
+				errs.add(p+".token_sha256", "not a hex SHA-256 (64 hex digits)")
+			}
+		}
+	}
+	seen = map[string]bool{}
+	for i, u := range c.Auth.Users {
+		p := fmt.Sprintf("auth.users[%d]", i)
+		if u.Name == "" {
+			errs.add(p+".name", "required")
+		} else if seen[u.Name] {
+			errs.add(p+".name", "%q is used twice", u.Name)
+		}
+		seen[u.Name] = true
+		if _, err := bcrypt.Cost([]byte(u.PasswordBcrypt)); err != nil {
+			errs.add(p+".password_bcrypt", "not a bcrypt hash (make one with: gatehouse user add %s --role %s)", orDefault(u.Name, "NAME"), orDefault(u.Role, RoleApprover))
+		}
+		switch u.Role {
+		case RoleAuditor, RoleApprover, RoleAdmin:
+		default:
+			errs.add(p+".role", "%q is not one of auditor, approver, admin", u.Role)
+		}
+	}
+	if c.Auth.SessionTTL <= 0 {
+		errs.add("auth.session_ttl", "must be positive")
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// validateChannels checks each channel and returns the set of channel names
+// routes may use (the built-in web channel included).
+func (c *Config) validateChannels(errs *Errors) map[string]bool {
+	names := map[string]bool{"web": true}
+	for i := range c.Channels {
+		ch := &c.Channels[i]
+		p := fmt.Sprintf("channels[%d]", i)
+		switch {
+		case ch.Name == "":
+			errs.add(p+".name", "required")
+		case ch.Name == "web":
+			errs.add(p+".name", `"web" is the built-in web channel; choose another name`)
+		case names[ch.Name]:
+			errs.add(p+".name", "%q is used twice", ch.Name)
+		}
+		names[ch.Name] = true
+		switch ch.Type {
+		case TypeSlack:
+			ch.Slack.validate(p, errs)
+		case TypeFeishu:
+			ch.Feishu.validate(p, errs)
+		case "":
+			errs.add(p+".type", "required (slack or feishu)")
+		default:
+			errs.add(p+".type", "%q is not one of slack, feishu", ch.Type)
+		}
+	}
+	for i, n := range c.Defaults.Channels {
+		if !names[n] {
+			errs.add(fmt.Sprintf("defaults.channels[%d]", i), "no channel named %q", n)
+		}
+	}
+	return names
+}
+
+func (s *Slack) validate(p string, errs *Errors) {
+	if s.BotToken == "" {
+		errs.add(p+".bot_token", "required")
+	}
+	if s.SigningSecret == "" && s.AppToken == "" {
+		errs.add(p+".signing_secret", "required (or app_token, for Socket Mode)")
+	}
+	if s.AppToken != "" && !strings.HasPrefix(s.AppToken, "xapp-") {
+		errs.add(p+".app_token", "not an app-level token (they start with xapp-)")
+	}
+	if s.ChannelID == "" {
+		errs.add(p+".channel_id", "required")
+	}
+	if s.APIURL == "" {
+		s.APIURL = "https://slack.com/api/"
+	} else if u, err := url.Parse(s.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs.add(p+".api_url", "%q is not an http(s) URL", s.APIURL)
+	} else if !strings.HasSuffix(s.APIURL, "/") {
+		s.APIURL += "/"
+	}
+}
+
+func (f *Feishu) validate(p string, errs *Errors) {
+	if f.AppID == "" {
+		errs.add(p+".app_id", "required")
+	}
+	if f.AppSecret == "" {
+		errs.add(p+".app_secret", "required")
+	}
+	if f.ChatID == "" {
+		errs.add(p+".chat_id", "required")
+	}
+	switch f.Mode {
+	case "":
+		f.Mode = FeishuWebhook
+	case FeishuWebhook, FeishuWebsocket:
+	default:
+		errs.add(p+".mode", "%q is not one of webhook, websocket", f.Mode)
+	}
+	if f.Mode == FeishuWebhook {
+		if f.VerificationToken == "" {
+			errs.add(p+".verification_token", "required in webhook mode: callbacks cannot be verified without it")
+		}
+		if f.EncryptKey == "" {
+			errs.add(p+".encrypt_key", "required in webhook mode: callbacks cannot be signed without it")
+		}
+	}
+	if f.BaseURL == "" {
+		f.BaseURL = "https://open.feishu.cn"
+	} else if u, err := url.Parse(f.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs.add(p+".base_url", "%q is not an http(s) URL", f.BaseURL)
+	}
+	f.BaseURL = strings.TrimRight(f.BaseURL, "/")
+}
+
+func (c *Config) validateRoutes(channels map[string]bool, errs *Errors) {
+	seen := map[string]bool{"default": true}
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		p := fmt.Sprintf("routes[%d]", i)
+		switch {
+		case r.Name == "":
+			errs.add(p+".name", "required")
+		case seen[r.Name]:
+			errs.add(p+".name", "%q is used twice (or is the reserved name default)", r.Name)
+		}
+		seen[r.Name] = true
+		for j, n := range r.Channels {
+			if !channels[n] {
+				errs.add(fmt.Sprintf("%s.channels[%d]", p, j), "no channel named %q", n)
+			}
+		}
+		if r.Timeout < 0 {
+			errs.add(p+".timeout", "must not be negative")
+		} else if r.Timeout > c.Defaults.MaxTimeout {
+			errs.add(p+".timeout", "longer than defaults.max_timeout")
+		}
+		checkVerdict(r.OnTimeout, p+".on_timeout", errs)
+		if r.Quorum < 0 {
+			errs.add(p+".quorum", "must not be negative")
+		} else if r.Quorum > 1 && len(r.Approvers) > 0 && r.Quorum > len(r.Approvers) && !anyGlob(r.Approvers) {
+			errs.add(p+".quorum", "needs %d approvals but only %d approvers are listed", r.Quorum, len(r.Approvers))
+		}
+		for j, a := range r.Approvers {
+			if !strings.Contains(a, ":") {
+				errs.add(fmt.Sprintf("%s.approvers[%d]", p, j), "%q is not an identity such as slack:T123/U456, feishu:ou_xxx or web:alice", a)
+			}
+		}
+	}
+}
+
+func anyGlob(ss []string) bool {
+	for _, s := range ss {
+		if strings.ContainsAny(s, "*?") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,136 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// kickWork asks the card worker to look for due work now rather than at its
+// next tick.
+func (s *Service) kickWork() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// work claims the cards whose platform copy lags behind their request and
+// posts or updates them, a bounded number at a time. Claims are leases in
+// the database, so across replicas each card is worked on by one worker.
+func (s *Service) work(ctx context.Context) {
+	for ctx.Err() == nil {
+		cards, err := s.store.ClaimCards(ctx, s.now(), s.opts.CardLease, s.owner, s.opts.CardWorkers*4)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("claiming card work failed", "err", err)
+			}
+			return
+		}
+		if len(cards) == 0 {
+			return
+		}
+		sem := make(chan struct{}, s.opts.CardWorkers)
+		var wg sync.WaitGroup
+		for _, c := range cards {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				s.workCard(ctx, c)
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+// workCard brings one card up to date with its request: post it, update it
+// to its final form, or, for a request that ended before its card went out,
+// record that no card is needed.
+func (s *Service) workCard(ctx context.Context, c Card) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CardLease*3/4)
+	defer cancel()
+	res := CardResult{ID: c.ID, Owner: s.owner}
+	finish := func() {
+		res.At = s.now().UTC().Truncate(time.Microsecond)
+		if err := s.store.FinishCard(context.WithoutCancel(ctx), res); err != nil {
+			s.log.Error("recording card outcome failed", "request_id", c.RequestID, "channel", c.Channel, "err", err)
+		}
+	}
+	r, err := s.store.Get(ctx, c.RequestID)
+	if err != nil {
+		res.Have, res.Err = c.Have, err.Error()
+		res.NextAttempt = s.now().Add(backoff(c.Attempts))
+		finish()
+		return
+	}
+	ch, ok := s.channels[c.Channel]
+	if !ok {
+		res.Have, res.Err, res.Abandoned = c.Have, "channel "+c.Channel+" is not configured", true
+		s.addEvent(ctx, Event{RequestID: r.ID, Type: EventPostAbandoned, Channel: c.Channel, Detail: res.Err})
+		finish()
+		return
+	}
+	op := "post"
+	start := time.Now()
+	switch {
+	case c.Have == "" && r.Status.Final():
+		// Ended before its card went out: nothing to announce or update.
+		res.Have = string(r.Status)
+		finish()
+		return
+	case c.Have == "":
+		var ref string
+		ref, err = ch.Post(ctx, r)
+		res.Have, res.Ref = CardPosted, ref
+	case r.Status.Final():
+		op = "update"
+		err = ch.Update(ctx, r, c.Ref)
+		res.Have = string(r.Status)
+	default:
+		// Posted and still pending: nothing due (a stale claim).
+		res.Have = c.Have
+		finish()
+		return
+	}
+	s.obs.CardDone(c.Channel, op, err, time.Since(start))
+	if err == nil {
+		typ, detail := EventPosted, "card posted"
+		if op == "update" {
+			typ, detail = EventUpdated, "card updated to "+string(r.Status)
+		}
+		s.addEvent(ctx, Event{RequestID: r.ID, Type: typ, Channel: c.Channel, Detail: detail})
+		finish()
+		if op == "post" && r.Status == StatusPending {
+			// The request may have ended while the post was in flight.
+			s.kickWork()
+		}
+		return
+	}
+	res.Have, res.Err = c.Have, err.Error()
+	typ := EventPostFailed
+	if op == "update" {
+		typ = EventUpdateFailed
+	}
+	if c.Attempts >= s.opts.CardAttempts {
+		res.Abandoned = true
+		typ = EventPostAbandoned
+		if op == "update" {
+			typ = EventUpdateAbandoned
+		}
+		s.log.Error("card "+op+" abandoned", "request_id", r.ID, "channel", c.Channel, "attempts", c.Attempts, "err", err)
+	} else {
+		res.NextAttempt = s.now().Add(backoff(c.Attempts))
+		s.log.Warn("card "+op+" failed; will retry", "request_id", r.ID, "channel", c.Channel, "attempt", c.Attempts, "err", err)
+	}
+	s.addEvent(ctx, Event{RequestID: r.ID, Type: typ, Channel: c.Channel,
+		Detail: fmt.Sprintf("attempt %d: %v", c.Attempts, err)})
+	finish()
+}
+
+// backoff is the wait before retry n+1: 1s, 2s, 4s, … capped at 5 minutes.
+func backoff(attempts int) time.Duration {
+	d := time.Second << min(max(attempts-1, 0), 9)
+	return min(d, 5*time.Minute)
+}

@@ -1,0 +1,173 @@
+// Package gate is Gatehouse's domain: approval requests, their life cycle, and
+// the interfaces the store and the channels implement. It imports none of the
+// adapters; they import it.
+package gate
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Status is where a request stands in its life cycle.
+type Status string
+
+// The life cycle: pending, then exactly one final state.
+const (
+	StatusPending   Status = "pending"
+	StatusApproved  Status = "approved"
+	StatusRejected  Status = "rejected"
+	StatusExpired   Status = "expired"
+	StatusCancelled Status = "cancelled"
+)
+
+// Final reports whether s is a terminal state.
+func (s Status) Final() bool { return s != StatusPending && s != "" }
+
+// Valid reports whether s is one of the five known states.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusPending, StatusApproved, StatusRejected, StatusExpired, StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// Verdict is what an expired request tells its agent.
+type Verdict string
+
+// The two verdicts a route may give on timeout.
+const (
+	VerdictDeny  Verdict = "deny"
+	VerdictAllow Verdict = "allow"
+)
+
+// Actors and channels that are not people or adapters.
+const (
+	// ActorSystem decides requests nobody had to see (no confirmation needed)
+	// and expires requests nobody answered.
+	ActorSystem = "gatehouse"
+	// ViaPolicy marks a verdict that a route gave without asking anyone.
+	ViaPolicy = "policy"
+	// WebChannel is the built-in channel: the web page's pending queue.
+	WebChannel = "web"
+)
+
+// Request is one approval request: what an agent asked, for whom, and what
+// became of it. It is a durable row; every field the API shows is here.
+type Request struct {
+	ID                   string          `json:"id"`
+	Status               Status          `json:"status"`
+	ToolName             string          `json:"tool_name"`
+	ToolArgs             json.RawMessage `json:"tool_args"`
+	RequiresConfirmation bool            `json:"requires_confirmation"`
+	Summary              string          `json:"summary"`
+	AgentID              string          `json:"agent_id"`
+	UserID               string          `json:"user_id"`
+	SessionID            string          `json:"session_id"`
+	ToolCallID           string          `json:"tool_call_id"`
+	Metadata             json.RawMessage `json:"metadata"`
+	Route                string          `json:"route"`
+	IdempotencyKey       string          `json:"idempotency_key,omitempty"`
+	Channels             []string        `json:"channels"`
+	Approvers            []string        `json:"approvers"`
+	Quorum               int             `json:"quorum"`
+	OnTimeout            Verdict         `json:"on_timeout"`
+	CreatedAt            time.Time       `json:"created_at"`
+	ExpiresAt            time.Time       `json:"expires_at"`
+	DecidedAt            *time.Time      `json:"decided_at"`
+	DecidedBy            string          `json:"decided_by"`
+	DecidedVia           string          `json:"decided_via"`
+	Reason               string          `json:"reason"`
+	ModifiedArgs         json.RawMessage `json:"modified_args"`
+}
+
+// Allowed reports whether the agent may run the tool call: approved, or
+// expired on a route whose timeout verdict is allow. Everything else denies.
+func (r *Request) Allowed() bool {
+	switch r.Status {
+	case StatusApproved:
+		return true
+	case StatusExpired:
+		return r.OnTimeout == VerdictAllow
+	}
+	return false
+}
+
+// Waited is how long the request waited for its verdict (or has waited so far).
+func (r *Request) Waited(now time.Time) time.Duration {
+	end := now
+	if r.DecidedAt != nil {
+		end = *r.DecidedAt
+	}
+	return end.Sub(r.CreatedAt)
+}
+
+// EffectiveArgs are the arguments the tool should run with: the approver's
+// edits when there are any, the proposed ones otherwise.
+func (r *Request) EffectiveArgs() json.RawMessage {
+	if len(r.ModifiedArgs) > 0 && string(r.ModifiedArgs) != "null" {
+		return r.ModifiedArgs
+	}
+	return r.ToolArgs
+}
+
+// Event is one line of a request's append-only audit trail.
+type Event struct {
+	ID        int64     `json:"id"`
+	RequestID string    `json:"request_id"`
+	At        time.Time `json:"at"`
+	Type      string    `json:"type"`
+	Actor     string    `json:"actor,omitempty"`
+	Channel   string    `json:"channel,omitempty"`
+	Detail    string    `json:"detail,omitempty"`
+}
+
+// Event types of the audit trail.
+const (
+	EventCreated         = "created"
+	EventAutoAllowed     = "auto_allowed"
+	EventPosted          = "card_posted"
+	EventPostFailed      = "card_post_failed"
+	EventPostAbandoned   = "card_post_abandoned"
+	EventUpdated         = "card_updated"
+	EventUpdateFailed    = "card_update_failed"
+	EventUpdateAbandoned = "card_update_abandoned"
+	EventVote            = "vote"
+	EventDecided         = "decided"
+	EventExpired         = "expired"
+	EventCancelled       = "cancelled"
+	EventRefused         = "decision_refused"
+	EventCallbackRefused = "callback_refused"
+)
+
+// Card is what a channel posted (or is to post) for a request, and how far
+// its platform copy has caught up with the request's state.
+type Card struct {
+	ID        int64     `json:"id"`
+	RequestID string    `json:"request_id"`
+	Channel   string    `json:"channel"`
+	Ref       string    `json:"ref"`  // the platform's message reference, opaque to the gate
+	Want      string    `json:"want"` // "posted" or the request's final status
+	Have      string    `json:"have"` // what the platform shows: "", "posted" or a final status
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error,omitempty"`
+	Abandoned bool      `json:"abandoned"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// CardPosted is the Want/Have value of a card that shows the open request.
+const CardPosted = "posted"
+
+// Filter selects requests for the history.
+type Filter struct {
+	Status    []Status
+	Tool      string // a glob (path.Match syntax) or an exact name
+	Agent     string
+	DecidedBy string
+	Route     string
+	Since     time.Time
+	Until     time.Time
+	Query     string // free text over tool, summary, arguments, agent and decider
+	Limit     int
+	Cursor    string // the id of the last request of the previous page
+}
