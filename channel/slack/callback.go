@@ -1,0 +1,211 @@
+package slack
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+)
+
+const (
+	// signatureWindow is how far a request's timestamp may be from now.
+	signatureWindow = 5 * time.Minute
+	// maxCallbackBody bounds what is read before the signature is checked.
+	// block_actions payloads carry the whole message, so leave room.
+	maxCallbackBody = 2 << 20
+	// maxReplays bounds the replay cache: far above any real tap rate
+	// within one signature window.
+	maxReplays = 10000
+)
+
+var (
+	errUnsigned = errors.New("missing X-Slack-Signature or X-Slack-Request-Timestamp")
+	errStale    = errors.New("timestamp outside the 5-minute window")
+	errBadSig   = errors.New("signature does not match")
+)
+
+// verify checks Slack's v0 request signature over the raw body:
+// "v0=" + hex(HMAC-SHA256(secret, "v0:" + timestamp + ":" + body)), with the
+// timestamp within five minutes of now. slack.NewSecretsVerifier does the
+// same but reads the wall clock, which tests cannot move.
+func verify(secret string, h http.Header, body []byte, now time.Time) error {
+	ts, sig := h.Get("X-Slack-Request-Timestamp"), h.Get("X-Slack-Signature")
+	if ts == "" || sig == "" {
+		return errUnsigned
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return errStale
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > signatureWindow || d < -signatureWindow {
+		return errStale
+	}
+	got, ok := strings.CutPrefix(sig, "v0=")
+	if !ok {
+		return errBadSig
+	}
+	raw, err := hex.DecodeString(got)
+	if err != nil {
+		return errBadSig
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(mac, "v0:%s:", ts)
+	mac.Write(body)
+	if !hmac.Equal(mac.Sum(nil), raw) {
+		return errBadSig
+	}
+	return nil
+}
+
+// replayCache remembers the signatures seen within the signature window, so
+// a captured callback cannot be played again while its timestamp is fresh.
+// It is per process: a replay sent to another replica gets through, and is
+// then refused by the gate's compare-and-set like any second tap.
+type replayCache struct {
+	mu    sync.Mutex
+	seen  map[string]time.Time // signature → its request timestamp
+	order []string             // insertion order, oldest first
+	max   int
+}
+
+func newReplayCache(max int) *replayCache {
+	return &replayCache{seen: map[string]time.Time{}, max: max}
+}
+
+// check records sig and reports whether it had been seen already. Entries
+// leave once their timestamp is out of the window (the clock check refuses
+// those anyway) or, past max entries, oldest first.
+func (c *replayCache) check(sig string, ts, now time.Time) (replayed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.order) > 0 {
+		first := c.order[0]
+		if at, ok := c.seen[first]; ok && now.Sub(at) <= signatureWindow && len(c.order) < c.max {
+			break
+		}
+		delete(c.seen, first)
+		c.order = c.order[1:]
+	}
+	if _, ok := c.seen[sig]; ok {
+		return true
+	}
+	c.seen[sig] = ts
+	c.order = append(c.order, sig)
+	return false
+}
+
+// callbackHandler serves POST /callbacks/slack for every Slack channel.
+type callbackHandler struct {
+	chs     []*Channel
+	replays *replayCache
+}
+
+// NewCallbackHandler returns the handler for Slack's interactivity request
+// URL (POST /callbacks/slack). It verifies the signature before it reads
+// anything from the body; with several Slack channels, a channel whose
+// signing secret verifies the body handles it (preferring the one whose
+// Slack channel the tap came from). Verified taps are acked at once and
+// decided in the background.
+func NewCallbackHandler(chs []*Channel) http.Handler {
+	var signed []*Channel
+	for _, c := range chs {
+		if c != nil && c.cfg.SigningSecret != "" {
+			signed = append(signed, c)
+		}
+	}
+	return &callbackHandler{chs: signed, replays: newReplayCache(maxReplays)}
+}
+
+func (h *callbackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if len(h.chs) == 0 {
+		http.Error(w, "no Slack channel takes HTTP callbacks", http.StatusNotFound)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallbackBody))
+	if err != nil {
+		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	var verified []*Channel
+	var why error
+	for _, c := range h.chs {
+		if err := verify(c.cfg.SigningSecret, r.Header, body, c.now()); err != nil {
+			why = err
+			continue
+		}
+		verified = append(verified, c)
+	}
+	if len(verified) == 0 {
+		// Nothing in an unverified body is trusted, not even a request id
+		// to audit against: log and refuse.
+		h.chs[0].log.Warn("slack callback refused", "reason", why.Error(), "remote", r.RemoteAddr)
+		http.Error(w, "invalid signature", http.StatusUnauthorized)
+		return
+	}
+	c := verified[0]
+	ts, _ := strconv.ParseInt(r.Header.Get("X-Slack-Request-Timestamp"), 10, 64)
+	replayed := h.replays.check(r.Header.Get("X-Slack-Signature"), time.Unix(ts, 0), c.now())
+	ic, perr := parsePayload(body)
+	if perr == nil {
+		c = pick(verified, ic)
+	}
+	if replayed {
+		// Signed by Slack, so its request id is worth auditing.
+		actor, _ := identity(ic)
+		c.decider.Refuse(r.Context(), requestIDOf(ic), c.name, actor, "replayed Slack callback refused")
+		http.Error(w, "replayed request", http.StatusUnauthorized)
+		return
+	}
+	if perr != nil {
+		c.log.Warn("slack callback unreadable", "err", perr)
+		http.Error(w, "bad payload", http.StatusBadRequest)
+		return
+	}
+	c.interact(r.Context(), ic)
+	w.WriteHeader(http.StatusOK)
+}
+
+// parsePayload reads the form field "payload" of an interactivity request.
+func parsePayload(body []byte) (slack.InteractionCallback, error) {
+	var ic slack.InteractionCallback
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return ic, fmt.Errorf("form: %w", err)
+	}
+	p := form.Get("payload")
+	if p == "" {
+		return ic, errors.New("no payload field")
+	}
+	if err := json.Unmarshal([]byte(p), &ic); err != nil {
+		return ic, fmt.Errorf("payload: %w", err)
+	}
+	return ic, nil
+}
+
+// pick prefers, among channels whose secret verified (one app may serve
+// several channels), the one whose Slack channel the tap came from.
+func pick(chs []*Channel, ic slack.InteractionCallback) *Channel {
+	from := tapChannel(ic)
+	for _, c := range chs {
+		if from != "" && c.cfg.ChannelID == from {
+			return c
+		}
+	}
+	return chs[0]
+}

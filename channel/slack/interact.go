@@ -1,0 +1,242 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+)
+
+// afterAckTimeout bounds the work done after a tap has been acked.
+const afterAckTimeout = 30 * time.Second
+
+// reasonMeta is the reason modal's private_metadata: which request, and
+// where to answer the submitter.
+type reasonMeta struct {
+	ID      string `json:"id"`
+	Channel string `json:"ch,omitempty"`
+}
+
+// interact handles one verified interaction, from HTTP or Socket Mode, and
+// returns at once so the caller can ack within Slack's 3 seconds.
+//
+// Everything, Decide included, runs after the ack. Decide is usually a
+// millisecond of SQL, but on a busy PostgreSQL or a replica that is
+// catching up it has no upper bound, and a missed ack shows the approver
+// an error although the verdict may land. The approver learns the outcome
+// from the card (updated by the gate's card worker) or from an ephemeral
+// message when the tap was refused.
+func (c *Channel) interact(ctx context.Context, ic slack.InteractionCallback) {
+	actor, ids := identity(ic)
+	switch ic.Type {
+	case slack.InteractionTypeBlockActions:
+		for _, a := range ic.ActionCallback.BlockActions {
+			if a == nil || !strings.HasPrefix(a.ActionID, "gatehouse_") {
+				continue
+			}
+			choice, id, ok := strings.Cut(a.Value, ":")
+			if !ok || id == "" || actor == "" {
+				c.decider.Refuse(ctx, "", c.name, actor, fmt.Sprintf("malformed button value %q", a.Value))
+				continue
+			}
+			c.later(ctx, func(ctx context.Context) { c.tap(ctx, ic, actor, ids, choice, id) })
+		}
+	case slack.InteractionTypeViewSubmission:
+		if ic.View.CallbackID != reasonCallback {
+			return
+		}
+		var meta reasonMeta
+		if err := json.Unmarshal([]byte(ic.View.PrivateMetadata), &meta); err != nil || meta.ID == "" || actor == "" {
+			c.decider.Refuse(ctx, "", c.name, actor, "reason modal without a request id")
+			return
+		}
+		reason := ""
+		if ic.View.State != nil {
+			reason = strings.TrimSpace(ic.View.State.Values[reasonBlock][reasonAction].Value)
+		}
+		c.later(ctx, func(ctx context.Context) {
+			c.decide(ctx, meta.Channel, ic.User.ID, gate.Decision{RequestID: meta.ID, Approve: false,
+				Actor: actor, Identities: ids, Via: c.name, Reason: reason})
+		})
+	default:
+		c.log.Debug("slack interaction ignored", "type", ic.Type)
+	}
+}
+
+// later runs fn after the ack, detached from the request's context (which
+// ends with the response) but bounded in time.
+func (c *Channel) later(ctx context.Context, fn func(ctx context.Context)) {
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterAckTimeout)
+		defer cancel()
+		fn(ctx)
+	}()
+}
+
+// tap acts on one button: approve and reject go to the gate; "reject with
+// reason" opens the modal whose submission carries the reason.
+func (c *Channel) tap(ctx context.Context, ic slack.InteractionCallback, actor string, ids []string, choice, id string) {
+	from, user := tapChannel(ic), ic.User.ID
+	switch choice {
+	case choiceApprove, choiceReject:
+		c.decide(ctx, from, user, gate.Decision{RequestID: id, Approve: choice == choiceApprove,
+			Actor: actor, Identities: ids, Via: c.name})
+	case choiceReason:
+		c.openReason(ctx, ic, actor, ids, id)
+	default:
+		c.decider.Refuse(ctx, id, c.name, actor, fmt.Sprintf("unknown button choice %q", choice))
+	}
+}
+
+// decide hands a verdict to the gate and tells the approver, privately,
+// when it was not taken.
+func (c *Channel) decide(ctx context.Context, from, user string, d gate.Decision) {
+	log := c.log.With("request_id", d.RequestID, "actor", d.Actor)
+	r, err := c.decider.Decide(ctx, d)
+	if err == nil {
+		if r != nil && r.Status == gate.StatusPending {
+			c.ephemeral(ctx, from, user, fmt.Sprintf(":ballot_box_with_check: Your approval is recorded; this request needs %d approvals.", r.Quorum))
+		}
+		log.Info("slack decision taken", "approve", d.Approve)
+		return
+	}
+	log.Info("slack decision not taken", "err", err)
+	if msg := refusal(err); msg != "" {
+		if gate.ErrorCode(err) == gate.ENOTFOUND {
+			c.decider.Refuse(ctx, d.RequestID, c.name, d.Actor, "decision for an unknown request")
+		}
+		c.ephemeral(ctx, from, user, msg)
+	}
+}
+
+// refusal is what an approver is told when the gate did not take a verdict.
+func refusal(err error) string {
+	msg := esc(gate.ErrorMessage(err))
+	switch gate.ErrorCode(err) {
+	case gate.EFORBIDDEN:
+		return ":no_entry: You are not an approver of this request; your tap was not counted."
+	case gate.ECONFLICT:
+		return ":information_source: Already decided: " + msg + "."
+	case gate.EEXPIRED:
+		return ":hourglass: This request has expired (" + msg + "); nothing was decided."
+	case gate.ENOTFOUND:
+		return ":grey_question: Gatehouse does not know this request."
+	case gate.EINVALID:
+		return ":warning: Not recorded: " + msg + "."
+	}
+	return ":warning: Gatehouse could not record your decision; please try again or use the web page."
+}
+
+// openReason opens the "reject with reason" modal, unless the request has
+// already left pending or the tapper could not decide it anyway.
+func (c *Channel) openReason(ctx context.Context, ic slack.InteractionCallback, actor string, ids []string, id string) {
+	from, user := tapChannel(ic), ic.User.ID
+	r, err := c.decider.Get(ctx, id)
+	if err != nil {
+		if gate.ErrorCode(err) == gate.ENOTFOUND {
+			c.decider.Refuse(ctx, id, c.name, actor, "reject with reason: unknown request")
+		}
+		c.ephemeral(ctx, from, user, refusal(err))
+		return
+	}
+	if r.Status.Final() {
+		c.ephemeral(ctx, from, user, ":information_source: Already decided: this request is "+esc(string(r.Status))+".")
+		return
+	}
+	if !mayDecide(r.Approvers, append([]string{actor}, ids...)...) {
+		c.decider.Refuse(ctx, id, c.name, actor, "reject with reason: not an approver")
+		c.ephemeral(ctx, from, user, refusal(gate.Errorf(gate.EFORBIDDEN, "not an approver")))
+		return
+	}
+	if _, err := c.api.OpenViewContext(ctx, ic.TriggerID, reasonModal(r, from)); err != nil {
+		c.log.Warn("opening the reason modal failed", "request_id", id, "err", err)
+		c.ephemeral(ctx, from, user, ":warning: The reason form did not open (Slack allows 3 seconds); tap *Reject with reason* again.")
+	}
+}
+
+// reasonModal asks for the reason of a rejection.
+func reasonModal(r *gate.Request, from string) slack.ModalViewRequest {
+	meta, _ := json.Marshal(reasonMeta{ID: r.ID, Channel: from})
+	input := slack.NewPlainTextInputBlockElement(plain("Why is this rejected?", 150), reasonAction)
+	input.Multiline = true
+	input.MaxLength = maxSection
+	blocks := []slack.Block{
+		slack.NewSectionBlock(plain("Reject "+r.ToolName+summaryTail(r), maxSection), nil, nil),
+		slack.NewInputBlock(reasonBlock, plain("Reason", 2000), nil, input),
+	}
+	return slack.ModalViewRequest{
+		Type:            slack.VTModal,
+		Title:           plain("Reject request", 24),
+		Submit:          plain("Reject", 24),
+		Close:           plain("Cancel", 24),
+		Blocks:          slack.Blocks{BlockSet: blocks},
+		CallbackID:      reasonCallback,
+		PrivateMetadata: string(meta),
+	}
+}
+
+// identity is the tapper's canonical identity, slack:TEAM/USER with the
+// workspace the tap came from, plus the user's home workspace as another
+// name when the two differ (shared channels, Enterprise Grid).
+func identity(ic slack.InteractionCallback) (actor string, others []string) {
+	if ic.User.ID == "" {
+		return "", nil
+	}
+	team := ic.Team.ID
+	if team == "" {
+		team = ic.User.TeamID
+	}
+	actor = "slack:" + team + "/" + ic.User.ID
+	if ic.User.TeamID != "" && ic.User.TeamID != team {
+		others = append(others, "slack:"+ic.User.TeamID+"/"+ic.User.ID)
+	}
+	return actor, others
+}
+
+// tapChannel is the Slack channel a block action came from.
+func tapChannel(ic slack.InteractionCallback) string {
+	if ic.Channel.ID != "" {
+		return ic.Channel.ID
+	}
+	return ic.Container.ChannelID
+}
+
+// requestIDOf digs the request id out of a payload, for the audit trail.
+func requestIDOf(ic slack.InteractionCallback) string {
+	for _, a := range ic.ActionCallback.BlockActions {
+		if a != nil && strings.HasPrefix(a.ActionID, "gatehouse_") {
+			if _, id, ok := strings.Cut(a.Value, ":"); ok {
+				return id
+			}
+		}
+	}
+	var meta reasonMeta
+	if ic.View.CallbackID == reasonCallback && json.Unmarshal([]byte(ic.View.PrivateMetadata), &meta) == nil {
+		return meta.ID
+	}
+	return ""
+}
+
+// mayDecide mirrors the gate's approver rule (gate.mayDecide, unexported)
+// only to spare a non-approver the reason form; the gate's Decide remains
+// the authority and re-checks.
+func mayDecide(approvers []string, ids ...string) bool {
+	if len(approvers) == 0 {
+		return true
+	}
+	for _, a := range approvers {
+		for _, id := range ids {
+			if id != "" && gate.Glob(a, id) {
+				return true
+			}
+		}
+	}
+	return false
+}

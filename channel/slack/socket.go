@@ -1,0 +1,98 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+)
+
+// Run receives interactions over Socket Mode until ctx ends, for channels
+// with an app-level token (see SocketMode). Each envelope is acked with its
+// envelope_id before the tap is handled, exactly as over HTTP: the
+// connection is the proof of origin, so there is no signature to check,
+// and identity and state checks are the same. When the connection fails for
+// good (a revoked token) it logs, waits and connects again: the server owns
+// the lifetime, not Slack.
+func (c *Channel) Run(ctx context.Context) error {
+	if !c.SocketMode() {
+		<-ctx.Done()
+		return nil
+	}
+	wait := time.Second
+	for ctx.Err() == nil {
+		err := c.runSocket(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		c.log.Error("slack socket mode stopped; reconnecting", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 5*time.Minute)
+	}
+	c.wait()
+	return nil
+}
+
+// runSocket runs one socketmode client until it gives up or ctx ends.
+func (c *Channel) runSocket(ctx context.Context) error {
+	api := c.newAPI(slack.OptionAppLevelToken(c.cfg.AppToken))
+	sm := socketmode.New(api, socketmode.OptionLog(slogLogger(c.log)))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.events(ctx, sm)
+	}()
+	err := sm.RunContext(ctx)
+	cancel()
+	<-done
+	if err == nil {
+		err = errors.New("socket mode client returned")
+	}
+	return err
+}
+
+// events drains the socketmode client's events: interactions are acked and
+// handled, everything else is acked (so Slack does not resend it) and
+// logged.
+func (c *Channel) events(ctx context.Context, sm *socketmode.Client) {
+	for {
+		var evt socketmode.Event
+		select {
+		case <-ctx.Done():
+			return
+		case evt = <-sm.Events:
+		}
+		switch evt.Type {
+		case socketmode.EventTypeConnected:
+			c.log.Info("slack socket mode connected")
+		case socketmode.EventTypeConnectionError, socketmode.EventTypeIncomingError, socketmode.EventTypeErrorBadMessage:
+			c.log.Warn("slack socket mode trouble", "type", evt.Type, "detail", evt.Data)
+		case socketmode.EventTypeInvalidAuth:
+			c.log.Error("slack socket mode: app_token refused")
+		case socketmode.EventTypeInteractive:
+			ic, ok := evt.Data.(slack.InteractionCallback)
+			c.ack(ctx, sm, evt)
+			if ok {
+				c.interact(ctx, ic)
+			}
+		default:
+			c.ack(ctx, sm, evt)
+		}
+	}
+}
+
+func (c *Channel) ack(ctx context.Context, sm *socketmode.Client, evt socketmode.Event) {
+	if evt.Request == nil || evt.Request.EnvelopeID == "" {
+		return
+	}
+	if err := sm.AckCtx(ctx, evt.Request.EnvelopeID, nil); err != nil {
+		c.log.Warn("slack socket mode ack failed", "envelope_id", evt.Request.EnvelopeID, "err", err)
+	}
+}
