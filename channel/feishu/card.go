@@ -1,0 +1,315 @@
+package feishu
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+)
+
+// Feishu refuses a card message whose request body exceeds 30 KB. The card
+// travels JSON-encoded inside the body's "content" string, so what counts is
+// its doubly encoded size; maxContent leaves room for the rest of the body.
+const maxContent = 28 << 10
+
+// Budgets, in doubly encoded bytes, for the untrusted fields other than the
+// arguments, which get whatever room is left.
+const (
+	budgetSummary = 3000
+	budgetName    = 400
+	budgetReason  = 2000
+)
+
+// Names of the card's interactive elements. Feishu requires names to be
+// unique within a card; the callback reports them back.
+const (
+	formName      = "gatehouse_form"
+	reasonField   = "reason"
+	approveButton = "gatehouse_approve"
+	rejectButton  = "gatehouse_reject"
+)
+
+// Choices carried in a button's callback value.
+const (
+	choiceApprove = "approve"
+	choiceReject  = "reject"
+)
+
+// actionValue is the whole of a button's callback value: which request and
+// which verdict, nothing else.
+type actionValue struct {
+	RequestID string `json:"request_id"`
+	Choice    string `json:"choice"`
+}
+
+type obj = map[string]any
+
+// renderCard returns the card JSON for r: the pending card with its form and
+// buttons, or the final card without them. It is always under maxContent
+// once encoded into a message body, whatever the request holds.
+func (c *Channel) renderCard(r *gate.Request) ([]byte, error) {
+	args := prettyArgs(r.ToolArgs)
+	base, err := marshal(c.card(r, "", ""))
+	if err != nil {
+		return nil, err
+	}
+	budget := maxContent - encodedSize(base) - 600 // room for the truncation note
+	for {
+		shown, cut := clip(args, budget)
+		note := ""
+		if cut {
+			note = fmt.Sprintf("Arguments truncated: showing %d of %d characters.", utf8.RuneCountInString(shown), utf8.RuneCountInString(args))
+			if c.publicURL != "" {
+				note += " The full arguments are on the Gatehouse page."
+			}
+		}
+		b, err := marshal(c.card(r, shown, note))
+		if err != nil {
+			return nil, err
+		}
+		if encodedSize(b) <= maxContent || budget <= 0 {
+			return b, nil
+		}
+		budget = budget * 3 / 4
+	}
+}
+
+// card builds the card as a JSON tree. Every untrusted value goes through
+// text(), a plain_text element: Feishu renders no mentions, links or
+// markdown in it.
+func (c *Channel) card(r *gate.Request, args, note string) obj {
+	title, template := "Approval needed", "orange"
+	switch r.Status {
+	case gate.StatusApproved:
+		title, template = "Approved", "green"
+	case gate.StatusRejected:
+		title, template = "Rejected", "red"
+	case gate.StatusExpired:
+		title, template = "Expired", "grey"
+	case gate.StatusCancelled:
+		title, template = "Cancelled", "grey"
+	}
+	tool, _ := clip(r.ToolName, budgetName)
+	els := []any{}
+	if r.Summary != "" {
+		s, _ := clip(r.Summary, budgetSummary)
+		els = append(els, text(s, "normal", ""))
+	}
+	els = append(els, text("Tool: "+tool, "normal", ""))
+	var who []string
+	for _, f := range []struct{ label, v string }{{"Agent", r.AgentID}, {"Requester", r.UserID}, {"Route", r.Route}} {
+		if f.v != "" {
+			v, _ := clip(f.v, budgetName)
+			who = append(who, f.label+": "+v)
+		}
+	}
+	if len(who) > 0 {
+		els = append(els, text(strings.Join(who, "   "), "normal", ""))
+	}
+	if r.Status.Final() {
+		els = append(els, text(outcome(r), "normal", ""))
+		if r.Reason != "" {
+			reason, _ := clip(r.Reason, budgetReason)
+			els = append(els, text("Reason: "+reason, "normal", ""))
+		}
+	} else {
+		exp := fmt.Sprintf("Expires: %s (on timeout: %s)", stamp(r.ExpiresAt), orDefault(string(r.OnTimeout), "deny"))
+		if r.Quorum > 1 {
+			exp += fmt.Sprintf("   Needs %d approvals", r.Quorum)
+		}
+		els = append(els, text(exp, "normal", ""))
+	}
+	els = append(els, text("Arguments:", "normal", "grey"))
+	if args != "" {
+		els = append(els, text(args, "normal", ""))
+	}
+	if note != "" {
+		els = append(els, text(note, "notation", "grey"))
+	}
+	if link := c.link(r.ID); link != "" {
+		// The only markdown on the card: a fixed label and a URL built from
+		// the configured public URL and the request id, never from input.
+		els = append(els, obj{"tag": "markdown", "content": "[Open in Gatehouse](" + link + ")", "text_size": "notation"})
+	}
+	els = append(els, text("Request "+r.ID, "notation", "grey"))
+	if !r.Status.Final() {
+		els = append(els, form(r.ID))
+	}
+	return obj{
+		"schema": "2.0",
+		"config": obj{"update_multi": true},
+		"header": obj{
+			"title":    obj{"tag": "plain_text", "content": title},
+			"subtitle": obj{"tag": "plain_text", "content": tool},
+			"template": template,
+		},
+		"body": obj{"elements": els},
+	}
+}
+
+// form is the decision area: an optional reason and the two buttons. Both
+// buttons submit the form, so the callback carries the reason as
+// form_value.reason alongside the button's value.
+func form(id string) obj {
+	button := func(name, label, typ, choice string) obj {
+		return obj{
+			"tag":              "button",
+			"name":             name,
+			"text":             obj{"tag": "plain_text", "content": label},
+			"type":             typ,
+			"form_action_type": "submit",
+			"behaviors":        []any{obj{"type": "callback", "value": actionValue{RequestID: id, Choice: choice}}},
+		}
+	}
+	return obj{
+		"tag":  "form",
+		"name": formName,
+		"elements": []any{
+			obj{
+				"tag":         "input",
+				"name":        reasonField,
+				"placeholder": obj{"tag": "plain_text", "content": "Reason (optional, recorded with your verdict)"},
+				"max_length":  500,
+				"width":       "fill",
+			},
+			obj{
+				"tag": "column_set",
+				"columns": []any{
+					obj{"tag": "column", "width": "auto", "elements": []any{button(approveButton, "Approve", "primary", choiceApprove)}},
+					obj{"tag": "column", "width": "auto", "elements": []any{button(rejectButton, "Reject", "danger", choiceReject)}},
+				},
+			},
+		},
+	}
+}
+
+// text is a plain_text element: the one place untrusted values may go.
+func text(s, size, color string) obj {
+	t := obj{"tag": "plain_text", "content": s, "text_size": size}
+	if color != "" {
+		t["text_color"] = color
+	}
+	return obj{"tag": "div", "text": t}
+}
+
+// outcome is the final card's line saying what happened, by whom and when.
+func outcome(r *gate.Request) string {
+	at := ""
+	if r.DecidedAt != nil {
+		at = " at " + stamp(*r.DecidedAt)
+	}
+	by, _ := clip(r.DecidedBy, budgetName)
+	via, _ := clip(r.DecidedVia, budgetName)
+	switch r.Status {
+	case gate.StatusExpired:
+		return fmt.Sprintf("Expired%s with no verdict; on timeout: %s", at, orDefault(string(r.OnTimeout), "deny"))
+	case gate.StatusCancelled:
+		return "Cancelled by the agent" + at
+	}
+	s := fmt.Sprintf("%s by %s", strings.ToUpper(string(r.Status[:1]))+string(r.Status[1:]), orDefault(by, "unknown"))
+	if via != "" {
+		s += " via " + via
+	}
+	return s + at
+}
+
+// link is the request's page on the Gatehouse web UI, or "" without a
+// public URL or when the URL could break out of a markdown link.
+func (c *Channel) link(id string) string {
+	if c.publicURL == "" || id == "" {
+		return ""
+	}
+	u := c.publicURL + "/approvals/" + url.PathEscape(id)
+	if strings.ContainsAny(u, " ()[]<>\"'\\\n\r\t") {
+		return ""
+	}
+	if p, err := url.Parse(u); err != nil || (p.Scheme != "https" && p.Scheme != "http") {
+		return ""
+	}
+	return u
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// prettyArgs indents the arguments for reading; anything that is not JSON
+// is shown as it came.
+func prettyArgs(raw json.RawMessage) string {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return "{}"
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// marshal encodes v without HTML escaping, so '<' costs one byte, not six.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// encodedSize is the size of b once encoded as a JSON string, as it travels
+// in a message body's "content".
+func encodedSize(b []byte) int {
+	n := 2
+	for _, r := range string(b) {
+		n += jsonRuneLen(r)
+	}
+	return n
+}
+
+// clip cuts s so that its doubly JSON-encoded size stays within budget
+// bytes, at a rune boundary, and says whether it cut.
+func clip(s string, budget int) (string, bool) {
+	n := 0
+	for i, r := range s {
+		n += jsonRuneLen(r) + extraSecondPass(r)
+		if n > budget {
+			return strings.ToValidUTF8(s[:i], "") + " …", true
+		}
+	}
+	return s, false
+}
+
+// jsonRuneLen is how many bytes encoding/json (without HTML escaping)
+// writes for r inside a string.
+func jsonRuneLen(r rune) int {
+	switch {
+	case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t':
+		return 2
+	case r < 0x20 || r == '\u2028' || r == '\u2029' || r == utf8.RuneError:
+		return 6
+	}
+	return utf8.RuneLen(r)
+}
+
+// extraSecondPass is what encoding the already escaped form of r once more
+// adds: every backslash and quote doubles.
+func extraSecondPass(r rune) int {
+	switch {
+	case r == '"' || r == '\\':
+		return 2
+	case r == '\n' || r == '\r' || r == '\t' || r < 0x20 || r == '\u2028' || r == '\u2029' || r == utf8.RuneError:
+		return 1
+	}
+	return 0
+}
