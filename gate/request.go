@@ -5,6 +5,7 @@ package gate
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -170,4 +171,30 @@ type Filter struct {
 	Query     string // free text over tool, summary, arguments, agent and decider
 	Limit     int
 	Cursor    string // the id of the last request of the previous page
+}
+
+// Explain says in one line what became of the request, for agents, their
+// users and the logs: "rejected by feishu:ou_abc via ops-feishu after 42s: over budget".
+func (r *Request) Explain(now time.Time) string {
+	after := r.Waited(now).Round(time.Second)
+	withReason := func(s string) string {
+		if r.Reason != "" {
+			return s + ": " + r.Reason
+		}
+		return s
+	}
+	switch r.Status {
+	case StatusApproved:
+		if r.DecidedVia == ViaPolicy {
+			return withReason("allowed by route " + r.Route)
+		}
+		return withReason(fmt.Sprintf("approved by %s via %s after %s", r.DecidedBy, r.DecidedVia, after))
+	case StatusRejected:
+		return withReason(fmt.Sprintf("rejected by %s via %s after %s", r.DecidedBy, r.DecidedVia, after))
+	case StatusExpired:
+		return fmt.Sprintf("expired: no verdict within %s (on timeout: %s)", r.ExpiresAt.Sub(r.CreatedAt).Round(time.Second), r.OnTimeout)
+	case StatusCancelled:
+		return withReason(fmt.Sprintf("cancelled by %s after %s", r.DecidedBy, after))
+	}
+	return fmt.Sprintf("waiting for approval (expires in %s)", max(r.ExpiresAt.Sub(now), 0).Round(time.Second))
 }

@@ -530,8 +530,12 @@ func (s *Service) Cancel(ctx context.Context, id, by, reason string) (*Request, 
 	if reason != "" {
 		detail += ": " + reason
 	}
-	return s.transition(ctx, Transition{ID: id, To: StatusCancelled, Kind: BeforeDeadline, At: now, By: by, Via: "api",
+	got, err := s.transition(ctx, Transition{ID: id, To: StatusCancelled, Kind: BeforeDeadline, At: now, By: by, Via: "api",
 		Reason: reason, Event: Event{Type: EventCancelled, Actor: by, Channel: "api", Detail: detail}})
+	if e := (*Error)(nil); errors.As(err, &e) && got != nil {
+		s.addEvent(ctx, Event{RequestID: id, Type: EventRefused, Actor: by, Channel: "api", Detail: "cancel: " + e.Message})
+	}
+	return got, err
 }
 
 // Expire moves an overdue pending request to expired. It is idempotent

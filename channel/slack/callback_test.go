@@ -1,0 +1,327 @@
+package slack
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+)
+
+func TestVerifySlackVector(t *testing.T) {
+	// Slack's documented example ("Verifying requests from Slack").
+	const (
+		vSecret = "8f742231b10e8888abcd99yyyzzz85a5"
+		vTS     = "1531420618"
+		vBody   = "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c"
+		vSig    = "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503"
+	)
+	at := time.Unix(1531420618, 0)
+	h := http.Header{}
+	h.Set("X-Slack-Request-Timestamp", vTS)
+	h.Set("X-Slack-Signature", vSig)
+	tests := []struct {
+		name   string
+		secret string
+		body   string
+		now    time.Time
+		want   error
+	}{
+		{"documented vector", vSecret, vBody, at.Add(30 * time.Second), nil},
+		{"just inside the window", vSecret, vBody, at.Add(5 * time.Minute), nil},
+		{"stale", vSecret, vBody, at.Add(5*time.Minute + time.Second), errStale},
+		{"from the future", vSecret, vBody, at.Add(-6 * time.Minute), errStale},
+		{"tampered body", vSecret, vBody + "&x=1", at, errBadSig},
+		{"wrong secret", "other", vBody, at, errBadSig},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := verify(tt.secret, h, []byte(tt.body), tt.now); !errors.Is(err, tt.want) {
+				t.Errorf("verify = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+// sign signs body the way Slack does.
+func sign(secret string, ts time.Time, body string) http.Header {
+	s := strconv.FormatInt(ts.Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(mac, "v0:%s:%s", s, body)
+	h := http.Header{}
+	h.Set("Content-Type", "application/x-www-form-urlencoded")
+	h.Set("X-Slack-Request-Timestamp", s)
+	h.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+	return h
+}
+
+// blockActions is a button tap as Slack sends it.
+func blockActions(team, user, action, value string) string {
+	p := map[string]any{
+		"type": "block_actions", "api_app_id": "A1", "token": "legacy", "trigger_id": "trig.123",
+		"team":      map[string]any{"id": team, "domain": "acme"},
+		"user":      map[string]any{"id": user, "username": "bob", "team_id": team},
+		"channel":   map[string]any{"id": slackCh, "name": "ops"},
+		"container": map[string]any{"type": "message", "channel_id": slackCh, "message_ts": "1700000000.000001"},
+		"actions": []any{map[string]any{"type": "button", "action_id": action, "block_id": actionsBlock,
+			"value": value, "action_ts": "1700000001.000002", "text": map[string]any{"type": "plain_text", "text": "x"}}},
+	}
+	return form(p)
+}
+
+// viewSubmission is the reason modal's submission.
+func viewSubmission(team, user, id, reason string) string {
+	meta, _ := json.Marshal(reasonMeta{ID: id, Channel: slackCh})
+	p := map[string]any{
+		"type": "view_submission", "api_app_id": "A1", "token": "legacy", "trigger_id": "trig.456",
+		"team": map[string]any{"id": team, "domain": "acme"},
+		"user": map[string]any{"id": user, "username": "bob", "team_id": team},
+		"view": map[string]any{"id": "V1", "type": "modal", "callback_id": reasonCallback, "private_metadata": string(meta),
+			"state": map[string]any{"values": map[string]any{reasonBlock: map[string]any{reasonAction: map[string]any{
+				"type": "plain_text_input", "value": reason}}}}},
+	}
+	return form(p)
+}
+
+func form(p map[string]any) string {
+	b, _ := json.Marshal(p)
+	return url.Values{"payload": {string(b)}}.Encode()
+}
+
+// post sends body to h with the given headers and returns the status.
+func post(h http.Handler, body string, header http.Header) int {
+	req := httptest.NewRequest(http.MethodPost, "/callbacks/slack", strings.NewReader(body))
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Code
+}
+
+func TestCallbackRefusesUnverified(t *testing.T) {
+	f := newFakeSlack(t)
+	d := newFakeDecider(fixed(t0), testRequest("01JREQ", t0))
+	c := newTestChannel(t, f, d, fixed(t0))
+	h := NewCallbackHandler([]*Channel{c})
+	body := blockActions("T1", "U1", actionApprove, "approve:01JREQ")
+	badHex := sign(secret, t0, body)
+	badHex.Set("X-Slack-Signature", "v0=zz")
+	tests := []struct {
+		name   string
+		header http.Header
+	}{
+		{"unsigned", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}},
+		{"forged with another secret", sign("not-the-secret", t0, body)},
+		{"signed over another body", sign(secret, t0, body+"&x=1")},
+		{"stale", sign(secret, t0.Add(-6*time.Minute), body)},
+		{"from the future", sign(secret, t0.Add(6*time.Minute), body)},
+		{"signature not hex", badHex},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if code := post(h, body, tt.header); code != http.StatusUnauthorized {
+				t.Errorf("status %d, want 401", code)
+			}
+		})
+	}
+	c.wait()
+	if got := d.taken(); len(got) != 0 {
+		t.Errorf("unverified callbacks reached Decide: %+v", got)
+	}
+	if n := len(f.callsOf("chat.postEphemeral")) + len(f.callsOf("views.open")); n != 0 {
+		t.Errorf("unverified callbacks made %d Slack calls", n)
+	}
+}
+
+func TestCallbackApproveAndReplay(t *testing.T) {
+	f := newFakeSlack(t)
+	d := newFakeDecider(fixed(t0), testRequest("01JREQ", t0))
+	c := newTestChannel(t, f, d, fixed(t0))
+	h := NewCallbackHandler([]*Channel{c})
+	body := blockActions("T123", "U456", actionApprove, "approve:01JREQ")
+	hdr := sign(secret, t0.Add(-time.Minute), body)
+	if code := post(h, body, hdr); code != http.StatusOK {
+		t.Fatalf("status %d, want 200", code)
+	}
+	c.wait()
+	got := d.taken()
+	if len(got) != 1 {
+		t.Fatalf("%d decisions, want 1", len(got))
+	}
+	want := gate.Decision{RequestID: "01JREQ", Approve: true, Actor: "slack:T123/U456", Via: "ops-slack"}
+	if g := got[0]; g.RequestID != want.RequestID || g.Approve != want.Approve || g.Actor != want.Actor || g.Via != want.Via || g.Reason != "" {
+		t.Errorf("decision %+v, want %+v", g, want)
+	}
+	if n := len(f.callsOf("chat.postEphemeral")); n != 0 {
+		t.Errorf("a taken decision sent %d ephemeral messages", n)
+	}
+
+	// The same signed request again, still within the window: refused.
+	if code := post(h, body, hdr); code != http.StatusUnauthorized {
+		t.Errorf("replay: status %d, want 401", code)
+	}
+	c.wait()
+	if n := len(d.taken()); n != 1 {
+		t.Errorf("replay reached Decide: %d decisions", n)
+	}
+	if r := d.refused(); len(r) != 1 || !strings.HasPrefix(r[0], "01JREQ|slack:T123/U456|replayed") {
+		t.Errorf("replay not audited: %q", r)
+	}
+}
+
+func TestCallbackRefusalsAreTold(t *testing.T) {
+	pending := testRequest("01JPEND", t0)
+	pending.Approvers = []string{"slack:T123/UBOSS"}
+	done := testRequest("01JDONE", t0)
+	done.Status, done.DecidedBy = gate.StatusApproved, "web:alice"
+	old := testRequest("01JOLD", t0.Add(-time.Hour))
+	tests := []struct {
+		name, user, value, want string
+	}{
+		{"not an approver", "U456", "approve:01JPEND", "not an approver"},
+		{"already decided", "U456", "reject:01JDONE", "Already decided: already approved by web:alice"},
+		{"expired", "U456", "approve:01JOLD", "expired"},
+		{"unknown request", "U456", "approve:01JNONE", "does not know this request"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeSlack(t)
+			d := newFakeDecider(fixed(t0), pending, done, old)
+			c := newTestChannel(t, f, d, fixed(t0))
+			body := blockActions("T123", tt.user, actionApprove, tt.value)
+			if code := post(NewCallbackHandler([]*Channel{c}), body, sign(secret, t0, body)); code != http.StatusOK {
+				t.Fatalf("status %d", code)
+			}
+			c.wait()
+			eph := f.callsOf("chat.postEphemeral")
+			if len(eph) != 1 {
+				t.Fatalf("%d ephemeral messages, want 1", len(eph))
+			}
+			e := eph[0]
+			if e.Form.Get("user") != tt.user || e.Form.Get("channel") != slackCh || !strings.Contains(e.Form.Get("text"), tt.want) {
+				t.Errorf("ephemeral to %s in %s: %q, want it to say %q", e.Form.Get("user"), e.Form.Get("channel"), e.Form.Get("text"), tt.want)
+			}
+		})
+	}
+}
+
+func TestRejectWithReason(t *testing.T) {
+	f := newFakeSlack(t)
+	d := newFakeDecider(fixed(t0), testRequest("01JREQ", t0))
+	c := newTestChannel(t, f, d, fixed(t0))
+	h := NewCallbackHandler([]*Channel{c})
+
+	tap := blockActions("T123", "U456", actionReason, "reason:01JREQ")
+	if code := post(h, tap, sign(secret, t0, tap)); code != http.StatusOK {
+		t.Fatalf("tap: status %d", code)
+	}
+	c.wait()
+	if n := len(d.taken()); n != 0 {
+		t.Fatalf("opening the modal decided already")
+	}
+	views := f.callsOf("views.open")
+	if len(views) != 1 {
+		t.Fatalf("%d views.open calls, want 1", len(views))
+	}
+	v := views[0]
+	if !v.JSON || v.Token != botToken || v.Body["trigger_id"] != "trig.123" {
+		t.Errorf("views.open: json=%v token=%q trigger=%v", v.JSON, v.Token, v.Body["trigger_id"])
+	}
+	view, _ := v.Body["view"].(map[string]any)
+	var meta reasonMeta
+	_ = json.Unmarshal([]byte(fmt.Sprint(view["private_metadata"])), &meta)
+	if view["callback_id"] != reasonCallback || meta.ID != "01JREQ" {
+		t.Errorf("modal callback %v, metadata %+v", view["callback_id"], meta)
+	}
+
+	sub := viewSubmission("T123", "U456", "01JREQ", "  amount over budget <!channel> ")
+	if code := post(h, sub, sign(secret, t0.Add(10*time.Second), sub)); code != http.StatusOK {
+		t.Fatalf("submission: status %d", code)
+	}
+	c.wait()
+	got := d.taken()
+	if len(got) != 1 || got[0].Approve || got[0].Reason != "amount over budget <!channel>" ||
+		got[0].Actor != "slack:T123/U456" || got[0].Via != "ops-slack" {
+		t.Errorf("decisions %+v", got)
+	}
+}
+
+func TestReasonModalNotForNonApprovers(t *testing.T) {
+	f := newFakeSlack(t)
+	r := testRequest("01JREQ", t0)
+	r.Approvers = []string{"slack:T123/UBOSS"}
+	d := newFakeDecider(fixed(t0), r)
+	c := newTestChannel(t, f, d, fixed(t0))
+	tap := blockActions("T123", "U456", actionReason, "reason:01JREQ")
+	post(NewCallbackHandler([]*Channel{c}), tap, sign(secret, t0, tap))
+	c.wait()
+	if n := len(f.callsOf("views.open")); n != 0 {
+		t.Errorf("modal opened for a non-approver")
+	}
+	if eph := f.callsOf("chat.postEphemeral"); len(eph) != 1 || !strings.Contains(eph[0].Form.Get("text"), "not an approver") {
+		t.Errorf("ephemeral %+v", eph)
+	}
+	if ref := d.refused(); len(ref) != 1 || !strings.Contains(ref[0], "not an approver") {
+		t.Errorf("refusal not audited: %q", ref)
+	}
+}
+
+func TestCallbackPicksChannelBySecret(t *testing.T) {
+	f := newFakeSlack(t)
+	d := newFakeDecider(fixed(t0), testRequest("01JREQ", t0))
+	a := newTestChannel(t, f, d, fixed(t0))
+	b := newTestChannel(t, f, d, fixed(t0), func(o *Options) {
+		o.Name, o.Config.SigningSecret, o.Config.ChannelID = "eng-slack", "second-secret", "C999"
+	})
+	body := blockActions("T1", "U1", actionReject, "reject:01JREQ")
+	if code := post(NewCallbackHandler([]*Channel{a, b}), body, sign("second-secret", t0, body)); code != http.StatusOK {
+		t.Fatalf("status %d", code)
+	}
+	b.wait()
+	if got := d.taken(); len(got) != 1 || got[0].Via != "eng-slack" || got[0].Approve {
+		t.Errorf("decisions %+v, want one reject via eng-slack", got)
+	}
+}
+
+func TestCallbackOnlyPost(t *testing.T) {
+	f := newFakeSlack(t)
+	c := newTestChannel(t, f, newFakeDecider(fixed(t0)), fixed(t0))
+	req := httptest.NewRequest(http.MethodGet, "/callbacks/slack", nil)
+	rec := httptest.NewRecorder()
+	NewCallbackHandler([]*Channel{c}).ServeHTTP(rec, req)
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("GET: %d", rec.Code)
+	}
+}
+
+func TestReplayCacheIsBounded(t *testing.T) {
+	rc := newReplayCache(3)
+	for i := range 5 {
+		if rc.check(fmt.Sprint(i), t0, t0) {
+			t.Fatalf("fresh signature %d seen as replay", i)
+		}
+	}
+	if len(rc.seen) > 3 || len(rc.order) > 3 {
+		t.Errorf("cache holds %d/%d entries, max 3", len(rc.seen), len(rc.order))
+	}
+	if !rc.check("4", t0, t0) {
+		t.Error("recent signature not caught")
+	}
+	// Entries leave once their timestamps are out of the window.
+	later := t0.Add(signatureWindow + time.Second)
+	rc.check("new", later, later)
+	if _, ok := rc.seen["4"]; ok {
+		t.Error("stale entry kept")
+	}
+}

@@ -1,0 +1,202 @@
+// Package client is a small Go client for Gatehouse's gate: an agent loop
+// asks before a sensitive tool call and blocks until a human decides. It
+// re-attaches (same idempotency key) across dropped connections and server
+// restarts, and every failure comes back as a deny.
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// Request is what the agent asks. Only ToolName is required.
+type Request struct {
+	ToolName             string          `json:"tool_name"`
+	ToolArgs             json.RawMessage `json:"tool_args,omitempty"`
+	RequiresConfirmation *bool           `json:"requires_confirmation,omitempty"`
+	Summary              string          `json:"summary,omitempty"`
+	AgentID              string          `json:"agent_id,omitempty"`
+	UserID               string          `json:"user_id,omitempty"`
+	SessionID            string          `json:"session_id,omitempty"`
+	ToolCallID           string          `json:"tool_call_id,omitempty"`
+	Metadata             json.RawMessage `json:"metadata,omitempty"`
+	Route                string          `json:"route,omitempty"`
+	TimeoutSeconds       float64         `json:"timeout_seconds,omitempty"`
+	// IdempotencyKey ties retries to one request. Gate fills a random one
+	// when empty, so a re-attach never creates a second request.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+}
+
+// Result is the gate's verdict. Allow is true only for an approval (or a
+// route whose timeout verdict is allow).
+type Result struct {
+	RequestID    string          `json:"request_id"`
+	Status       string          `json:"status"`
+	Allow        bool            `json:"allow"`
+	Error        string          `json:"error"`
+	ModifiedArgs json.RawMessage `json:"modified_args"`
+	SideEffects  []string        `json:"side_effects"`
+}
+
+// APIError is an answer the server gave with an error status: bad input, a
+// wrong token. Retrying will not help.
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("gatehouse: %s (%d %s)", e.Message, e.Status, e.Code)
+}
+
+// Client talks to one Gatehouse server.
+type Client struct {
+	URL   string // http://127.0.0.1:8080
+	Token string
+	HTTP  *http.Client
+	// Wait is how long one long poll is held. 55s when zero (under common
+	// proxy idle timeouts).
+	Wait time.Duration
+	// OnRetry, when set, hears about every failed attempt that will be retried.
+	OnRetry func(attempt int, err error)
+}
+
+// FromEnv builds a client from GATEHOUSE_URL (default http://127.0.0.1:8080)
+// and GATEHOUSE_TOKEN.
+func FromEnv() *Client {
+	u := os.Getenv("GATEHOUSE_URL")
+	if u == "" {
+		u = "http://127.0.0.1:8080"
+	}
+	return &Client{URL: u, Token: os.Getenv("GATEHOUSE_TOKEN")}
+}
+
+func (c *Client) httpClient() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return http.DefaultClient
+}
+
+// NewKey returns a random idempotency key.
+func NewKey() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "gh-" + hex.EncodeToString(b)
+}
+
+// Gate asks for approval and blocks until a verdict or ctx ends. It keeps
+// re-attaching with the same idempotency key through timeouts, dropped
+// connections, 5xx answers and server restarts. On error the Result still
+// says deny (Allow false, Status "error").
+func (c *Client) Gate(ctx context.Context, req Request) (Result, error) {
+	if req.IdempotencyKey == "" {
+		req.IdempotencyKey = NewKey()
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return deny("", err), err
+	}
+	wait := c.Wait
+	if wait <= 0 {
+		wait = 55 * time.Second
+	}
+	target := strings.TrimRight(c.URL, "/") + "/api/v1/gate?wait=" + url.QueryEscape(wait.String())
+	delay := 250 * time.Millisecond
+	var last Result
+	for attempt := 1; ; attempt++ {
+		res, err := c.post(ctx, target, body, wait+15*time.Second)
+		var apiErr *APIError
+		switch {
+		case err == nil && res.Status != "pending":
+			return res, nil
+		case err == nil:
+			// Still pending: the server held the poll for `wait`; go again at once.
+			last = res
+			delay = 250 * time.Millisecond
+			continue
+		case errors.As(err, &apiErr) && apiErr.Status < 500:
+			return deny(last.RequestID, err), err
+		}
+		if ctx.Err() != nil {
+			return deny(last.RequestID, ctx.Err()), ctx.Err()
+		}
+		if c.OnRetry != nil {
+			c.OnRetry(attempt, err)
+		}
+		select {
+		case <-ctx.Done():
+			return deny(last.RequestID, ctx.Err()), ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 5*time.Second)
+	}
+}
+
+func deny(id string, err error) Result {
+	return Result{RequestID: id, Status: "error", Allow: false, Error: "gatehouse: " + err.Error() + " (denied: the gate fails closed)", SideEffects: []string{}}
+}
+
+func (c *Client) post(ctx context.Context, target string, body []byte, timeout time.Duration) (Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return Result{}, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	if c.Token != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := c.httpClient().Do(hr)
+	if err != nil {
+		return Result{}, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return Result{}, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return Result{}, apiError(resp.StatusCode, data)
+	}
+	var res Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		return Result{}, fmt.Errorf("gatehouse: unreadable answer: %w", err)
+	}
+	return res, nil
+}
+
+// apiError reads either error shape the server uses: {"error":{code,message}}
+// from the API, or a HookResult whose error is a string.
+func apiError(status int, data []byte) error {
+	var e struct {
+		Error json.RawMessage `json:"error"`
+	}
+	msg, code := strings.TrimSpace(string(data)), http.StatusText(status)
+	if json.Unmarshal(data, &e) == nil && len(e.Error) > 0 {
+		var obj struct{ Code, Message string }
+		var str string
+		if json.Unmarshal(e.Error, &obj) == nil && obj.Message != "" {
+			msg, code = obj.Message, obj.Code
+		} else if json.Unmarshal(e.Error, &str) == nil {
+			msg = str
+		}
+	}
+	if len(msg) > 300 {
+		msg = msg[:300]
+	}
+	return &APIError{Status: status, Code: code, Message: msg}
+}

@@ -1,0 +1,73 @@
+// Command gatehouse is the Gatehouse binary: the approval server and the
+// tools around it (request, hook, check-config, user, migrate, version).
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3".
+var version = ""
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+const usage = `gatehouse: human-in-the-loop approvals for AI agents
+
+Usage:
+  gatehouse serve [--config FILE]            run the server
+  gatehouse request --tool NAME [--args JSON] [--summary TEXT] [--route NAME] [--timeout 10m]
+                                             ask for approval and wait (exit 0 approved, 1 rejected,
+                                             2 expired or cancelled, 3 error)
+  gatehouse check-config [--config FILE]     validate a config file, naming every bad key
+  gatehouse user add NAME --role ROLE [--password-stdin]
+                                             print the config lines for a web login
+  gatehouse migrate [--config FILE]          apply database migrations
+  gatehouse version                          print the version
+
+The CLI finds the server through GATEHOUSE_URL (default http://127.0.0.1:8080)
+and authenticates with GATEHOUSE_TOKEN.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run dispatches a subcommand and returns the exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return serve(rest, stderr)
+	case "request":
+		return request(rest, stdout, stderr)
+	case "check-config":
+		return checkConfig(rest, stdout, stderr)
+	case "user":
+		return user(rest, stdin, stdout, stderr)
+	case "migrate":
+		return migrate(rest, stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "gatehouse", versionString())
+		return 0
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "gatehouse: unknown command %q\n\n%s", cmd, usage)
+	return 2
+}

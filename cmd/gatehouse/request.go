@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/client"
+)
+
+// Exit codes of gatehouse request, for shell scripts:
+// gatehouse request --tool deploy --args '{"env":"prod"}' && ./deploy.sh
+const (
+	exitApproved = 0
+	exitRejected = 1
+	exitExpired  = 2 // expired or cancelled
+	exitError    = 3
+)
+
+func request(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("request", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	tool := fs.String("tool", "", "tool name (required)")
+	argsJSON := fs.String("args", "{}", "tool arguments as JSON")
+	summary := fs.String("summary", "", "one line for the approver")
+	route := fs.String("route", "", "route name (default: the first route that matches)")
+	timeout := fs.Duration("timeout", 0, "how long to wait for a verdict (default: the route's)")
+	agent := fs.String("agent", os.Getenv("GATEHOUSE_AGENT"), "agent id (default: the token's name)")
+	key := fs.String("idempotency-key", "", "ties retries of one call to one request (default: random)")
+	if err := fs.Parse(args); err != nil {
+		return exitError
+	}
+	if *tool == "" {
+		fmt.Fprintln(stderr, "gatehouse request: --tool is required")
+		return exitError
+	}
+	if !json.Valid([]byte(*argsJSON)) {
+		fmt.Fprintln(stderr, "gatehouse request: --args is not valid JSON")
+		return exitError
+	}
+	c := client.FromEnv()
+	c.OnRetry = func(n int, err error) {
+		fmt.Fprintf(stderr, "gatehouse request: server unreachable, re-attaching (attempt %d): %v\n", n, err)
+	}
+	req := client.Request{ToolName: *tool, ToolArgs: json.RawMessage(*argsJSON), Summary: *summary, Route: *route,
+		AgentID: *agent, TimeoutSeconds: timeout.Seconds(), IdempotencyKey: *key}
+	if req.IdempotencyKey == "" {
+		req.IdempotencyKey = client.NewKey()
+	}
+	// Give up only well after the request itself would have expired, so a
+	// server restart in the middle costs nothing.
+	limit := 24*time.Hour + 5*time.Minute
+	if *timeout > 0 {
+		limit = *timeout + 5*time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	res, err := c.Gate(ctx, req)
+	out, _ := json.Marshal(res)
+	fmt.Fprintln(stdout, string(out))
+	if err != nil {
+		var apiErr *client.APIError
+		if errors.As(err, &apiErr) {
+			fmt.Fprintf(stderr, "gatehouse request: %s\n", apiErr.Message)
+		} else {
+			fmt.Fprintf(stderr, "gatehouse request: %v\n", err)
+		}
+		return exitError
+	}
+	return exitCode(res)
+}
+
+// exitCode maps a verdict to the documented exit codes. An expiry on a route
+// whose timeout verdict is allow exits 0: the verdict is allow.
+func exitCode(res client.Result) int {
+	switch {
+	case res.Allow:
+		return exitApproved
+	case res.Status == "rejected":
+		return exitRejected
+	case res.Status == "expired" || res.Status == "cancelled":
+		return exitExpired
+	}
+	return exitError
+}

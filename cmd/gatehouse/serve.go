@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/config"
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/web"
+)
+
+func serve(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", os.Getenv("GATEHOUSE_CONFIG"), "config file (default: built-in: SQLite gatehouse.db, 127.0.0.1:8080, web approvals)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "gatehouse: invalid config:\n%s\n", indent(err))
+		return 2
+	}
+	log := newLogger(cfg.Log, stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := runServer(ctx, cfg, log); err != nil {
+		log.Error("gatehouse stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(orDefault(c.Level, "info")))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// runServer wires the parts together and runs until ctx ends, then shuts
+// down in order: waiters first (told to come back), then HTTP, then the
+// background loops and channel connections, then the database.
+func runServer(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	db, err := store.Open(ctx, store.Options{Driver: cfg.Database.Driver, DSN: cfg.Database.DSN,
+		MaxOpenConns: cfg.Database.MaxOpenConns, Migrate: true, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	svc := gate.NewService(gate.Options{
+		Store:  db,
+		Routes: routes(cfg),
+		Defaults: gate.Defaults{Timeout: cfg.Defaults.Timeout.D(), MaxTimeout: cfg.Defaults.MaxTimeout.D(),
+			OnTimeout: gate.Verdict(cfg.Defaults.OnTimeout), Channels: cfg.Defaults.Channels, Approvers: cfg.Defaults.Approvers},
+		Logger: log,
+	})
+	svc.Register(web.Channel{})
+	built, err := buildChannels(cfg, svc, log)
+	if err != nil {
+		return err
+	}
+	for _, ch := range built.channels {
+		svc.Register(ch)
+	}
+
+	bootstrap := ""
+	if len(cfg.Auth.Users) == 0 {
+		bootstrap = randomPassword()
+		log.Warn("no web users configured: log in as admin with this one-time password (it changes at every start; add users with gatehouse user add)",
+			"user", "admin", "password", bootstrap)
+	}
+	if len(cfg.Auth.APITokens) == 0 {
+		log.Warn("no api_tokens configured: the agent API is open to anyone who can reach " + cfg.Listen)
+	}
+	srv, err := web.New(web.Options{
+		Service: svc, Sessions: db, Tokens: cfg.Auth.APITokens, Users: cfg.Auth.Users, PublicURL: cfg.PublicURL,
+		SessionTTL: cfg.Auth.SessionTTL.D(), Callbacks: built.callbacks, BootstrapPassword: bootstrap,
+		Logger: log, Version: versionString(),
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+
+	bg, cancelBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBG()
+	svc.Start(bg)
+	var wg sync.WaitGroup
+	for _, r := range built.runners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.Run(bg); err != nil && bg.Err() == nil {
+				log.Error("channel connection stopped", "err", err)
+			}
+		}()
+	}
+	go purgeSessions(bg, db, log)
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("gatehouse listening", "addr", "http://"+ln.Addr().String(), "version", versionString(),
+		"database", cfg.Database.Driver, "channels", len(built.channels)+1)
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		return err
+	}
+	log.Info("shutting down: telling waiting agents to come back")
+	svc.Stop()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("shutdown", "err", err)
+	}
+	cancelBG()
+	wg.Wait()
+	return nil
+}
+
+func routes(cfg *config.Config) []gate.Route {
+	out := make([]gate.Route, len(cfg.Routes))
+	for i, r := range cfg.Routes {
+		chs := r.Channels
+		if len(chs) == 0 {
+			chs = cfg.Defaults.Channels
+		}
+		if len(chs) == 0 {
+			chs = []string{gate.WebChannel}
+		}
+		out[i] = gate.Route{Name: r.Name, Tool: r.Match.Tool, Agent: r.Match.Agent, Confirm: r.Confirm == nil || *r.Confirm,
+			Channels: chs, Approvers: r.Approvers, Quorum: r.Quorum, Timeout: r.Timeout.D(), OnTimeout: gate.Verdict(r.OnTimeout)}
+	}
+	return out
+}
+
+func randomPassword() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func purgeSessions(ctx context.Context, db *store.DB, log *slog.Logger) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if err := db.PurgeSessions(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			log.Warn("purging expired sessions failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func indent(err error) string {
+	var errs config.Errors
+	if errors.As(err, &errs) {
+		s := ""
+		for _, e := range errs {
+			s += "  " + e.Error() + "\n"
+		}
+		return s[:len(s)-1]
+	}
+	return "  " + err.Error()
+}

@@ -1,0 +1,193 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// migration is one schema step. Its SQL is written once for both drivers;
+// {{ts}}, {{serial}} and {{bool}} become each driver's types.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations are append-only: never edit one that has shipped.
+var migrations = []migration{
+	{1, "requests, events, cards, votes, sessions", `
+CREATE TABLE requests (
+	id TEXT PRIMARY KEY,
+	status TEXT NOT NULL,
+	tool_name TEXT NOT NULL,
+	tool_args TEXT NOT NULL,
+	requires_confirmation {{bool}} NOT NULL,
+	summary TEXT NOT NULL DEFAULT '',
+	agent_id TEXT NOT NULL DEFAULT '',
+	user_id TEXT NOT NULL DEFAULT '',
+	session_id TEXT NOT NULL DEFAULT '',
+	tool_call_id TEXT NOT NULL DEFAULT '',
+	metadata TEXT NOT NULL DEFAULT '{}',
+	route TEXT NOT NULL,
+	idempotency_key TEXT UNIQUE,
+	channels TEXT NOT NULL DEFAULT '[]',
+	approvers TEXT NOT NULL DEFAULT '[]',
+	quorum INTEGER NOT NULL DEFAULT 1,
+	on_timeout TEXT NOT NULL,
+	created_at {{ts}} NOT NULL,
+	expires_at {{ts}} NOT NULL,
+	decided_at {{ts}},
+	decided_by TEXT NOT NULL DEFAULT '',
+	decided_via TEXT NOT NULL DEFAULT '',
+	reason TEXT NOT NULL DEFAULT '',
+	modified_args TEXT
+);
+CREATE INDEX requests_status_expires ON requests (status, expires_at);
+CREATE INDEX requests_tool ON requests (tool_name);
+CREATE INDEX requests_agent ON requests (agent_id);
+CREATE INDEX requests_decided_by ON requests (decided_by);
+CREATE INDEX requests_created ON requests (created_at);
+CREATE TABLE events (
+	id {{serial}},
+	request_id TEXT NOT NULL REFERENCES requests (id),
+	at {{ts}} NOT NULL,
+	type TEXT NOT NULL,
+	actor TEXT NOT NULL DEFAULT '',
+	channel TEXT NOT NULL DEFAULT '',
+	detail TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX events_request ON events (request_id, id);
+CREATE TABLE cards (
+	id {{serial}},
+	request_id TEXT NOT NULL REFERENCES requests (id),
+	channel TEXT NOT NULL,
+	ref TEXT NOT NULL DEFAULT '',
+	want TEXT NOT NULL,
+	have TEXT NOT NULL DEFAULT '',
+	attempts INTEGER NOT NULL DEFAULT 0,
+	last_error TEXT NOT NULL DEFAULT '',
+	abandoned {{bool}} NOT NULL DEFAULT FALSE,
+	next_attempt_at {{ts}} NOT NULL,
+	lease_until {{ts}} NOT NULL,
+	lease_owner TEXT NOT NULL DEFAULT '',
+	updated_at {{ts}} NOT NULL,
+	UNIQUE (request_id, channel)
+);
+CREATE INDEX cards_due ON cards (next_attempt_at) WHERE want <> have AND abandoned = FALSE;
+CREATE TABLE votes (
+	request_id TEXT NOT NULL REFERENCES requests (id),
+	actor TEXT NOT NULL,
+	via TEXT NOT NULL,
+	at {{ts}} NOT NULL,
+	PRIMARY KEY (request_id, actor)
+);
+CREATE TABLE sessions (
+	id TEXT PRIMARY KEY,
+	user_name TEXT NOT NULL,
+	role TEXT NOT NULL,
+	csrf TEXT NOT NULL,
+	created_at {{ts}} NOT NULL,
+	expires_at {{ts}} NOT NULL
+);
+CREATE INDEX sessions_expires ON sessions (expires_at)`},
+}
+
+// SchemaVersion is the newest migration this binary knows.
+func SchemaVersion() int { return migrations[len(migrations)-1].version }
+
+func (s *DB) dialect(sql string) string {
+	r := strings.NewReplacer("{{ts}}", "DATETIME", "{{serial}}", "INTEGER PRIMARY KEY AUTOINCREMENT", "{{bool}}", "BOOLEAN")
+	if s.driver == Postgres {
+		r = strings.NewReplacer("{{ts}}", "TIMESTAMPTZ", "{{serial}}", "BIGSERIAL PRIMARY KEY", "{{bool}}", "BOOLEAN")
+	}
+	return r.Replace(sql)
+}
+
+// migrateLock is the PostgreSQL advisory lock key that serialises replicas
+// migrating at once. ("gatehouse" in ASCII, folded into an int64.)
+const migrateLock = 0x67617465686f75
+
+// Migrate applies every pending migration in one transaction under a lock,
+// so replicas that boot together apply each step exactly once. On SQLite the
+// transaction is BEGIN IMMEDIATE, which is the lock.
+func (s *DB) Migrate(ctx context.Context) error {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if s.driver == Postgres {
+			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", migrateLock).Error; err != nil {
+				return err
+			}
+		}
+		if err := tx.Exec(s.dialect(`CREATE TABLE IF NOT EXISTS schema_migrations (
+			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at {{ts}} NOT NULL)`)).Error; err != nil {
+			return err
+		}
+		cur, err := currentVersion(tx)
+		if err != nil {
+			return err
+		}
+		if cur > SchemaVersion() {
+			return fmt.Errorf("the database schema is version %d, newer than this binary's %d: upgrade gatehouse", cur, SchemaVersion())
+		}
+		for _, m := range migrations {
+			if m.version <= cur {
+				continue
+			}
+			for _, stmt := range strings.Split(s.dialect(m.sql), ";\n") {
+				if strings.TrimSpace(stmt) == "" {
+					continue
+				}
+				if err := tx.Exec(stmt).Error; err != nil {
+					return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+				}
+			}
+			if err := tx.Exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+				m.version, m.name, utc(time.Now())).Error; err != nil {
+				return err
+			}
+			s.log.Info("migrated", "version", m.version, "name", m.name)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	return nil
+}
+
+func currentVersion(tx *gorm.DB) (int, error) {
+	var v int
+	err := tx.Raw("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&v).Error
+	return v, err
+}
+
+// checkVersion refuses a database whose schema is behind or ahead of the binary.
+func (s *DB) checkVersion(ctx context.Context) error {
+	var n int64
+	tx := s.db.WithContext(ctx)
+	if err := tx.Raw(s.tableExistsSQL(), "schema_migrations").Scan(&n).Error; err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	cur := 0
+	if n > 0 {
+		v, err := currentVersion(tx)
+		if err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		cur = v
+	}
+	if cur != SchemaVersion() {
+		return fmt.Errorf("store: the database schema is version %d and this binary needs %d: run gatehouse migrate", cur, SchemaVersion())
+	}
+	return nil
+}
+
+func (s *DB) tableExistsSQL() string {
+	if s.driver == Postgres {
+		return "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?"
+	}
+	return "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
+}

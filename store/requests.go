@@ -1,0 +1,373 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+)
+
+// requestRow is the requests table.
+type requestRow struct {
+	ID                   string `gorm:"primaryKey"`
+	Status               string
+	ToolName             string
+	ToolArgs             string
+	RequiresConfirmation bool
+	Summary              string
+	AgentID              string
+	UserID               string
+	SessionID            string
+	ToolCallID           string
+	Metadata             string
+	Route                string
+	IdempotencyKey       *string
+	Channels             string
+	Approvers            string
+	Quorum               int
+	OnTimeout            string
+	CreatedAt            time.Time
+	ExpiresAt            time.Time
+	DecidedAt            *time.Time
+	DecidedBy            string
+	DecidedVia           string
+	Reason               string
+	ModifiedArgs         *string
+}
+
+func (requestRow) TableName() string { return "requests" }
+
+type eventRow struct {
+	ID        int64 `gorm:"primaryKey"`
+	RequestID string
+	At        time.Time
+	Type      string
+	Actor     string
+	Channel   string
+	Detail    string
+}
+
+func (eventRow) TableName() string { return "events" }
+
+func toRow(r *gate.Request) *requestRow {
+	row := &requestRow{
+		ID: r.ID, Status: string(r.Status), ToolName: r.ToolName, ToolArgs: string(r.ToolArgs),
+		RequiresConfirmation: r.RequiresConfirmation, Summary: r.Summary, AgentID: r.AgentID, UserID: r.UserID,
+		SessionID: r.SessionID, ToolCallID: r.ToolCallID, Metadata: string(r.Metadata), Route: r.Route,
+		Channels: jsonList(r.Channels), Approvers: jsonList(r.Approvers), Quorum: r.Quorum, OnTimeout: string(r.OnTimeout),
+		CreatedAt: utc(r.CreatedAt), ExpiresAt: utc(r.ExpiresAt), DecidedBy: r.DecidedBy, DecidedVia: r.DecidedVia, Reason: r.Reason,
+	}
+	if r.IdempotencyKey != "" {
+		k := r.IdempotencyKey
+		row.IdempotencyKey = &k
+	}
+	if r.DecidedAt != nil {
+		t := utc(*r.DecidedAt)
+		row.DecidedAt = &t
+	}
+	if len(r.ModifiedArgs) > 0 {
+		m := string(r.ModifiedArgs)
+		row.ModifiedArgs = &m
+	}
+	return row
+}
+
+func (row *requestRow) toRequest() *gate.Request {
+	r := &gate.Request{
+		ID: row.ID, Status: gate.Status(row.Status), ToolName: row.ToolName, ToolArgs: json.RawMessage(row.ToolArgs),
+		RequiresConfirmation: row.RequiresConfirmation, Summary: row.Summary, AgentID: row.AgentID, UserID: row.UserID,
+		SessionID: row.SessionID, ToolCallID: row.ToolCallID, Metadata: json.RawMessage(row.Metadata), Route: row.Route,
+		Channels: parseList(row.Channels), Approvers: parseList(row.Approvers), Quorum: row.Quorum,
+		OnTimeout: gate.Verdict(row.OnTimeout), CreatedAt: row.CreatedAt.UTC(), ExpiresAt: row.ExpiresAt.UTC(),
+		DecidedBy: row.DecidedBy, DecidedVia: row.DecidedVia, Reason: row.Reason,
+	}
+	if row.IdempotencyKey != nil {
+		r.IdempotencyKey = *row.IdempotencyKey
+	}
+	if row.DecidedAt != nil {
+		t := row.DecidedAt.UTC()
+		r.DecidedAt = &t
+	}
+	if row.ModifiedArgs != nil {
+		r.ModifiedArgs = json.RawMessage(*row.ModifiedArgs)
+	}
+	return r
+}
+
+func jsonList(ss []string) string {
+	if len(ss) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(ss)
+	return string(b)
+}
+
+func parseList(s string) []string {
+	var out []string
+	_ = json.Unmarshal([]byte(s), &out)
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+func toEventRow(e gate.Event) *eventRow {
+	return &eventRow{RequestID: e.RequestID, At: utc(e.At), Type: e.Type, Actor: e.Actor, Channel: e.Channel, Detail: e.Detail}
+}
+
+// Create inserts a request, its cards and its first events in one
+// transaction; an idempotency key already taken inserts nothing and returns
+// the request that holds it.
+func (s *DB) Create(ctx context.Context, r *gate.Request, channels []string, events []gate.Event) (*gate.Request, bool, error) {
+	row := toRow(r)
+	created := false
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "idempotency_key"}}, DoNothing: true}).Create(row)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return nil
+		}
+		created = true
+		now := utc(r.CreatedAt)
+		for _, ch := range channels {
+			c := &cardRow{RequestID: r.ID, Channel: ch, Want: gate.CardPosted, NextAttemptAt: now, LeaseUntil: never, UpdatedAt: now}
+			if err := tx.Create(c).Error; err != nil {
+				return err
+			}
+		}
+		for _, e := range events {
+			e.RequestID = r.ID
+			if err := tx.Create(toEventRow(e)).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, wrap("create request", err)
+	}
+	if created {
+		got := row.toRequest()
+		return got, true, nil
+	}
+	var existing requestRow
+	if err := s.db.WithContext(ctx).Where("idempotency_key = ?", r.IdempotencyKey).Take(&existing).Error; err != nil {
+		return nil, false, wrap("read request by idempotency key", err)
+	}
+	return existing.toRequest(), false, nil
+}
+
+// Get returns one request.
+func (s *DB) Get(ctx context.Context, id string) (*gate.Request, error) {
+	var row requestRow
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, gate.Errorf(gate.ENOTFOUND, "no request %q", id)
+	}
+	if err != nil {
+		return nil, wrap("get request", err)
+	}
+	return row.toRequest(), nil
+}
+
+// List returns requests newest first (ids are ULIDs, so id order is time
+// order) with keyset pagination.
+func (s *DB) List(ctx context.Context, f gate.Filter) ([]*gate.Request, string, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	limit = min(limit, 1000)
+	q := s.db.WithContext(ctx).Model(&requestRow{})
+	if len(f.Status) > 0 {
+		ss := make([]string, len(f.Status))
+		for i, st := range f.Status {
+			ss[i] = string(st)
+		}
+		q = q.Where("status IN ?", ss)
+	}
+	if f.Tool != "" {
+		if strings.ContainsAny(f.Tool, "*?") {
+			q = q.Where("tool_name LIKE ? ESCAPE '\\'", globToLike(f.Tool))
+		} else {
+			q = q.Where("tool_name = ?", f.Tool)
+		}
+	}
+	if f.Agent != "" {
+		q = q.Where("agent_id = ?", f.Agent)
+	}
+	if f.DecidedBy != "" {
+		q = q.Where("decided_by = ?", f.DecidedBy)
+	}
+	if f.Route != "" {
+		q = q.Where("route = ?", f.Route)
+	}
+	if !f.Since.IsZero() {
+		q = q.Where("created_at >= ?", utc(f.Since))
+	}
+	if !f.Until.IsZero() {
+		q = q.Where("created_at < ?", utc(f.Until))
+	}
+	if f.Query != "" {
+		like := "%" + escapeLike(strings.ToLower(f.Query)) + "%"
+		q = q.Where(`(LOWER(tool_name) LIKE ? ESCAPE '\' OR LOWER(summary) LIKE ? ESCAPE '\' OR LOWER(tool_args) LIKE ? ESCAPE '\'
+			OR LOWER(agent_id) LIKE ? ESCAPE '\' OR LOWER(decided_by) LIKE ? ESCAPE '\' OR LOWER(reason) LIKE ? ESCAPE '\' OR id = ?)`,
+			like, like, like, like, like, like, f.Query)
+	}
+	if f.Cursor != "" {
+		q = q.Where("id < ?", f.Cursor)
+	}
+	var rows []requestRow
+	if err := q.Order("id DESC").Limit(limit + 1).Find(&rows).Error; err != nil {
+		return nil, "", wrap("list requests", err)
+	}
+	next := ""
+	if len(rows) > limit {
+		rows = rows[:limit]
+		next = rows[limit-1].ID
+	}
+	out := make([]*gate.Request, len(rows))
+	for i := range rows {
+		out[i] = rows[i].toRequest()
+	}
+	return out, next, nil
+}
+
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(s)
+}
+
+func globToLike(g string) string {
+	return strings.NewReplacer("*", "%", "?", "_").Replace(escapeLike(g))
+}
+
+// Transition is the compare-and-set at the heart of the gate: the UPDATE
+// matches only a pending row on the right side of its deadline, so of any
+// number of concurrent verdicts, on any number of replicas, one wins.
+func (s *DB) Transition(ctx context.Context, t gate.Transition) (*gate.Request, bool, error) {
+	var row requestRow
+	changed := false
+	at := utc(t.At)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		deadline := "expires_at > ?"
+		if t.Kind == gate.AfterDeadline {
+			deadline = "expires_at <= ?"
+		}
+		var mod *string
+		if len(t.ModifiedArgs) > 0 {
+			m := string(t.ModifiedArgs)
+			mod = &m
+		}
+		res := tx.Exec(`UPDATE requests SET status = ?, decided_at = ?, decided_by = ?, decided_via = ?, reason = ?, modified_args = ?
+			WHERE id = ? AND status = 'pending' AND `+deadline,
+			string(t.To), at, t.By, t.Via, t.Reason, mod, t.ID, at)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 1 {
+			changed = true
+			if err := tx.Create(toEventRow(t.Event)).Error; err != nil {
+				return err
+			}
+			if err := tx.Exec(`UPDATE cards SET want = ?, attempts = 0, last_error = '', abandoned = FALSE, next_attempt_at = ?, updated_at = ?
+				WHERE request_id = ?`, string(t.To), at, at, t.ID).Error; err != nil {
+				return err
+			}
+			if t.InlineCard != "" {
+				res := tx.Exec(`UPDATE cards SET have = want, updated_at = ? WHERE request_id = ? AND channel = ? AND have <> ''`, at, t.ID, t.InlineCard)
+				if res.Error != nil {
+					return res.Error
+				}
+				if res.RowsAffected > 0 {
+					e := gate.Event{RequestID: t.ID, At: at, Type: gate.EventUpdated, Channel: t.InlineCard, Detail: "card updated to " + string(t.To) + " in the callback answer"}
+					if err := tx.Create(toEventRow(e)).Error; err != nil {
+						return err
+					}
+				}
+			}
+		}
+		err := tx.Where("id = ?", t.ID).Take(&row).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return gate.Errorf(gate.ENOTFOUND, "no request %q", t.ID)
+		}
+		return err
+	})
+	if err != nil {
+		if gate.ErrorCode(err) == gate.ENOTFOUND {
+			return nil, false, err
+		}
+		return nil, false, wrap("transition", err)
+	}
+	return row.toRequest(), changed, nil
+}
+
+// AddEvent appends to the audit trail.
+func (s *DB) AddEvent(ctx context.Context, e gate.Event) error {
+	return wrap("add event", s.db.WithContext(ctx).Create(toEventRow(e)).Error)
+}
+
+// Events returns a request's audit trail in order.
+func (s *DB) Events(ctx context.Context, requestID string) ([]gate.Event, error) {
+	var rows []eventRow
+	if err := s.db.WithContext(ctx).Where("request_id = ?", requestID).Order("id").Find(&rows).Error; err != nil {
+		return nil, wrap("list events", err)
+	}
+	out := make([]gate.Event, len(rows))
+	for i, r := range rows {
+		out[i] = gate.Event{ID: r.ID, RequestID: r.RequestID, At: r.At.UTC(), Type: r.Type, Actor: r.Actor, Channel: r.Channel, Detail: r.Detail}
+	}
+	return out, nil
+}
+
+// AddVote records an approval toward a quorum.
+func (s *DB) AddVote(ctx context.Context, requestID, actor, via string, at time.Time) (int, bool, error) {
+	var n int64
+	fresh := false
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Exec("INSERT INTO votes (request_id, actor, via, at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", requestID, actor, via, utc(at))
+		if res.Error != nil {
+			return res.Error
+		}
+		fresh = res.RowsAffected == 1
+		return tx.Raw("SELECT COUNT(*) FROM votes WHERE request_id = ?", requestID).Scan(&n).Error
+	})
+	return int(n), fresh, wrap("add vote", err)
+}
+
+// Overdue lists pending requests past their deadline, most overdue first.
+func (s *DB) Overdue(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	var ids []string
+	err := s.db.WithContext(ctx).Model(&requestRow{}).Where("status = 'pending' AND expires_at <= ?", utc(now)).
+		Order("expires_at").Limit(limit).Pluck("id", &ids).Error
+	return ids, wrap("list overdue", err)
+}
+
+// Settled returns those of ids that have left pending.
+func (s *DB) Settled(ctx context.Context, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var out []string
+	err := s.db.WithContext(ctx).Model(&requestRow{}).Where("id IN ? AND status <> 'pending'", ids).Pluck("id", &out).Error
+	return out, wrap("re-read waited requests", err)
+}
+
+// wrap prefixes a database error, leaving domain errors as they are.
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ge *gate.Error
+	if errors.As(err, &ge) {
+		return err
+	}
+	return &gate.Error{Code: gate.EUNAVAILABLE, Message: "database error", Err: errors.New("store: " + what + ": " + err.Error())}
+}

@@ -1,0 +1,181 @@
+// Package store keeps Gatehouse's rows with gorm, on SQLite (the embedded
+// default, in WAL mode) or PostgreSQL. It implements gate.Store; every
+// transition is a compare-and-set in SQL.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"gorm.io/driver/postgres"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+)
+
+// Drivers.
+const (
+	SQLite   = "sqlite"
+	Postgres = "postgres"
+)
+
+// Options configure Open.
+type Options struct {
+	Driver string
+	DSN    string
+	// MaxOpenConns bounds the pool on PostgreSQL. 20 when zero.
+	MaxOpenConns int
+	// Migrate runs pending migrations at open (serve does; tools may not).
+	Migrate bool
+	Logger  *slog.Logger
+}
+
+// DB is the gorm-backed gate.Store.
+type DB struct {
+	db     *gorm.DB
+	driver string
+	dsn    string
+	log    *slog.Logger
+}
+
+var _ gate.Store = (*DB)(nil)
+
+// Open connects, checks the connection and the schema version, and runs
+// migrations when asked to.
+func Open(ctx context.Context, o Options) (*DB, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	var dial gorm.Dialector
+	switch o.Driver {
+	case SQLite, "":
+		o.Driver = SQLite
+		dial = sqlite.Open(sqliteDSN(o.DSN))
+	case Postgres:
+		dial = postgres.New(postgres.Config{DSN: o.DSN})
+	default:
+		return nil, fmt.Errorf("store: unknown driver %q (sqlite or postgres)", o.Driver)
+	}
+	db, err := gorm.Open(dial, &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+		PrepareStmt:            o.Driver == Postgres,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", o.Driver, redact(err, o.DSN))
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if o.Driver == SQLite {
+		// One writer at a time is SQLite's nature; a small pool of readers
+		// in WAL mode keeps long-poll re-reads off the writer's back.
+		sqlDB.SetMaxOpenConns(8)
+	} else {
+		n := o.MaxOpenConns
+		if n <= 0 {
+			n = 20
+		}
+		sqlDB.SetMaxOpenConns(n)
+		sqlDB.SetMaxIdleConns(n)
+	}
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	s := &DB{db: db, driver: o.Driver, dsn: o.DSN, log: o.Logger}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := sqlDB.PingContext(pctx); err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("store: cannot reach the %s database: %w", o.Driver, redact(err, o.DSN))
+	}
+	if o.Migrate {
+		if err := s.Migrate(ctx); err != nil {
+			sqlDB.Close()
+			return nil, err
+		}
+	} else if err := s.checkVersion(ctx); err != nil {
+		sqlDB.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// sqliteDSN adds the settings Gatehouse relies on to a file path: WAL for
+// concurrent readers, a busy timeout instead of instant "database is locked",
+// foreign keys, and immediate transactions so that a read-then-write
+// transaction never deadlocks on lock upgrade.
+func sqliteDSN(dsn string) string {
+	if dsn == "" {
+		dsn = "gatehouse.db"
+	}
+	params := map[string]string{
+		"_journal_mode": "WAL",
+		"_busy_timeout": "10000",
+		"_foreign_keys": "on",
+		"_txlock":       "immediate",
+		"_synchronous":  "NORMAL",
+	}
+	path, query, _ := strings.Cut(dsn, "?")
+	q, _ := url.ParseQuery(query)
+	for k, v := range params {
+		if q.Get(k) == "" {
+			q.Set(k, v)
+		}
+	}
+	if !strings.HasPrefix(path, "file:") {
+		path = "file:" + path
+	}
+	return path + "?" + q.Encode()
+}
+
+// redact keeps a password in a DSN out of error messages.
+func redact(err error, dsn string) error {
+	if u, perr := url.Parse(dsn); perr == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			return errors.New(strings.ReplaceAll(err.Error(), p, "***"))
+		}
+	}
+	return err
+}
+
+// Driver names the database in use.
+func (s *DB) Driver() string { return s.driver }
+
+// Gorm exposes the connection to sibling packages' tests and tools.
+func (s *DB) Gorm() *gorm.DB { return s.db }
+
+// Ping checks that the database answers.
+func (s *DB) Ping(ctx context.Context) error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.PingContext(ctx)
+}
+
+// Close closes the pool.
+func (s *DB) Close() error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// DSN returns the connection string, for components (a LISTEN connection)
+// that need their own.
+func (s *DB) DSN() string { return s.dsn }
+
+// utc normalises a time for storage: UTC, microseconds (PostgreSQL's
+// precision), so a row reads back equal to what was written on both drivers.
+func utc(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// never is the zero lease and the "no retry pending" time.
+var never = time.Unix(0, 0).UTC()

@@ -1,0 +1,311 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+)
+
+// SubmitBody is the JSON body of POST /api/v1/approvals and /api/v1/gate.
+type SubmitBody struct {
+	ToolName             string          `json:"tool_name"`
+	ToolArgs             json.RawMessage `json:"tool_args"`
+	RequiresConfirmation *bool           `json:"requires_confirmation"`
+	Summary              string          `json:"summary"`
+	AgentID              string          `json:"agent_id"`
+	UserID               string          `json:"user_id"`
+	SessionID            string          `json:"session_id"`
+	ToolCallID           string          `json:"tool_call_id"`
+	Metadata             json.RawMessage `json:"metadata"`
+	Route                string          `json:"route"`
+	TimeoutSeconds       float64         `json:"timeout_seconds"`
+	IdempotencyKey       string          `json:"idempotency_key"`
+}
+
+// Submission turns the body into the domain's submission; the agent id
+// defaults to the authenticated token's name.
+func (b *SubmitBody) Submission(agent string) gate.Submission {
+	id := b.AgentID
+	if id == "" {
+		id = agent
+	}
+	return gate.Submission{
+		ToolName: b.ToolName, ToolArgs: b.ToolArgs, RequiresConfirmation: b.RequiresConfirmation, Summary: b.Summary,
+		AgentID: id, UserID: b.UserID, SessionID: b.SessionID, ToolCallID: b.ToolCallID, Metadata: b.Metadata,
+		Route: b.Route, Timeout: time.Duration(b.TimeoutSeconds * float64(time.Second)), IdempotencyKey: b.IdempotencyKey,
+	}
+}
+
+// decodeJSON reads one JSON object strictly: unknown fields, wrong types and
+// trailing data are errors that say which.
+func decodeJSON(c echo.Context, v any) error { return decodeBody(c, v, false) }
+
+// decodeBody is decodeJSON where an empty body may be allowed (v is left as is).
+func decodeBody(c echo.Context, v any, optional bool) error {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) || errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
+			return gate.Errorf(ETOOLARGE, "request body larger than 1 MiB")
+		}
+		return gate.Errorf(gate.EINVALID, "reading the body: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if optional {
+			return nil
+		}
+		return gate.Errorf(gate.EINVALID, "empty body: send a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &te):
+			return gate.Errorf(gate.EINVALID, "%s: must be %s, not %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+		case errors.As(err, &se):
+			return gate.Errorf(gate.EINVALID, "malformed JSON at byte %d: %v", se.Offset, se)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return gate.Errorf(gate.EINVALID, "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		}
+		return gate.Errorf(gate.EINVALID, "malformed JSON: %v", err)
+	}
+	if dec.More() {
+		return gate.Errorf(gate.EINVALID, "malformed JSON: data after the object")
+	}
+	return nil
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "float64", "int", "int64":
+		return "a number"
+	case "struct", "map":
+		return "an object"
+	case "slice":
+		return "a list"
+	}
+	return k
+}
+
+// parseWait reads ?wait= as a Go duration ("30s") or seconds ("30"), capped.
+func (s *Server) parseWait(c echo.Context, def time.Duration) (time.Duration, error) {
+	v := c.QueryParam("wait")
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		n, nerr := strconv.ParseFloat(v, 64)
+		if nerr != nil {
+			return 0, gate.Errorf(gate.EINVALID, "wait: %q is not a duration such as 30s", v)
+		}
+		d = time.Duration(n * float64(time.Second))
+	}
+	if d < 0 {
+		return 0, gate.Errorf(gate.EINVALID, "wait: must not be negative")
+	}
+	return min(d, s.opts.MaxWait), nil
+}
+
+func (s *Server) createApproval(c echo.Context) error {
+	var b SubmitBody
+	if err := decodeJSON(c, &b); err != nil {
+		return s.apiError(c, err)
+	}
+	r, created, err := s.svc.Submit(c.Request().Context(), b.Submission(agentName(c)))
+	if err != nil {
+		return s.apiError(c, err)
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	return c.JSON(status, r)
+}
+
+func (s *Server) getApproval(c echo.Context) error {
+	wait, err := s.parseWait(c, 0)
+	if err != nil {
+		return s.apiError(c, err)
+	}
+	r, err := s.svc.Wait(c.Request().Context(), c.Param("id"), wait)
+	if err != nil {
+		return s.apiError(c, err)
+	}
+	if wait > 0 && r.Status == gate.StatusPending {
+		c.Response().Header().Set("Retry-After", "0")
+	}
+	return c.JSON(http.StatusOK, r)
+}
+
+func (s *Server) cancelApproval(c echo.Context) error {
+	var b struct {
+		Reason string `json:"reason"`
+	}
+	if err := decodeBody(c, &b, true); err != nil {
+		return s.apiError(c, err)
+	}
+	r, err := s.svc.Cancel(c.Request().Context(), c.Param("id"), "agent:"+agentName(c), b.Reason)
+	if err != nil {
+		return s.apiError(c, err)
+	}
+	return c.JSON(http.StatusOK, r)
+}
+
+func (s *Server) approvalEvents(c echo.Context) error {
+	evs, err := s.svc.Events(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return s.apiError(c, err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"events": evs})
+}
+
+func (s *Server) listApprovals(c echo.Context) error {
+	f, err := ParseFilter(c.QueryParams().Get)
+	if err != nil {
+		return s.apiError(c, err)
+	}
+	rs, next, err := s.svc.List(c.Request().Context(), f)
+	if err != nil {
+		return s.apiError(c, err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"approvals": rs, "next_cursor": next})
+}
+
+// ParseFilter reads the history's query parameters (shared by the API, the
+// pages and the exports): status (comma-separated), tool, agent,
+// decided_by, route, since, until (RFC 3339 or a date), q, limit, cursor.
+func ParseFilter(get func(string) string) (gate.Filter, error) {
+	f := gate.Filter{Tool: get("tool"), Agent: get("agent"), DecidedBy: get("decided_by"), Route: get("route"),
+		Query: strings.TrimSpace(get("q")), Cursor: get("cursor")}
+	for _, st := range strings.Split(get("status"), ",") {
+		if st = strings.TrimSpace(st); st == "" {
+			continue
+		}
+		if !gate.Status(st).Valid() {
+			return f, gate.Errorf(gate.EINVALID, "status: %q is not one of pending, approved, rejected, expired, cancelled", st)
+		}
+		f.Status = append(f.Status, gate.Status(st))
+	}
+	var err error
+	if f.Since, err = parseTime(get("since"), "since", false); err != nil {
+		return f, err
+	}
+	if f.Until, err = parseTime(get("until"), "until", true); err != nil {
+		return f, err
+	}
+	if v := get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return f, gate.Errorf(gate.EINVALID, "limit: must be a whole number from 1 to 1000")
+		}
+		f.Limit = n
+	}
+	return f, nil
+}
+
+// parseTime reads RFC 3339 or a plain date; a plain "until" date includes
+// that whole day.
+func parseTime(v, name string, endOfDay bool) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	t, err := time.Parse("2006-01-02", v)
+	if err != nil {
+		return time.Time{}, gate.Errorf(gate.EINVALID, "%s: %q is neither RFC 3339 nor a date (2006-01-02)", name, v)
+	}
+	if endOfDay {
+		t = t.AddDate(0, 0, 1)
+	}
+	return t, nil
+}
+
+// HookResult is the seed design's hook contract, answered by /api/v1/gate.
+// allow is false on every path but an explicit approval (or a route whose
+// timeout verdict is allow).
+type HookResult struct {
+	RequestID    string          `json:"request_id"`
+	Status       string          `json:"status"`
+	Allow        bool            `json:"allow"`
+	Error        string          `json:"error"`
+	ModifiedArgs json.RawMessage `json:"modified_args"`
+	SideEffects  []string        `json:"side_effects"`
+}
+
+// ResultOf builds the hook result of a request.
+func ResultOf(r *gate.Request, now time.Time) HookResult {
+	res := HookResult{RequestID: r.ID, Status: string(r.Status), Allow: r.Allowed(), SideEffects: []string{}}
+	if len(r.ModifiedArgs) > 0 {
+		res.ModifiedArgs = r.ModifiedArgs
+	}
+	line := r.Explain(now)
+	switch {
+	case r.Status == gate.StatusPending:
+		res.Error = "still pending: call again with the same idempotency_key to keep waiting"
+	case !res.Allow:
+		res.Error = upperFirst(line)
+	}
+	if r.Status != gate.StatusPending {
+		res.SideEffects = append(res.SideEffects, "gatehouse: "+line)
+	}
+	return res
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// denied is the hook result of a failure: an explicit deny that names it.
+func denied(id string, err error) HookResult {
+	return HookResult{RequestID: id, Status: "error", Allow: false,
+		Error: fmt.Sprintf("gatehouse: %s (denied: the gate fails closed)", gate.ErrorMessage(err)), SideEffects: []string{}}
+}
+
+// gate is POST /api/v1/gate: create-or-attach by idempotency key, then hold
+// until the verdict or ?wait= (55s by default). Every failure answers
+// allow: false, with the fitting status.
+func (s *Server) gate(c echo.Context) error {
+	var b SubmitBody
+	if err := decodeJSON(c, &b); err != nil {
+		return c.JSON(statusOf(gate.ErrorCode(err)), denied("", err))
+	}
+	if b.IdempotencyKey == "" {
+		b.IdempotencyKey = b.ToolCallID
+	}
+	wait, err := s.parseWait(c, 55*time.Second)
+	if err != nil {
+		return c.JSON(statusOf(gate.ErrorCode(err)), denied("", err))
+	}
+	ctx := c.Request().Context()
+	r, _, err := s.svc.Submit(ctx, b.Submission(agentName(c)))
+	if err != nil {
+		return c.JSON(statusOf(gate.ErrorCode(err)), denied("", err))
+	}
+	got, err := s.svc.Wait(ctx, r.ID, wait)
+	if err != nil {
+		return c.JSON(statusOf(gate.ErrorCode(err)), denied(r.ID, err))
+	}
+	return c.JSON(http.StatusOK, ResultOf(got, s.now()))
+}

@@ -1,0 +1,100 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+)
+
+// statusOf maps a domain error code to its HTTP status: the one place the
+// domain meets HTTP.
+func statusOf(code string) int {
+	switch code {
+	case ETOOLARGE:
+		return http.StatusRequestEntityTooLarge
+	case gate.EINVALID:
+		return http.StatusBadRequest
+	case gate.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case gate.EFORBIDDEN:
+		return http.StatusForbidden
+	case gate.ENOTFOUND:
+		return http.StatusNotFound
+	case gate.ECONFLICT, gate.EIDEMPOTENCY:
+		return http.StatusConflict
+	case gate.EEXPIRED:
+		return http.StatusGone
+	case gate.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// ETOOLARGE is the web layer's own code for a body over MaxBody.
+const ETOOLARGE = "too_large"
+
+// errorBody is the JSON every API error answers with.
+type errorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func newErrorBody(code, msg string) errorBody {
+	var b errorBody
+	b.Error.Code, b.Error.Message = code, msg
+	return b
+}
+
+// apiError writes err as {"error":{...}} with its status.
+func (s *Server) apiError(c echo.Context, err error) error {
+	code := gate.ErrorCode(err)
+	if code == gate.EINTERNAL || code == gate.EUNAVAILABLE {
+		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
+	}
+	return c.JSON(statusOf(code), newErrorBody(code, gate.ErrorMessage(err)))
+}
+
+// httpErrorHandler answers echo's own errors (404 routes, 413 bodies, 405)
+// in the same JSON shape as the domain's.
+func (s *Server) httpErrorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var he *echo.HTTPError
+	if !errors.As(err, &he) {
+		_ = s.apiError(c, err)
+		return
+	}
+	code := "error"
+	msg := http.StatusText(he.Code)
+	if m, ok := he.Message.(string); ok && m != "" {
+		msg = m
+	}
+	switch he.Code {
+	case http.StatusNotFound:
+		code = gate.ENOTFOUND
+	case http.StatusRequestEntityTooLarge:
+		code, msg = ETOOLARGE, "request body larger than 1 MiB"
+	case http.StatusMethodNotAllowed:
+		code = "method_not_allowed"
+	case http.StatusUnauthorized:
+		code = gate.EUNAUTHORIZED
+	case http.StatusBadRequest:
+		code = gate.EINVALID
+	default:
+		if he.Code >= 500 {
+			code = gate.EINTERNAL
+			s.log.Error("request failed", "path", c.Path(), "err", err)
+		}
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(he.Code)
+		return
+	}
+	_ = c.JSON(he.Code, newErrorBody(code, msg))
+}

@@ -1,0 +1,237 @@
+package web
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// pages renders the server-side pages from embedded templates, parsed once
+// at start-up.
+type pages struct {
+	s    *Server
+	tmpl map[string]*template.Template
+}
+
+// pageData is what every page template gets.
+type pageData struct {
+	Title    string
+	User     *User
+	Message  string
+	Error    string
+	Next     string
+	CSRF     string
+	Request  *gate.Request
+	Requests []*gate.Request
+	Events   []gate.Event
+	Cards    []gate.Card
+	Now      time.Time
+	Extra    map[string]any
+}
+
+func newPages(s *Server) (*pages, error) {
+	p := &pages{s: s, tmpl: map[string]*template.Template{}}
+	funcs := template.FuncMap{
+		"ts": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+		"tsp": func(t *time.Time) string {
+			if t == nil {
+				return ""
+			}
+			return t.UTC().Format("2006-01-02 15:04:05 UTC")
+		},
+		"left": func(r *gate.Request, now time.Time) string {
+			return max(r.ExpiresAt.Sub(now), 0).Round(time.Second).String()
+		},
+		"waited":  func(r *gate.Request, now time.Time) string { return r.Waited(now).Round(time.Second).String() },
+		"explain": func(r *gate.Request, now time.Time) string { return r.Explain(now) },
+		"pretty":  prettyJSON,
+		"unix":    func(t time.Time) int64 { return t.UnixMilli() },
+	}
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		base := n[len("templates/") : len(n)-len(".html")]
+		if base == "layout" {
+			continue
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n)
+		if err != nil {
+			return nil, fmt.Errorf("web: template %s: %w", n, err)
+		}
+		p.tmpl[base] = t
+	}
+	return p, nil
+}
+
+// prettyJSON indents JSON for reading; the template escapes it.
+func prettyJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+func (p *pages) routes(e *echo.Echo) {
+	s := p.s
+	sub, _ := fs.Sub(staticFS, "static")
+	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServer(http.FS(sub)))))
+	e.GET("/login", s.loginPage)
+	e.POST("/login", s.login)
+	e.POST("/logout", s.logout)
+	e.GET("/", s.queuePage, s.requireLogin)
+	e.GET("/approvals/:id", s.detailPage, s.requireLogin)
+	e.POST("/approvals/:id/decide", s.decide, s.requireLogin)
+}
+
+// page renders a template with the common fields filled in.
+func (s *Server) page(c echo.Context, status int, name string, d pageData) error {
+	t, ok := s.pages.tmpl[name]
+	if !ok {
+		return fmt.Errorf("web: no template %q", name)
+	}
+	if d.User == nil {
+		d.User = s.currentUser(c)
+	}
+	if d.User != nil {
+		d.CSRF = d.User.CSRF
+	}
+	if d.Now.IsZero() {
+		d.Now = s.now()
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, d); err != nil {
+		return fmt.Errorf("web: render %s: %w", name, err)
+	}
+	h := c.Response().Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+func (s *Server) loginPage(c echo.Context) error {
+	tok := randomToken()
+	s.setCookie(c, loginCookie, tok, 3600)
+	return s.page(c, http.StatusOK, "login", pageData{Title: "Log in", Next: safeNext(c.QueryParam("next")), CSRF: tok})
+}
+
+func (s *Server) login(c echo.Context) error {
+	ck, err := c.Cookie(loginCookie)
+	if err != nil || ck.Value == "" || ck.Value != c.FormValue("csrf") {
+		return s.page(c, http.StatusForbidden, "error", pageData{Title: "Form expired", Message: "The login form expired or was not sent from this site. Reload it and try again."})
+	}
+	u, ok := s.checkPassword(c.FormValue("username"), c.FormValue("password"))
+	if !ok {
+		tok := randomToken()
+		s.setCookie(c, loginCookie, tok, 3600)
+		s.log.Warn("web login failed", "user", c.FormValue("username"), "ip", c.RealIP())
+		return s.page(c, http.StatusUnauthorized, "login", pageData{Title: "Log in", Error: "Wrong user name or password.", Next: safeNext(c.FormValue("next")), CSRF: tok})
+	}
+	if err := s.startSession(c, u); err != nil {
+		return err
+	}
+	s.setCookie(c, loginCookie, "", -1)
+	s.log.Info("web login", "user", u.Name, "role", u.Role)
+	return c.Redirect(http.StatusSeeOther, safeNext(c.FormValue("next")))
+}
+
+func (s *Server) logout(c echo.Context) error {
+	if u := s.currentUser(c); u != nil {
+		if !s.checkCSRF(c, u) {
+			return s.page(c, http.StatusForbidden, "error", pageData{Title: "Refused", Message: "The form was not sent from this site (missing or wrong CSRF token)."})
+		}
+		ck, _ := c.Cookie(sessionCookie)
+		if err := s.opts.Sessions.DeleteSession(c.Request().Context(), sessionID(ck.Value)); err != nil {
+			return err
+		}
+	}
+	s.setCookie(c, sessionCookie, "", -1)
+	return c.Redirect(http.StatusSeeOther, "/login")
+}
+
+func (s *Server) queuePage(c echo.Context) error {
+	ctx := c.Request().Context()
+	pending, _, err := s.svc.List(ctx, gate.Filter{Status: []gate.Status{gate.StatusPending}, Limit: 200})
+	if err != nil {
+		return err
+	}
+	recent, _, err := s.svc.List(ctx, gate.Filter{Status: []gate.Status{gate.StatusApproved, gate.StatusRejected, gate.StatusExpired, gate.StatusCancelled}, Limit: 20})
+	if err != nil {
+		return err
+	}
+	return s.page(c, http.StatusOK, "queue", pageData{Title: "Pending approvals", Requests: pending, Extra: map[string]any{"Recent": recent}})
+}
+
+func (s *Server) detailPage(c echo.Context) error {
+	ctx := c.Request().Context()
+	r, err := s.svc.Get(ctx, c.Param("id"))
+	if gate.ErrorCode(err) == gate.ENOTFOUND {
+		return s.page(c, http.StatusNotFound, "error", pageData{Title: "Not found", Message: "There is no request with this id."})
+	}
+	if err != nil {
+		return err
+	}
+	evs, err := s.svc.Events(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	cards, err := s.svc.Cards(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	return s.page(c, http.StatusOK, "detail", pageData{Title: r.ToolName, Request: r, Events: evs, Cards: cards,
+		Message: c.QueryParam("msg")})
+}
+
+// decide applies a web verdict through the same compare-and-set as the
+// channels. Auditors may look but not decide.
+func (s *Server) decide(c echo.Context) error {
+	u := s.currentUser(c)
+	if !s.checkCSRF(c, u) {
+		return s.page(c, http.StatusForbidden, "error", pageData{Title: "Refused", Message: "The form was not sent from this site (missing or wrong CSRF token). Reload the page and try again."})
+	}
+	if !u.CanDecide() {
+		return s.page(c, http.StatusForbidden, "error", pageData{Title: "Not allowed", Message: fmt.Sprintf("Your role (%s) may read requests but not approve or reject them.", u.Role)})
+	}
+	verdict := c.FormValue("verdict")
+	if verdict != "approve" && verdict != "reject" {
+		return s.page(c, http.StatusBadRequest, "error", pageData{Title: "Bad form", Message: "verdict must be approve or reject."})
+	}
+	d := gate.Decision{RequestID: c.Param("id"), Approve: verdict == "approve", Actor: u.Identity(), Via: gate.WebChannel,
+		Reason: c.FormValue("reason")}
+	if m := c.FormValue("modified_args"); m != "" && d.Approve {
+		d.ModifiedArgs = json.RawMessage(m)
+	}
+	r, err := s.svc.Decide(c.Request().Context(), d)
+	if err != nil {
+		code := gate.ErrorCode(err)
+		if code == gate.EINTERNAL || code == gate.EUNAVAILABLE {
+			return err
+		}
+		return s.page(c, statusOf(code), "error", pageData{Title: "Not decided", Message: gate.ErrorMessage(err),
+			Extra: map[string]any{"Back": "/approvals/" + d.RequestID}})
+	}
+	msg := "Recorded: " + r.Explain(s.now())
+	return c.Redirect(http.StatusSeeOther, "/approvals/"+r.ID+"?msg="+template.URLQueryEscaper(msg))
+}

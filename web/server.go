@@ -1,0 +1,186 @@
+// Package web is Gatehouse's HTTP face: the agent API, the hook endpoints,
+// the channel callback routes, and the web pages. Handlers are short; the
+// domain work happens in gate.Service.
+package web
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/gatehouse-dev/gatehouse/config"
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// SessionStore keeps web logins. *store.DB implements it.
+type SessionStore interface {
+	CreateSession(ctx context.Context, s store.Session) error
+	GetSession(ctx context.Context, id string, now time.Time) (store.Session, error)
+	DeleteSession(ctx context.Context, id string) error
+}
+
+// Options configure the server.
+type Options struct {
+	Service   *gate.Service
+	Sessions  SessionStore
+	Tokens    []config.APIToken
+	Users     []config.User
+	PublicURL string
+	// SessionTTL is how long a web login lasts. 12h when zero.
+	SessionTTL time.Duration
+	// Callbacks are channel callback handlers, mounted at POST /callbacks/{key}.
+	Callbacks map[string]http.Handler
+	// Metrics, when set, is served at GET /metrics.
+	Metrics http.Handler
+	// BootstrapPassword, when no users are configured, lets "admin" log in
+	// with it (the server prints it at start), so the zero-config server can
+	// approve on the web page.
+	BootstrapPassword string
+	// MaxWait caps ?wait= on long polls. 10m when zero.
+	MaxWait time.Duration
+	Logger  *slog.Logger
+	Now     func() time.Time
+	Version string
+}
+
+// Server is the echo application.
+type Server struct {
+	e      *echo.Echo
+	svc    *gate.Service
+	opts   Options
+	log    *slog.Logger
+	now    func() time.Time
+	tokens []tokenHash
+	pages  *pages
+	http   *http.Server
+}
+
+type tokenHash struct {
+	name string
+	sum  [32]byte
+}
+
+// MaxBody is the largest request body accepted.
+const MaxBody = 1 << 20
+
+// New builds the server and parses its templates, so a broken template
+// fails the boot rather than a request.
+func New(o Options) (*Server, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.SessionTTL <= 0 {
+		o.SessionTTL = 12 * time.Hour
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = 10 * time.Minute
+	}
+	s := &Server{e: echo.New(), svc: o.Service, opts: o, log: o.Logger, now: o.Now}
+	for _, t := range o.Tokens {
+		th := tokenHash{name: t.Name}
+		if t.Token != "" {
+			th.sum = sha256.Sum256([]byte(t.Token))
+		} else {
+			copy(th.sum[:], mustHex(t.TokenSHA256))
+		}
+		s.tokens = append(s.tokens, th)
+	}
+	p, err := newPages(s)
+	if err != nil {
+		return nil, err
+	}
+	s.pages = p
+	s.e.HideBanner, s.e.HidePort = true, true
+	s.e.HTTPErrorHandler = s.httpErrorHandler
+	s.e.Use(middleware.Recover())
+	s.e.Use(middleware.BodyLimit("1M"))
+	s.e.Use(s.accessLog)
+	s.routes()
+	s.http = &http.Server{
+		Handler:           s.e,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		// No WriteTimeout: long polls hold responses open by design.
+	}
+	return s, nil
+}
+
+func (s *Server) routes() {
+	e := s.e
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	if s.opts.Metrics != nil {
+		e.GET("/metrics", echo.WrapHandler(s.opts.Metrics))
+	}
+	api := e.Group("/api/v1", s.requireToken)
+	api.POST("/approvals", s.createApproval)
+	api.GET("/approvals", s.listApprovals)
+	api.GET("/approvals/:id", s.getApproval)
+	api.POST("/approvals/:id/cancel", s.cancelApproval)
+	api.GET("/approvals/:id/events", s.approvalEvents)
+	api.POST("/gate", s.gate)
+	for key, h := range s.opts.Callbacks {
+		e.POST("/callbacks/"+key, echo.WrapHandler(h))
+	}
+	s.pages.routes(e)
+}
+
+// Handler returns the server as an http.Handler (tests use it directly).
+func (s *Server) Handler() http.Handler { return s.e }
+
+// Echo exposes the router so that features in sibling files of other
+// packages (hooks) can mount their routes before Serve.
+func (s *Server) Echo() *echo.Echo { return s.e }
+
+// Serve answers on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	err := s.http.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops taking connections and waits for the ones in flight. The
+// service should be stopped first, so long polls return at once with
+// "still pending, come back" rather than be cut.
+func (s *Server) Shutdown(ctx context.Context) error { return s.http.Shutdown(ctx) }
+
+func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		s.log.Debug("http", "method", c.Request().Method, "path", c.Request().URL.Path,
+			"status", c.Response().Status, "took", time.Since(start))
+		return nil
+	}
+}
+
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok", "version": s.opts.Version})
+}
+
+func (s *Server) readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 3*time.Second)
+	defer cancel()
+	if err := s.svc.Ping(ctx); err != nil {
+		s.log.Warn("not ready: database unreachable", "err", err)
+		return c.JSON(http.StatusServiceUnavailable, newErrorBody(gate.EUNAVAILABLE, "database unreachable"))
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}

@@ -1,0 +1,154 @@
+package web
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/gatehouse-dev/gatehouse/config"
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+const (
+	sessionCookie = "gatehouse_session"
+	loginCookie   = "gatehouse_login_csrf"
+	userKey       = "gatehouse.user"
+)
+
+// User is the logged-in web user.
+type User struct {
+	Name string
+	Role string
+	CSRF string
+}
+
+// CanDecide reports whether the user may approve or reject on the web.
+func (u *User) CanDecide() bool { return u.Role == config.RoleApprover || u.Role == config.RoleAdmin }
+
+// Identity is the user's approver identity.
+func (u *User) Identity() string { return "web:" + u.Name }
+
+func randomToken() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func sessionID(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// secureCookies is true when the server is reached over https.
+func (s *Server) secureCookies() bool { return strings.HasPrefix(s.opts.PublicURL, "https://") }
+
+func (s *Server) setCookie(c echo.Context, name, value string, maxAge int) {
+	c.SetCookie(&http.Cookie{Name: name, Value: value, Path: "/", MaxAge: maxAge, HttpOnly: true,
+		Secure: s.secureCookies(), SameSite: http.SameSiteLaxMode})
+}
+
+// checkPassword verifies a login against the configured users (bcrypt), or
+// the bootstrap admin when none are configured.
+func (s *Server) checkPassword(name, password string) (config.User, bool) {
+	if len(s.opts.Users) == 0 && s.opts.BootstrapPassword != "" {
+		ok := subtle.ConstantTimeCompare([]byte(name), []byte("admin")) == 1 &&
+			subtle.ConstantTimeCompare([]byte(password), []byte(s.opts.BootstrapPassword)) == 1
+		return config.User{Name: "admin", Role: config.RoleAdmin}, ok
+	}
+	for _, u := range s.opts.Users {
+		if u.Name == name {
+			return u, bcrypt.CompareHashAndPassword([]byte(u.PasswordBcrypt), []byte(password)) == nil
+		}
+	}
+	// Spend the same time on unknown names as on wrong passwords.
+	_ = bcrypt.CompareHashAndPassword([]byte("$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z3Yo3XjY8y0qzVw0YJ7wE5Y2"), []byte(password))
+	return config.User{}, false
+}
+
+// startSession stores a new session and sets its cookie.
+func (s *Server) startSession(c echo.Context, u config.User) error {
+	tok := randomToken()
+	now := s.now()
+	err := s.opts.Sessions.CreateSession(c.Request().Context(), store.Session{
+		ID: sessionID(tok), UserName: u.Name, Role: u.Role, CSRF: randomToken(), CreatedAt: now, ExpiresAt: now.Add(s.opts.SessionTTL)})
+	if err != nil {
+		return err
+	}
+	s.setCookie(c, sessionCookie, tok, int(s.opts.SessionTTL.Seconds()))
+	return nil
+}
+
+// currentUser returns the session's user, or nil.
+func (s *Server) currentUser(c echo.Context) *User {
+	if u, ok := c.Get(userKey).(*User); ok {
+		return u
+	}
+	ck, err := c.Cookie(sessionCookie)
+	if err != nil || ck.Value == "" {
+		return nil
+	}
+	se, err := s.opts.Sessions.GetSession(c.Request().Context(), sessionID(ck.Value), s.now())
+	if err != nil {
+		if !errors.Is(err, store.ErrNoSession) {
+			s.log.Error("reading session failed", "err", err)
+		}
+		return nil
+	}
+	if !s.userStillExists(se.UserName) {
+		return nil
+	}
+	u := &User{Name: se.UserName, Role: se.Role, CSRF: se.CSRF}
+	c.Set(userKey, u)
+	return u
+}
+
+// userStillExists ends sessions of users removed from the config.
+func (s *Server) userStillExists(name string) bool {
+	if len(s.opts.Users) == 0 {
+		return name == "admin" && s.opts.BootstrapPassword != ""
+	}
+	for _, u := range s.opts.Users {
+		if u.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// requireLogin sends visitors without a session to the login page.
+func (s *Server) requireLogin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.currentUser(c) == nil {
+			if c.Request().Method == http.MethodGet {
+				return c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
+			}
+			return s.page(c, http.StatusUnauthorized, "error", pageData{Title: "Log in first", Message: "Your session has ended. Log in again."})
+		}
+		return next(c)
+	}
+}
+
+// checkCSRF compares a form's csrf field with the session's token.
+func (s *Server) checkCSRF(c echo.Context, u *User) bool {
+	got := c.FormValue("csrf")
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(u.CSRF)) == 1
+}
+
+// safeNext keeps redirects after login on this site.
+func safeNext(next string) string {
+	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
+		return "/"
+	}
+	return next
+}
