@@ -214,10 +214,9 @@ func TestCardStaysUnder30KB(t *testing.T) {
 			r.Summary = strings.Repeat("\x01\"", 2048)
 			r.ToolName = strings.Repeat("\x02", 256)
 			_, card, raw := sentCard(t, e, r)
-			content := []byte(card["schema"].(string)) // touch: card decoded fine
-			_ = content
 			var body map[string]string
 			_ = json.Unmarshal(raw, &body)
+			t.Logf("body %d bytes, card %d bytes", len(raw), len(body["content"]))
 			if len(raw) >= 30<<10 {
 				t.Errorf("message body is %d bytes, want < 30 KB", len(raw))
 			}
