@@ -59,7 +59,7 @@ type callbackHandler struct {
 func NewCallbackHandler(chs []*Channel) http.Handler {
 	h := &callbackHandler{chs: chs, log: slog.New(slog.DiscardHandler)}
 	if len(chs) > 0 {
-		h.log = chs[0].log.With("channel", "feishu")
+		h.log = chs[0].baseLog.With("channel", "feishu")
 	}
 	return h
 }

@@ -49,7 +49,8 @@ type Channel struct {
 	cfg       config.Feishu
 	publicURL string
 	decider   gate.Decider
-	log       *slog.Logger
+	log       *slog.Logger // with the channel's name
+	baseLog   *slog.Logger // without it, for the shared callback handler
 	now       func() time.Time
 	api       *apiClient
 	seen      *dedupe
@@ -108,6 +109,7 @@ func New(o Options) (*Channel, error) {
 		publicURL: strings.TrimRight(o.PublicURL, "/"),
 		decider:   o.Decider,
 		log:       log,
+		baseLog:   o.Logger,
 		now:       o.Now,
 		api:       newAPIClient(o.Config.BaseURL, o.Config.AppID, o.Config.AppSecret, o.HTTPClient, o.Now, log),
 		seen:      newDedupe(dedupeSize, dedupeTTL),
