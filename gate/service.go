@@ -407,7 +407,9 @@ func (s *Service) Wait(ctx context.Context, id string, d time.Duration) (*Reques
 		select {
 		case <-w.ch:
 		case <-expiry.C:
-			if _, err := s.Expire(ctx, id); err != nil && ErrorCode(err) != ECONFLICT {
+			// Another caller (the sweeper, a replica) may have got there
+			// first; only a failure to reach the database matters here.
+			if _, err := s.Expire(ctx, id); err != nil && (ErrorCode(err) == EINTERNAL || ErrorCode(err) == EUNAVAILABLE) {
 				expiry.Stop()
 				return r, err
 			}

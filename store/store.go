@@ -69,7 +69,7 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		PrepareStmt:            o.Driver == Postgres,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", o.Driver, redact(err, o.DSN))
+		return nil, fmt.Errorf("store: cannot reach the %s database: %w", o.Driver, redact(err, o.DSN))
 	}
 	sqlDB, err := db.DB()
 	if err != nil {
