@@ -190,7 +190,12 @@ func toast(typ, content string) *callback.CardActionTriggerResponse {
 	return &callback.CardActionTriggerResponse{Toast: &callback.Toast{Type: typ, Content: content}}
 }
 
+// capitalize upper-cases the first letter of a gate message for a toast,
+// unless the message starts with an identity ("feishu:ou_x already …").
 func capitalize(s string) string {
+	if first, _, _ := strings.Cut(s, " "); strings.Contains(first, ":") {
+		return s
+	}
 	for i, r := range s {
 		return string(unicode.ToUpper(r)) + s[i+len(string(r)):]
 	}

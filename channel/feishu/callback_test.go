@@ -237,6 +237,9 @@ func TestCallbackGateAnswers(t *testing.T) {
 		{"expired", func(gate.Decision) (*gate.Request, error) {
 			return expired, gate.Errorf(gate.EEXPIRED, "expired at x")
 		}, "info", "expired", true},
+		{"same approver twice under a quorum", func(gate.Decision) (*gate.Request, error) {
+			return pending, gate.Errorf(gate.ECONFLICT, "feishu:ou_alice already approved; 1 of 2 approvals so far")
+		}, "info", "feishu:ou_alice already approved", false},
 		{"quorum vote", func(gate.Decision) (*gate.Request, error) { return pending, nil }, "info", "more approvals are needed", false},
 		{"unknown request", func(gate.Decision) (*gate.Request, error) {
 			return nil, gate.Errorf(gate.ENOTFOUND, "no such request")
