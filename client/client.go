@@ -71,6 +71,9 @@ type Client struct {
 	Wait time.Duration
 	// OnRetry, when set, hears about every failed attempt that will be retried.
 	OnRetry func(attempt int, err error)
+	// MaxOutage, when set, gives up once the server has been unreachable (or
+	// answering 5xx) for this long without a break. Zero retries until ctx ends.
+	MaxOutage time.Duration
 }
 
 // FromEnv builds a client from GATEHOUSE_URL (default http://127.0.0.1:8080)
@@ -116,6 +119,7 @@ func (c *Client) Gate(ctx context.Context, req Request) (Result, error) {
 	target := strings.TrimRight(c.URL, "/") + "/api/v1/gate?wait=" + url.QueryEscape(wait.String())
 	delay := 250 * time.Millisecond
 	var last Result
+	var failingSince time.Time
 	for attempt := 1; ; attempt++ {
 		res, err := c.post(ctx, target, body, wait+15*time.Second)
 		var apiErr *APIError
@@ -126,12 +130,19 @@ func (c *Client) Gate(ctx context.Context, req Request) (Result, error) {
 			// Still pending: the server held the poll for `wait`; go again at once.
 			last = res
 			delay = 250 * time.Millisecond
+			failingSince = time.Time{}
 			continue
 		case errors.As(err, &apiErr) && apiErr.Status < 500:
 			return deny(last.RequestID, err), err
 		}
 		if ctx.Err() != nil {
 			return deny(last.RequestID, ctx.Err()), ctx.Err()
+		}
+		if failingSince.IsZero() {
+			failingSince = time.Now()
+		} else if c.MaxOutage > 0 && time.Since(failingSince) > c.MaxOutage {
+			err = fmt.Errorf("server unreachable at %s for %s: %w", c.URL, c.MaxOutage, err)
+			return deny(last.RequestID, err), err
 		}
 		if c.OnRetry != nil {
 			c.OnRetry(attempt, err)

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 
+	"github.com/gatehouse-dev/gatehouse/channel/feishu"
+	"github.com/gatehouse-dev/gatehouse/channel/slack"
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
 )
@@ -18,7 +22,45 @@ type builtChannels struct {
 
 // buildChannels is the one place that knows every channel type. Adding a
 // platform means one package and one case here.
-func buildChannels(cfg *config.Config, svc *gate.Service, log *slog.Logger) (builtChannels, error) {
+func buildChannels(cfg *config.Config, d gate.Decider, log *slog.Logger) (builtChannels, error) {
 	out := builtChannels{callbacks: map[string]http.Handler{}}
-	return out, nil
+	var slacks []*slack.Channel
+	var feishus []*feishu.Channel
+	var errs []error
+	for _, c := range cfg.Channels {
+		clog := log.With("channel", c.Name)
+		switch c.Type {
+		case config.TypeSlack:
+			ch, err := slack.New(slack.Options{Name: c.Name, Config: *c.Slack, PublicURL: cfg.PublicURL, Decider: d, Logger: clog})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("channel %s: %w", c.Name, err))
+				continue
+			}
+			slacks = append(slacks, ch)
+			out.channels = append(out.channels, ch)
+			if ch.SocketMode() {
+				out.runners = append(out.runners, ch)
+			}
+		case config.TypeFeishu:
+			ch, err := feishu.New(feishu.Options{Name: c.Name, Config: *c.Feishu, PublicURL: cfg.PublicURL, Decider: d, Logger: clog})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("channel %s: %w", c.Name, err))
+				continue
+			}
+			feishus = append(feishus, ch)
+			out.channels = append(out.channels, ch)
+			if ch.LongConnection() {
+				out.runners = append(out.runners, ch)
+			}
+		default:
+			errs = append(errs, fmt.Errorf("channel %s: unknown type %q", c.Name, c.Type))
+		}
+	}
+	if len(slacks) > 0 {
+		out.callbacks["slack"] = slack.NewCallbackHandler(slacks)
+	}
+	if len(feishus) > 0 {
+		out.callbacks["feishu"] = feishu.NewCallbackHandler(feishus)
+	}
+	return out, errors.Join(errs...)
 }

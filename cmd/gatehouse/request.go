@@ -34,6 +34,7 @@ func request(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 0, "how long to wait for a verdict (default: the route's)")
 	agent := fs.String("agent", os.Getenv("GATEHOUSE_AGENT"), "agent id (default: the token's name)")
 	key := fs.String("idempotency-key", "", "ties retries of one call to one request (default: random)")
+	retryFor := fs.Duration("retry-for", 2*time.Minute, "how long to keep re-attaching to an unreachable server before giving up (exit 3)")
 	if err := fs.Parse(args); err != nil {
 		return exitError
 	}
@@ -54,14 +55,15 @@ func request(args []string, stdout, stderr io.Writer) int {
 	if req.IdempotencyKey == "" {
 		req.IdempotencyKey = client.NewKey()
 	}
-	// Give up only well after the request itself would have expired, so a
-	// server restart in the middle costs nothing.
-	limit := 24*time.Hour + 5*time.Minute
+	// A server restart in the middle costs nothing: the client re-attaches
+	// with the same key until the server has been gone for --retry-for.
+	c.MaxOutage = *retryFor
+	ctx := context.Background()
 	if *timeout > 0 {
-		limit = *timeout + 5*time.Minute
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout+*retryFor)
+		defer cancel()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
