@@ -58,10 +58,10 @@ func Glob(pattern, s string) bool {
 	return pi == len(p)
 }
 
-// mayDecide reports whether any of the decider's identities is one the
+// MayDecide reports whether any of the decider's identities is one the
 // request's approvers list names. An empty list admits everyone who can see
 // the card.
-func mayDecide(approvers []string, ids ...string) bool {
+func MayDecide(approvers []string, ids ...string) bool {
 	if len(approvers) == 0 {
 		return true
 	}

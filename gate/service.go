@@ -453,7 +453,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 		}
 		return refuse(finalError(r))
 	}
-	if !mayDecide(r.Approvers, append([]string{d.Actor}, d.Identities...)...) {
+	if !MayDecide(r.Approvers, append([]string{d.Actor}, d.Identities...)...) {
 		return refuse(Errorf(EFORBIDDEN, "%s is not an approver of this request", d.Actor))
 	}
 	var args json.RawMessage

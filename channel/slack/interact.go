@@ -150,7 +150,7 @@ func (c *Channel) openReason(ctx context.Context, ic slack.InteractionCallback, 
 		c.ephemeral(ctx, from, user, ":information_source: Already decided: this request is "+esc(string(r.Status))+".")
 		return
 	}
-	if !mayDecide(r.Approvers, append([]string{actor}, ids...)...) {
+	if !gate.MayDecide(r.Approvers, append([]string{actor}, ids...)...) {
 		c.decider.Refuse(ctx, id, c.name, actor, "reject with reason: not an approver")
 		c.ephemeral(ctx, from, user, refusal(gate.Errorf(gate.EFORBIDDEN, "not an approver")))
 		return
@@ -222,21 +222,4 @@ func requestIDOf(ic slack.InteractionCallback) string {
 		return meta.ID
 	}
 	return ""
-}
-
-// mayDecide mirrors the gate's approver rule (gate.mayDecide, unexported)
-// only to spare a non-approver the reason form; the gate's Decide remains
-// the authority and re-checks.
-func mayDecide(approvers []string, ids ...string) bool {
-	if len(approvers) == 0 {
-		return true
-	}
-	for _, a := range approvers {
-		for _, id := range ids {
-			if id != "" && gate.Glob(a, id) {
-				return true
-			}
-		}
-	}
-	return false
 }
