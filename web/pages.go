@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -42,6 +43,8 @@ type pageData struct {
 	Cards    []gate.Card
 	Now      time.Time
 	Extra    map[string]any
+	// View is the page's own data (the history's filters, the charts).
+	View any
 }
 
 func newPages(s *Server) (*pages, error) {
@@ -57,10 +60,12 @@ func newPages(s *Server) (*pages, error) {
 		"left": func(r *gate.Request, now time.Time) string {
 			return max(r.ExpiresAt.Sub(now), 0).Round(time.Second).String()
 		},
-		"waited":  func(r *gate.Request, now time.Time) string { return r.Waited(now).Round(time.Second).String() },
-		"explain": func(r *gate.Request, now time.Time) string { return r.Explain(now) },
-		"pretty":  prettyJSON,
-		"unix":    func(t time.Time) int64 { return t.UnixMilli() },
+		"waited":   func(r *gate.Request, now time.Time) string { return roundDuration(r.Waited(now)).String() },
+		"explain":  func(r *gate.Request, now time.Time) string { return r.Explain(now) },
+		"pretty":   prettyJSON,
+		"unix":     func(t time.Time) int64 { return t.UnixMilli() },
+		"dur":      func(d time.Duration) string { return roundDuration(d).String() },
+		"sameJSON": func(a, b json.RawMessage) bool { return bytes.Equal(compact(a), compact(b)) },
 	}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
@@ -102,6 +107,29 @@ func (p *pages) routes(e *echo.Echo) {
 	e.GET("/", s.queuePage, s.requireLogin)
 	e.GET("/approvals/:id", s.detailPage, s.requireLogin)
 	e.POST("/approvals/:id/decide", s.decide, s.requireLogin)
+	e.GET("/history", s.historyPage, s.requireLogin)
+	e.GET("/export.csv", s.exportCSV, s.requireLogin)
+	e.GET("/export.json", s.exportJSON, s.requireLogin)
+	e.GET("/charts", s.chartsPage, s.requireLogin)
+	e.GET("/live/queue", s.liveQueue)
+}
+
+// roundDuration keeps durations readable: whole seconds, or tenths under a
+// second.
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
+
+// compact is raw JSON without insignificant space, for comparing.
+func compact(raw json.RawMessage) []byte {
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return raw
+	}
+	return buf.Bytes()
 }
 
 // page renders a template with the common fields filled in.
@@ -123,11 +151,22 @@ func (s *Server) page(c echo.Context, status int, name string, d pageData) error
 	if err := t.Execute(&buf, d); err != nil {
 		return fmt.Errorf("web: render %s: %w", name, err)
 	}
+	securityHeaders(c)
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// contentSecurityPolicy allows nothing from elsewhere and no inline script
+// or style: the pages' JavaScript and CSS are files under /static, and the
+// charts are SVG drawn on the server.
+const contentSecurityPolicy = "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+
+// securityHeaders are set on every page and fragment.
+func securityHeaders(c echo.Context) {
 	h := c.Response().Header()
-	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
-	return c.HTMLBlob(status, buf.Bytes())
+	h.Set("Cache-Control", "no-store")
 }
 
 func (s *Server) loginPage(c echo.Context) error {
@@ -171,16 +210,11 @@ func (s *Server) logout(c echo.Context) error {
 }
 
 func (s *Server) queuePage(c echo.Context) error {
-	ctx := c.Request().Context()
-	pending, _, err := s.svc.List(ctx, gate.Filter{Status: []gate.Status{gate.StatusPending}, Limit: 200})
+	d, err := s.queueData(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	recent, _, err := s.svc.List(ctx, gate.Filter{Status: []gate.Status{gate.StatusApproved, gate.StatusRejected, gate.StatusExpired, gate.StatusCancelled}, Limit: 20})
-	if err != nil {
-		return err
-	}
-	return s.page(c, http.StatusOK, "queue", pageData{Title: "Pending approvals", Requests: pending, Extra: map[string]any{"Recent": recent}})
+	return s.page(c, http.StatusOK, "queue", d)
 }
 
 func (s *Server) detailPage(c echo.Context) error {
@@ -220,8 +254,12 @@ func (s *Server) decide(c echo.Context) error {
 	}
 	d := gate.Decision{RequestID: c.Param("id"), Approve: verdict == "approve", Actor: u.Identity(), Via: gate.WebChannel,
 		Reason: c.FormValue("reason")}
-	if m := c.FormValue("modified_args"); m != "" && d.Approve {
-		d.ModifiedArgs = json.RawMessage(m)
+	if d.Approve {
+		args, err := s.editedArgs(c, d.RequestID)
+		if err != nil {
+			return err
+		}
+		d.ModifiedArgs = args
 	}
 	r, err := s.svc.Decide(c.Request().Context(), d)
 	if err != nil {
@@ -234,4 +272,25 @@ func (s *Server) decide(c echo.Context) error {
 	}
 	msg := "Recorded: " + r.Explain(s.now())
 	return c.Redirect(http.StatusSeeOther, "/approvals/"+r.ID+"?msg="+template.URLQueryEscaper(msg))
+}
+
+// editedArgs is the decide form's modified_args when the approver changed
+// them; the detail page fills the field with the proposed arguments, and
+// sending those back unchanged is no edit.
+func (s *Server) editedArgs(c echo.Context, id string) (json.RawMessage, error) {
+	m := strings.TrimSpace(c.FormValue("modified_args"))
+	if m == "" {
+		return nil, nil
+	}
+	r, err := s.svc.Get(c.Request().Context(), id)
+	if err != nil {
+		if gate.ErrorCode(err) == gate.ENOTFOUND {
+			return json.RawMessage(m), nil // Decide answers "not found"
+		}
+		return nil, err
+	}
+	if bytes.Equal(compact(json.RawMessage(m)), compact(r.ToolArgs)) {
+		return nil, nil
+	}
+	return json.RawMessage(m), nil
 }

@@ -1,0 +1,145 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/gatehouse-dev/gatehouse/config"
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/web"
+)
+
+const testPassword = "correct horse battery"
+
+// env is a real server over a SQLite file in t.TempDir().
+type env struct {
+	t   *testing.T
+	srv *httptest.Server
+	svc *gate.Service
+	db  *store.DB
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, store.Options{Driver: store.SQLite, DSN: filepath.Join(t.TempDir(), "gh.db"), Migrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	svc := gate.NewService(gate.Options{Store: db, Routes: []gate.Route{
+		{Name: "payments", Tool: "oa__purchase_*", Confirm: true, Channels: []string{gate.WebChannel}, Timeout: time.Hour},
+	}})
+	svc.Register(web.Channel{})
+	bg, cancel := context.WithCancel(ctx)
+	svc.Start(bg)
+	t.Cleanup(func() { svc.Stop(); cancel() })
+	hash, err := bcrypt.GenerateFromPassword([]byte(testPassword), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := []config.User{
+		{Name: "alice", Role: config.RoleApprover, PasswordBcrypt: string(hash)},
+		{Name: "audrey", Role: config.RoleAuditor, PasswordBcrypt: string(hash)},
+	}
+	s, err := web.New(web.Options{Service: svc, Sessions: db, Users: users})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	return &env{t: t, srv: hs, svc: svc, db: db}
+}
+
+// submit creates a request through the agent API.
+func (e *env) submit(body string) *gate.Request {
+	e.t.Helper()
+	res, err := http.Post(e.srv.URL+"/api/v1/approvals", "application/json", strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var r gate.Request
+	if res.StatusCode != http.StatusCreated {
+		b, _ := io.ReadAll(res.Body)
+		e.t.Fatalf("submit: %d %s", res.StatusCode, b)
+	}
+	if err := json.NewDecoder(res.Body).Decode(&r); err != nil {
+		e.t.Fatal(err)
+	}
+	return &r
+}
+
+// browser is a cookie-keeping client that does not follow redirects, so
+// tests see them.
+type browser struct {
+	e    *env
+	c    *http.Client
+	csrf string
+}
+
+func (e *env) browser() *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{e: e, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}}
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// login logs in through the form, as a person would.
+func (e *env) login(name string) *browser {
+	e.t.Helper()
+	b := e.browser()
+	_, page := b.get("/login")
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil {
+		e.t.Fatalf("no csrf field on the login page:\n%s", page)
+	}
+	res, _ := b.post("/login", url.Values{"csrf": {m[1]}, "username": {name}, "password": {testPassword}})
+	if res.StatusCode != http.StatusSeeOther {
+		e.t.Fatalf("login as %s: status %d", name, res.StatusCode)
+	}
+	_, page = b.get("/")
+	m = csrfField.FindStringSubmatch(page)
+	if m == nil {
+		e.t.Fatalf("no csrf field after login:\n%s", page)
+	}
+	b.csrf = m[1]
+	return b
+}
+
+func (b *browser) get(path string) (*http.Response, string) {
+	b.e.t.Helper()
+	res, err := b.c.Get(b.e.srv.URL + path)
+	if err != nil {
+		b.e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res, string(body)
+}
+
+func (b *browser) post(path string, form url.Values) (*http.Response, string) {
+	b.e.t.Helper()
+	res, err := b.c.PostForm(b.e.srv.URL+path, form)
+	if err != nil {
+		b.e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res, string(body)
+}
