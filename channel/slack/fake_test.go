@@ -211,7 +211,7 @@ func (d *fakeDecider) Decide(_ context.Context, dec gate.Decision) (*gate.Reques
 		return r, gate.Errorf(gate.ECONFLICT, "already %s by %s", r.Status, r.DecidedBy)
 	case !d.now().Before(r.ExpiresAt):
 		return r, gate.Errorf(gate.EEXPIRED, "expired at %s", r.ExpiresAt.Format(time.RFC3339))
-	case !mayDecide(r.Approvers, append([]string{dec.Actor}, dec.Identities...)...):
+	case !gate.MayDecide(r.Approvers, append([]string{dec.Actor}, dec.Identities...)...):
 		return r, gate.Errorf(gate.EFORBIDDEN, "%s is not an approver of this request", dec.Actor)
 	}
 	r.Status = gate.StatusRejected
