@@ -32,7 +32,10 @@ type env struct {
 	db  *store.DB
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { t.Helper(); return newEnvAt(t, "") }
+
+// newEnvAt is newEnv with a public_url.
+func newEnvAt(t *testing.T, publicURL string) *env {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, store.Options{Driver: store.SQLite, DSN: filepath.Join(t.TempDir(), "gh.db"), Migrate: true})
@@ -55,7 +58,7 @@ func newEnv(t *testing.T) *env {
 		{Name: "alice", Role: config.RoleApprover, PasswordBcrypt: string(hash)},
 		{Name: "audrey", Role: config.RoleAuditor, PasswordBcrypt: string(hash)},
 	}
-	s, err := web.New(web.Options{Service: svc, Sessions: db, Users: users})
+	s, err := web.New(web.Options{Service: svc, Sessions: db, Users: users, PublicURL: publicURL})
 	if err != nil {
 		t.Fatal(err)
 	}

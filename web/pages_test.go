@@ -267,3 +267,34 @@ func TestLiveQueueFragment(t *testing.T) {
 		t.Errorf("fragment:\n%s", page)
 	}
 }
+
+func TestSessionCookieFlags(t *testing.T) {
+	for _, tc := range []struct {
+		publicURL  string
+		wantSecure bool
+	}{
+		{"", false},
+		{"http://127.0.0.1:8080", false},
+		{"https://gate.example.com", true},
+	} {
+		t.Run(tc.publicURL, func(t *testing.T) {
+			e := newEnvAt(t, tc.publicURL)
+			b := e.browser()
+			res, page := b.get("/login")
+			m := csrfField.FindStringSubmatch(page)
+			res, _ = b.post("/login", url.Values{"csrf": {m[1]}, "username": {"alice"}, "password": {testPassword}})
+			var session *http.Cookie
+			for _, c := range res.Cookies() {
+				if c.Name == "gatehouse_session" {
+					session = c
+				}
+			}
+			if session == nil {
+				t.Fatal("no session cookie set at login")
+			}
+			if !session.HttpOnly || session.SameSite != http.SameSiteLaxMode || session.Secure != tc.wantSecure || session.Path != "/" {
+				t.Errorf("cookie %+v: want HttpOnly, SameSite=Lax, Secure=%v", session, tc.wantSecure)
+			}
+		})
+	}
+}
