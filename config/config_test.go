@@ -1,0 +1,224 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+const full = `
+listen: 0.0.0.0:8080
+public_url: https://gate.example.com/
+database:
+  driver: postgres
+  dsn: postgres://gate@db:5432/gate
+defaults:
+  timeout: 10m
+  on_timeout: deny
+auth:
+  api_tokens:
+    - name: build-agent
+      token: ${GATEHOUSE_TOKEN}
+    - name: hashed
+      token_sha256: 5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8
+  users:
+    - name: alice
+      password_bcrypt: "$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z3Yo3XjY8y0qzVw0YJ7wE5Y2"
+      role: auditor
+channels:
+  - name: ops-slack
+    type: slack
+    bot_token: ${SLACK_BOT_TOKEN}
+    signing_secret_file: slack.secret
+    channel_id: C0123456789
+    api_url: http://127.0.0.1:9999/api
+  - name: ops-feishu
+    type: feishu
+    app_id: cli_xxx
+    app_secret: ${FEISHU_APP_SECRET:-dev-secret}
+    verification_token: vt
+    encrypt_key: ek
+    chat_id: oc_xxx
+routes:
+  - name: payments
+    match: { tool: "oa__purchase_*" }
+    channels: [ops-feishu]
+    approvers: ["feishu:ou_abc", "feishu:ou_def"]
+    quorum: 2
+    timeout: 30m
+    on_timeout: deny
+  - name: reads
+    match: { tool: "read_*" }
+    confirm: false
+`
+
+func TestParseFullConfig(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "slack.secret"), []byte("s3cret\n"), 0o600)
+	c, err := Parse([]byte(full), dir, env(map[string]string{"GATEHOUSE_TOKEN": "tok-0123456789abcdef", "SLACK_BOT_TOKEN": "xoxb-1"}))
+	if err != nil {
+		t.Fatalf("valid config refused:\n%v", err)
+	}
+	if c.PublicURL != "https://gate.example.com" || c.Database.Driver != "postgres" || c.Defaults.Timeout.D() != 10*time.Minute {
+		t.Fatalf("top level: %+v", c)
+	}
+	if c.Auth.APITokens[0].Token != "tok-0123456789abcdef" {
+		t.Fatalf("${VAR} not expanded: %q", c.Auth.APITokens[0].Token)
+	}
+	s := c.Channels[0].Slack
+	if s == nil || s.BotToken != "xoxb-1" || s.SigningSecret != "s3cret" || s.APIURL != "http://127.0.0.1:9999/api/" {
+		t.Fatalf("slack channel: %+v", s)
+	}
+	f := c.Channels[1].Feishu
+	if f == nil || f.AppSecret != "dev-secret" || f.Mode != FeishuWebhook || f.BaseURL != "https://open.feishu.cn" {
+		t.Fatalf("feishu channel: %+v", f)
+	}
+	if r := c.Routes[0]; r.Quorum != 2 || r.Timeout.D() != 30*time.Minute || r.Match.Tool != "oa__purchase_*" {
+		t.Fatalf("route: %+v", r)
+	}
+	if c.Routes[1].Confirm == nil || *c.Routes[1].Confirm {
+		t.Fatalf("confirm: false lost")
+	}
+}
+
+func TestDefaultConfigIsValid(t *testing.T) {
+	c, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:8080" || c.Database.Driver != "sqlite" || c.Database.DSN != "gatehouse.db" {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+// TestErrorsNameEveryKey checks that every problem is reported, each with
+// the path of its key.
+func TestErrorsNameEveryKey(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		yaml string
+		want []string
+	}{
+		{"unknown keys everywhere", `
+listen: 127.0.0.1:8080
+databse: {}
+auth:
+  api_tokens:
+    - name: a
+      tokn: x
+channels:
+  - name: s
+    type: slack
+    bot_token: b
+    signing_secret: s
+    channel_id: C
+    chat_id: oc_wrong_type_key
+routes:
+  - name: r
+    match: { tools: "x" }
+`, []string{"databse: unknown key", "auth.api_tokens[0].tokn: unknown key", "channels[0].chat_id: unknown key", "routes[0].match.tools: unknown key"}},
+		{"wrong kinds", `
+defaults:
+  timeout: 10 minutes
+routes:
+  - name: r
+    quorum: two
+    confirm: maybe
+`, []string{`defaults.timeout: "10 minutes" is not a duration`, "routes[0].quorum: must be a whole number", "routes[0].confirm: must be true or false"}},
+		{"missing and bad values", `
+listen: 0.0.0.0:8080
+database:
+  driver: mysql
+defaults:
+  on_timeout: maybe
+auth:
+  api_tokens:
+    - name: short
+      token: abc
+  users:
+    - name: bob
+      password_bcrypt: plain
+      role: boss
+channels:
+  - name: s
+    type: slack
+  - name: f
+    type: feishu
+    mode: carrier-pigeon
+  - name: web
+    type: teams
+routes:
+  - name: r
+    channels: [nope]
+    approvers: [alice]
+    quorum: 3
+`, []string{
+			`database.driver: "mysql" is not one of sqlite, postgres`,
+			`defaults.on_timeout: "maybe" is not one of deny, allow`,
+			"auth.api_tokens[0].token: too short",
+			"auth.users[0].password_bcrypt: not a bcrypt hash",
+			`auth.users[0].role: "boss" is not one of auditor, approver, admin`,
+			"channels[0].bot_token: required", "channels[0].signing_secret: required", "channels[0].channel_id: required",
+			"channels[1].app_id: required", "channels[1].app_secret: required", "channels[1].chat_id: required",
+			`channels[1].mode: "carrier-pigeon" is not one of webhook, websocket`,
+			`channels[2].name: "web" is the built-in web channel`, `channels[2].type: "teams" is not one of slack, feishu`,
+			`routes[0].channels[0]: no channel named "nope"`, `routes[0].approvers[0]: "alice" is not an identity`,
+			"routes[0].quorum: needs 3 approvals but only 1 approvers are listed",
+		}},
+		{"open API off loopback", "listen: 0.0.0.0:8080\n", []string{"auth.api_tokens: required when listen is not a loopback address"}},
+		{"secret given twice", `
+channels:
+  - name: s
+    type: slack
+    bot_token: b
+    bot_token_file: /x
+    signing_secret: s
+    channel_id: C
+`, []string{"channels[0].bot_token_file: give bot_token or bot_token_file, not both"}},
+		{"unreadable secret file", `
+auth:
+  api_tokens:
+    - name: a
+      token_file: /nonexistent/token
+`, []string{"auth.api_tokens[0].token_file: cannot read the secret"}},
+		{"not YAML", "listen: [", []string{"not valid YAML"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml), t.TempDir(), env(nil))
+			var errs Errors
+			if !errors.As(err, &errs) {
+				t.Fatalf("want config.Errors, got %v", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("missing %q in:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestExpand(t *testing.T) {
+	lookup := env(map[string]string{"A": "1", "EMPTY": ""})
+	for in, want := range map[string]string{
+		"${A}":             "1",
+		"x${A}y${A}":       "x1y1",
+		"${MISSING}":       "",
+		"${MISSING:-dflt}": "dflt",
+		"${EMPTY:-dflt}":   "dflt",
+		"$2a$10$abc":       "$2a$10$abc",
+		"${unterminated":   "${unterminated",
+		"plain":            "plain",
+	} {
+		if got := expand(in, lookup); got != want {
+			t.Errorf("expand(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
