@@ -217,10 +217,15 @@ func TestConflictingVerdicts(t *testing.T) {
 				audited++
 			}
 		}
-		if wins != 1 {
-			t.Fatalf("%d verdicts won, want exactly 1", wins)
-		}
 		got, _ := svc.Get(ctx, r.ID)
+		if wins == 0 && got.Status == gate.StatusExpired {
+			// A late verdict noticed the deadline first and expired the
+			// request itself (then was refused): the expiry won.
+			wins, winner = 1, "expire"
+		}
+		if wins != 1 {
+			t.Fatalf("%d verdicts won, want exactly 1 (status %s)", wins, got.Status)
+		}
 		want := map[string]gate.Status{"approve": gate.StatusApproved, "reject": gate.StatusRejected, "cancel": gate.StatusCancelled, "expire": gate.StatusExpired}[winner]
 		if got.Status != want {
 			t.Fatalf("winner was %s but the row says %s", winner, got.Status)
