@@ -1,0 +1,114 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/web"
+)
+
+// gateCall posts to /api/v1/gate and decodes the hook result.
+func gateCall(t *testing.T, e *env, query, body string) (int, web.HookResult) {
+	t.Helper()
+	res, err := http.Post(e.srv.URL+"/api/v1/gate"+query, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var hr web.HookResult
+	if err := json.NewDecoder(res.Body).Decode(&hr); err != nil {
+		t.Fatalf("gate answered %d without a hook result: %v", res.StatusCode, err)
+	}
+	return res.StatusCode, hr
+}
+
+// decideWhenPending decides the first pending request once it appears.
+func decideWhenPending(e *env, approve bool, reason string) {
+	go func() {
+		for range 200 {
+			rs, _, _ := e.svc.List(context.Background(), gate.Filter{Status: []gate.Status{gate.StatusPending}})
+			if len(rs) > 0 {
+				e.svc.Decide(context.Background(), gate.Decision{RequestID: rs[0].ID, Approve: approve, Actor: "feishu:ou_abc", Via: "ops-feishu", Reason: reason})
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+}
+
+func TestGateEndpoint(t *testing.T) {
+	t.Run("approved", func(t *testing.T) {
+		e := newEnv(t)
+		decideWhenPending(e, true, "")
+		code, hr := gateCall(t, e, "?wait=10s", `{"tool_name":"oa__purchase_pay","tool_args":{"amount":60000},"idempotency_key":"k1"}`)
+		if code != 200 || !hr.Allow || hr.Status != "approved" || hr.Error != "" || len(hr.SideEffects) != 1 ||
+			!strings.HasPrefix(hr.SideEffects[0], "gatehouse: approved by feishu:ou_abc via ops-feishu after") {
+			t.Fatalf("%d %+v", code, hr)
+		}
+		// The same key attaches to the same, now decided, request.
+		_, again := gateCall(t, e, "?wait=1s", `{"tool_name":"oa__purchase_pay","idempotency_key":"k1"}`)
+		if again.RequestID != hr.RequestID || !again.Allow {
+			t.Fatalf("re-attach: %+v", again)
+		}
+	})
+	t.Run("rejected", func(t *testing.T) {
+		e := newEnv(t)
+		decideWhenPending(e, false, "amount over budget")
+		_, hr := gateCall(t, e, "?wait=10s", `{"tool_name":"oa__purchase_pay"}`)
+		if hr.Allow || hr.Status != "rejected" || !strings.HasPrefix(hr.Error, "Rejected by feishu:ou_abc via ops-feishu after") ||
+			!strings.HasSuffix(hr.Error, ": amount over budget") {
+			t.Fatalf("%+v", hr)
+		}
+	})
+	t.Run("still pending", func(t *testing.T) {
+		e := newEnv(t)
+		code, hr := gateCall(t, e, "?wait=200ms", `{"tool_name":"oa__purchase_pay","tool_call_id":"call_7"}`)
+		if code != 200 || hr.Allow || hr.Status != "pending" || !strings.Contains(hr.Error, "call again with the same idempotency_key") {
+			t.Fatalf("%d %+v", code, hr)
+		}
+		r, _ := e.svc.Get(context.Background(), hr.RequestID)
+		if r.IdempotencyKey != "call_7" {
+			t.Fatalf("tool_call_id should stand in for a missing idempotency key, got %q", r.IdempotencyKey)
+		}
+	})
+	t.Run("no confirmation needed", func(t *testing.T) {
+		e := newEnv(t)
+		_, hr := gateCall(t, e, "", `{"tool_name":"read_file","requires_confirmation":false}`)
+		if !hr.Allow || hr.Status != "approved" {
+			t.Fatalf("%+v", hr)
+		}
+	})
+	for _, tc := range []struct {
+		name, query, body string
+		code              int
+	}{
+		{"malformed JSON", "", `{"tool_name":`, 400},
+		{"missing tool_name", "", `{}`, 400},
+		{"bad wait", "?wait=forever", `{"tool_name":"x"}`, 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			code, hr := gateCall(t, e, tc.query, tc.body)
+			if code != tc.code || hr.Allow || hr.Status != "error" || !strings.Contains(hr.Error, "denied: the gate fails closed") {
+				t.Fatalf("%d %+v", code, hr)
+			}
+		})
+	}
+	t.Run("database gone", func(t *testing.T) {
+		e := newEnv(t)
+		e.db.Close()
+		code, hr := gateCall(t, e, "", `{"tool_name":"oa__purchase_pay"}`)
+		if code != http.StatusServiceUnavailable || hr.Allow || hr.Status != "error" {
+			t.Fatalf("%d %+v", code, hr)
+		}
+		res, err := http.Get(e.srv.URL + "/readyz")
+		if err != nil || res.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("readyz with the database gone: %v %v", res.StatusCode, err)
+		}
+	})
+}
