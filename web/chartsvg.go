@@ -97,8 +97,8 @@ func svgPerDay(days []*dayStats) template.HTML {
 	for _, d := range days {
 		top = max(top, d.Total)
 	}
-	yTop := niceCeil(float64(top))
-	s.yAxis(yTop, func(v float64) string { return fmt.Sprintf("%g", math.Round(v*10)/10) })
+	yTop := 4 * math.Max(1, math.Ceil(niceCeil(float64(top)/4))) // whole-number ticks
+	s.yAxis(yTop, func(v float64) string { return fmt.Sprintf("%g", v) })
 	plotH := float64(chartH - padT - padB)
 	slot := float64(chartW-padL-padR) / float64(max(len(days), 1))
 	bw := math.Max(slot*0.7, 1)
@@ -140,7 +140,7 @@ func svgWaits(days []*dayStats) template.HTML {
 		top = max(top, d.P90)
 	}
 	unit, suffix := durationUnit(top)
-	yTop := niceCeil(float64(top) / float64(unit))
+	yTop := 4 * niceCeil(float64(top)/float64(unit)/4)
 	s.yAxis(yTop, func(v float64) string { return fmt.Sprintf("%g%s", math.Round(v*10)/10, suffix) })
 	plotH := float64(chartH - padT - padB)
 	slot := float64(chartW-padL-padR) / float64(max(len(days), 1))

@@ -50,7 +50,8 @@ type pageData struct {
 func newPages(s *Server) (*pages, error) {
 	p := &pages{s: s, tmpl: map[string]*template.Template{}}
 	funcs := template.FuncMap{
-		"ts": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+		"ts":      func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+		"tsShort": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
 		"tsp": func(t *time.Time) string {
 			if t == nil {
 				return ""
@@ -234,8 +235,12 @@ func (s *Server) detailPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.page(c, http.StatusOK, "detail", pageData{Title: r.ToolName, Request: r, Events: evs, Cards: cards,
-		Message: c.QueryParam("msg")})
+	d := pageData{Title: r.ToolName, Request: r, Events: evs, Cards: cards}
+	if c.QueryParam("decided") != "" {
+		// Computed here, not carried in the URL, so a link cannot put words on the page.
+		d.Message = "Recorded: " + r.Explain(s.now())
+	}
+	return s.page(c, http.StatusOK, "detail", d)
 }
 
 // decide applies a web verdict through the same compare-and-set as the
@@ -270,8 +275,7 @@ func (s *Server) decide(c echo.Context) error {
 		return s.page(c, statusOf(code), "error", pageData{Title: "Not decided", Message: gate.ErrorMessage(err),
 			Extra: map[string]any{"Back": "/approvals/" + d.RequestID}})
 	}
-	msg := "Recorded: " + r.Explain(s.now())
-	return c.Redirect(http.StatusSeeOther, "/approvals/"+r.ID+"?msg="+template.URLQueryEscaper(msg))
+	return c.Redirect(http.StatusSeeOther, "/approvals/"+r.ID+"?decided=1")
 }
 
 // editedArgs is the decide form's modified_args when the approver changed
