@@ -255,6 +255,7 @@ test('approve on the web: the queue updates live and the waiting agent is unbloc
   assert.equal(await page.evaluate(() => window.__sameDocument), true, 'the page reloaded');
   assert.match(await card.locator('.left').textContent(), /^(29m|30m)\d*s? ?left|^29m\d+s left$/);
 
+  await shoot('queue');
   await card.locator('input[name=reason]').fill('small invoice, fine');
   await Promise.all([page.waitForURL(new RegExp(`/approvals/${r.id}`)), card.locator('button.approve').click()]);
   assert.match(await page.textContent('.flash'), /Recorded: approved by web:alice via web/);
