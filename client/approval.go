@@ -1,0 +1,80 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Approval is a request as GET /api/v1/approvals/{id} returns it: the fields
+// an agent acts on beyond the verdict Gate gives (who decided, when, for
+// which call id).
+type Approval struct {
+	ID           string          `json:"id"`
+	Status       string          `json:"status"`
+	ToolName     string          `json:"tool_name"`
+	ToolCallID   string          `json:"tool_call_id"`
+	Route        string          `json:"route"`
+	CreatedAt    time.Time       `json:"created_at"`
+	ExpiresAt    time.Time       `json:"expires_at"`
+	DecidedAt    *time.Time      `json:"decided_at"`
+	DecidedBy    string          `json:"decided_by"`
+	DecidedVia   string          `json:"decided_via"`
+	Reason       string          `json:"reason"`
+	ModifiedArgs json.RawMessage `json:"modified_args"`
+}
+
+// Get returns one request as it stands now.
+func (c *Client) Get(ctx context.Context, id string) (Approval, error) {
+	target := strings.TrimRight(c.URL, "/") + "/api/v1/approvals/" + url.PathEscape(id)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return Approval{}, err
+	}
+	if c.Token != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := c.httpClient().Do(hr)
+	if err != nil {
+		return Approval{}, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return Approval{}, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return Approval{}, apiError(resp.StatusCode, data)
+	}
+	var a Approval
+	if err := json.Unmarshal(data, &a); err != nil {
+		return Approval{}, fmt.Errorf("gatehouse: unreadable answer: %w", err)
+	}
+	return a, nil
+}
+
+// Ping checks that the server answers at all (GET /healthz), so that a
+// caller can tell "not running" from "still deciding" before it waits.
+func (c *Client) Ping(ctx context.Context) error {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.URL, "/")+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.httpClient().Do(hr)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /healthz answered %s", resp.Status)
+	}
+	return nil
+}

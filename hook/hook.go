@@ -1,0 +1,507 @@
+// Package hook maps agent clients' hook protocols (Claude Code, Codex,
+// Cursor, Gemini CLI, Copilot CLI) onto the gate and back: a client's hook
+// input becomes a gate.Submission, and a request's outcome becomes that
+// client's decision JSON and exit code. It is pure: the HTTP endpoint
+// (web/hooks.go) and the command hook (gatehouse hook CLIENT) share it, so
+// each wire format lives here and nowhere else.
+//
+// Nearly every client runs the tool when a hook fails, times out or answers
+// something it cannot read, so every path out of this package that is not an
+// approval is an explicit deny in the client's own words.
+package hook
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+)
+
+// Client names, as `gatehouse hook CLIENT` and /hooks/CLIENT spell them.
+const (
+	ClaudeCode = "claude-code"
+	Codex      = "codex"
+	Cursor     = "cursor"
+	Gemini     = "gemini"
+	Copilot    = "copilot"
+)
+
+// Clients lists the supported clients in the order the docs present them.
+var Clients = []string{ClaudeCode, Codex, Cursor, Gemini, Copilot}
+
+// Events each client may register the hook on.
+const (
+	PreToolUse           = "PreToolUse"        // Claude Code, Codex
+	PermissionRequest    = "PermissionRequest" // Claude Code, Codex
+	BeforeShellExecution = "beforeShellExecution"
+	BeforeMCPExecution   = "beforeMCPExecution"
+	CursorPreToolUse     = "preToolUse" // Cursor and Copilot spell it alike
+	BeforeTool           = "BeforeTool" // Gemini CLI
+	CopilotPermission    = "permissionRequest"
+)
+
+// Known reports whether name is a supported client.
+func Known(name string) bool {
+	for _, c := range Clients {
+		if c == name {
+			return true
+		}
+	}
+	return false
+}
+
+// DefaultWait is how long a command hook waits for a verdict when neither
+// --wait nor GATEHOUSE_HOOK_WAIT says: a little under the client's own
+// default hook timeout, so the client hears an explicit deny rather than
+// timing the hook out (which most clients treat as "proceed").
+func DefaultWait(client string) time.Duration {
+	switch client {
+	case Gemini:
+		return 55 * time.Second // Gemini CLI: 60000 ms
+	case Copilot:
+		return 25 * time.Second // Copilot CLI: timeoutSec 30
+	}
+	return 590 * time.Second // Claude Code, Codex: 600 s; Cursor: configure timeout ≥ 600
+}
+
+// Fresh is how long after its verdict a request still answers a repeat of
+// the same call (the PermissionRequest that follows a PreToolUse, a hook the
+// client ran twice). Later, an identical call is a new call and gets a new
+// request, so one approval is never replayed for the rest of a session.
+const Fresh = time.Minute
+
+// MaxChain bounds the walk over a call's keys (see Call.Key).
+const MaxChain = 64
+
+// Call is one tool call a client asked about, read from its hook input.
+type Call struct {
+	Client    string
+	Event     string          // the client's event name
+	ToolName  string          // as the client names the tool: Bash, mcp__github__create_pr, Shell, run_shell_command
+	ToolInput json.RawMessage // the tool's arguments, compact JSON
+	ToolUseID string          // the client's call id, when the event carries one
+	SessionID string          // session, conversation or, lacking both, the working directory
+	Metadata  map[string]string
+}
+
+// ErrInput marks input that is not a hook call this package can read; the
+// message says what is wrong.
+var ErrInput = errors.New("hook input")
+
+func inputErr(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInput}, args...)...)
+}
+
+// Parse reads a client's hook input. The call it returns carries the client
+// and, as far as the input showed it, the event, even when it also returns
+// an error, so that the deny can be shaped for that event. Unknown fields
+// are ignored: clients add fields often, and refusing them would block every
+// call after a client update.
+func Parse(client string, body []byte) (Call, error) {
+	c := Call{Client: client, Metadata: map[string]string{"client": client}}
+	if !Known(client) {
+		return c, inputErr("unknown client %q (one of %s)", client, strings.Join(Clients, ", "))
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return c, inputErr("empty input: %s sends the tool call as JSON on stdin", client)
+	}
+	var in rawInput
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&in); err != nil {
+		return c, inputErr("not a JSON object: %v", err)
+	}
+	var err error
+	switch client {
+	case ClaudeCode, Codex:
+		err = c.fromClaude(&in)
+	case Cursor:
+		err = c.fromCursor(&in)
+	case Gemini:
+		err = c.fromGemini(&in)
+	case Copilot:
+		err = c.fromCopilot(&in)
+	}
+	if err != nil {
+		return c, err
+	}
+	if c.ToolName == "" {
+		return c, inputErr("no tool name in the %s %s input", client, c.Event)
+	}
+	if c.ToolInput, err = normalizeInput(c.ToolInput); err != nil {
+		return c, inputErr("tool input: %v", err)
+	}
+	return c, nil
+}
+
+// rawInput is the union of the fields the five clients send.
+type rawInput struct {
+	HookEventName    string          `json:"hook_event_name"`
+	HookEventNameCC  string          `json:"hookEventName"`
+	SessionID        string          `json:"session_id"`
+	SessionIDCC      string          `json:"sessionId"`
+	ConversationID   string          `json:"conversation_id"`
+	GenerationID     string          `json:"generation_id"`
+	TranscriptPath   string          `json:"transcript_path"`
+	Cwd              string          `json:"cwd"`
+	PermissionMode   string          `json:"permission_mode"`
+	ToolName         string          `json:"tool_name"`
+	ToolNameCC       string          `json:"toolName"`
+	ToolInput        json.RawMessage `json:"tool_input"`
+	ToolArgs         json.RawMessage `json:"toolArgs"`
+	ToolUseID        string          `json:"tool_use_id"`
+	Command          string          `json:"command"`
+	URL              string          `json:"url"`
+	WorkspaceRoots   []string        `json:"workspace_roots"`
+	Timestamp        json.RawMessage `json:"timestamp"`
+	PermissionSugges json.RawMessage `json:"permission_suggestions"`
+}
+
+func (c *Call) meta(key, value string) {
+	if value != "" {
+		c.Metadata[key] = value
+	}
+}
+
+func (c *Call) fromClaude(in *rawInput) error {
+	c.Event = in.HookEventName
+	if c.Event == "" {
+		c.Event = PreToolUse
+	}
+	c.ToolName, c.ToolInput, c.ToolUseID, c.SessionID = in.ToolName, in.ToolInput, in.ToolUseID, in.SessionID
+	c.meta("hook_event_name", c.Event)
+	c.meta("cwd", in.Cwd)
+	c.meta("permission_mode", in.PermissionMode)
+	c.meta("transcript_path", in.TranscriptPath)
+	c.meta("tool_use_id", in.ToolUseID)
+	if c.SessionID == "" {
+		c.SessionID = "cwd:" + in.Cwd
+	}
+	if c.Event != PreToolUse && c.Event != PermissionRequest {
+		return inputErr("event %q is not gated: register gatehouse on PreToolUse or PermissionRequest", c.Event)
+	}
+	return nil
+}
+
+func (c *Call) fromCursor(in *rawInput) error {
+	c.Event = in.HookEventName
+	if c.Event == "" {
+		if in.ToolName == "" && in.Command != "" {
+			c.Event = BeforeShellExecution
+		} else {
+			c.Event = CursorPreToolUse
+		}
+	}
+	c.SessionID = in.ConversationID
+	c.meta("hook_event_name", c.Event)
+	c.meta("cwd", in.Cwd)
+	c.meta("generation_id", in.GenerationID)
+	if len(in.WorkspaceRoots) > 0 {
+		c.meta("workspace_roots", strings.Join(in.WorkspaceRoots, ":"))
+	}
+	switch c.Event {
+	case BeforeShellExecution:
+		// Cursor's own name for its terminal tool, so one route covers both
+		// this event and preToolUse.
+		c.ToolName = "Shell"
+		if in.Command == "" {
+			return inputErr("no command in the beforeShellExecution input")
+		}
+		c.ToolInput, _ = json.Marshal(map[string]string{"command": in.Command})
+	case BeforeMCPExecution:
+		c.ToolName, c.ToolInput = in.ToolName, in.ToolInput
+		c.meta("mcp_url", in.URL)
+		c.meta("mcp_command", in.Command)
+	case CursorPreToolUse:
+		c.ToolName, c.ToolInput, c.ToolUseID = in.ToolName, in.ToolInput, in.ToolUseID
+		c.meta("tool_use_id", in.ToolUseID)
+	default:
+		return inputErr("event %q is not gated: register gatehouse on beforeShellExecution, beforeMCPExecution or preToolUse", c.Event)
+	}
+	if c.SessionID == "" {
+		c.SessionID = "cwd:" + in.Cwd
+	}
+	return nil
+}
+
+func (c *Call) fromGemini(in *rawInput) error {
+	c.Event = in.HookEventName
+	if c.Event == "" {
+		c.Event = BeforeTool
+	}
+	c.ToolName, c.ToolInput, c.SessionID = in.ToolName, in.ToolInput, in.SessionID
+	c.meta("hook_event_name", c.Event)
+	c.meta("cwd", in.Cwd)
+	c.meta("transcript_path", in.TranscriptPath)
+	if c.SessionID == "" {
+		c.SessionID = "cwd:" + in.Cwd
+	}
+	if c.Event != BeforeTool {
+		return inputErr("event %q is not gated: register gatehouse on BeforeTool", c.Event)
+	}
+	return nil
+}
+
+func (c *Call) fromCopilot(in *rawInput) error {
+	c.Event = in.HookEventNameCC
+	if c.Event == "" {
+		c.Event = in.HookEventName
+	}
+	if c.Event == "" {
+		c.Event = CursorPreToolUse
+	}
+	c.ToolName, c.ToolInput = in.ToolNameCC, in.ToolArgs
+	if c.ToolName == "" {
+		c.ToolName, c.ToolInput = in.ToolName, in.ToolInput
+	}
+	c.SessionID = in.SessionIDCC
+	if c.SessionID == "" {
+		c.SessionID = in.SessionID
+	}
+	c.meta("hook_event_name", c.Event)
+	c.meta("cwd", in.Cwd)
+	if c.SessionID == "" {
+		// Copilot CLI sends no session: identical calls from one directory
+		// share a key, and Fresh keeps that from replaying old verdicts.
+		c.SessionID = "cwd:" + in.Cwd
+	}
+	if c.Event != CursorPreToolUse && c.Event != CopilotPermission {
+		return inputErr("event %q is not gated: register gatehouse on preToolUse or permissionRequest", c.Event)
+	}
+	return nil
+}
+
+// normalizeInput returns the tool input as compact JSON. Some clients send
+// it as a JSON-encoded string (Cursor's MCP calls, Copilot's toolArgs); when
+// the string holds JSON, the value inside is the input.
+func normalizeInput(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage("{}"), nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		if t := strings.TrimSpace(s); t != "" && json.Valid([]byte(t)) {
+			raw = json.RawMessage(t)
+		}
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Canonical returns JSON with object keys sorted and no insignificant
+// space, so that two spellings of one input hash alike.
+func Canonical(raw json.RawMessage) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// Key is the idempotency key of the call's n-th request. Key(0) is a hash of
+// the session, the tool and the canonical input, so that both events of one
+// call (PreToolUse and PermissionRequest; only the first has a tool_use_id),
+// a hook the client ran twice, and a command hook re-attaching after a
+// server restart all land on one request: one card, one verdict. A later
+// identical call finds that request settled and stale (see Reusable) and
+// moves on to Key(1), and so on.
+func (c Call) Key(n int) string {
+	canon, err := Canonical(c.ToolInput)
+	if err != nil {
+		canon = c.ToolInput
+	}
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(c.SessionID), []byte(c.ToolName), canon} {
+		h.Write([]byte(strconv.Itoa(len(part))))
+		h.Write([]byte{':'})
+		h.Write(part)
+	}
+	key := "hook-" + hex.EncodeToString(h.Sum(nil))[:40]
+	if n > 0 {
+		key += "-" + strconv.Itoa(n)
+	}
+	return key
+}
+
+// Submission is the gate request for the call's n-th key. It does not ask
+// for confirmation itself: the operator's routes decide which tools need a
+// human (a route matching "Bash" or "mcp__*"), and calls no route claims are
+// allowed at once and recorded.
+func (c Call) Submission(n int) gate.Submission {
+	meta, _ := json.Marshal(c.Metadata)
+	no := false
+	return gate.Submission{
+		ToolName: c.ToolName, ToolArgs: c.ToolInput, RequiresConfirmation: &no, Summary: c.Summary(),
+		SessionID: truncate(c.SessionID, 256), ToolCallID: truncate(c.ToolUseID, 256), Metadata: meta,
+		IdempotencyKey: c.Key(n),
+	}
+}
+
+// Summary is the card's one line: the client, and the command or file when
+// the input has one.
+func (c Call) Summary() string {
+	var in map[string]any
+	_ = json.Unmarshal(c.ToolInput, &in)
+	detail := ""
+	for _, k := range []string{"command", "file_path", "path", "url"} {
+		if s, ok := in[k].(string); ok && s != "" {
+			detail = s
+			break
+		}
+	}
+	line := label(c.Client) + " wants to run " + c.ToolName
+	if detail != "" {
+		line += ": " + detail
+	}
+	return truncate(line, 300)
+}
+
+func label(client string) string {
+	switch client {
+	case ClaudeCode:
+		return "Claude Code"
+	case Codex:
+		return "Codex"
+	case Cursor:
+		return "Cursor"
+	case Gemini:
+		return "Gemini CLI"
+	case Copilot:
+		return "Copilot CLI"
+	}
+	return client
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n-len("…")]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}
+
+// Outcome is what a hook answer depends on, as both a gate.Request (the
+// HTTP endpoint) and the API's hook result plus the request (the command
+// hook) carry it.
+type Outcome struct {
+	RequestID    string
+	Status       gate.Status
+	Allow        bool
+	ByPolicy     bool   // decided by a route without asking anyone
+	Explain      string // "rejected by slack:T1/U2 via ops-slack after 42s: too risky"
+	ModifiedArgs json.RawMessage
+	DecidedAt    *time.Time
+	ToolCallID   string
+}
+
+// OutcomeOf reads a request.
+func OutcomeOf(r *gate.Request, now time.Time) Outcome {
+	return Outcome{RequestID: r.ID, Status: r.Status, Allow: r.Allowed(), ByPolicy: r.DecidedVia == gate.ViaPolicy,
+		Explain: r.Explain(now), ModifiedArgs: edits(r.ModifiedArgs), DecidedAt: r.DecidedAt, ToolCallID: r.ToolCallID}
+}
+
+func edits(raw json.RawMessage) json.RawMessage {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+		return nil
+	}
+	return raw
+}
+
+// Reusable reports whether the request found under one of the call's keys
+// answers this call: it is still pending (one card, however often the
+// client asks), or it is this very call (same tool_use_id), or it was
+// settled less than Fresh ago and cannot be told apart. A settled request
+// of another call id, or an old one, is a previous identical call: the
+// caller moves on to the next key.
+func (c Call) Reusable(o Outcome, now time.Time) bool {
+	if o.Status == gate.StatusPending {
+		return true
+	}
+	if c.ToolUseID != "" && o.ToolCallID != "" {
+		return c.ToolUseID == o.ToolCallID
+	}
+	return o.DecidedAt == nil || now.Sub(*o.DecidedAt) < Fresh
+}
+
+// Kind is the shape of a hook answer.
+type Kind int
+
+// The three answers a hook gives.
+const (
+	// Deny blocks the call.
+	Deny Kind = iota
+	// Allow runs the call without the client asking its user again: a
+	// person approved it (or its route allows on timeout).
+	Allow
+	// Defer leaves the call to the client's own permission flow: no route
+	// asked for a human, so Gatehouse recorded it and has no objection, but
+	// it does not wave through what the client would otherwise ask about.
+	Defer
+)
+
+// Verdict is a hook's answer before it is put in a client's words.
+type Verdict struct {
+	Kind         Kind
+	Reason       string          // shown to the user and the model; always says it comes from gatehouse
+	UpdatedInput json.RawMessage // the approver's edited arguments, with Allow
+	RequestID    string
+}
+
+// VerdictOf turns a request's outcome into the hook's answer. A request
+// still pending when the hook's wait ran out is a deny that says so: the
+// route asked for a person, and neither the client's own prompt nor silence
+// is that person. The request stays open, so retrying the call re-attaches
+// to it and its card.
+func VerdictOf(o Outcome, waited time.Duration) Verdict {
+	v := Verdict{RequestID: o.RequestID, Reason: "gatehouse: " + o.Explain}
+	switch {
+	case o.Status == gate.StatusPending:
+		v.Kind = Deny
+		v.Reason = fmt.Sprintf("gatehouse: still waiting for approval (request %s) after %s; denied for now. "+
+			"Retry the same call once an approver has decided: it re-attaches to the same request.",
+			o.RequestID, waited.Round(time.Second))
+	case o.Allow && o.ByPolicy:
+		v.Kind = Defer
+	case o.Allow:
+		v.Kind = Allow
+		v.UpdatedInput = edits(o.ModifiedArgs)
+	default:
+		v.Kind = Deny
+	}
+	return v
+}
+
+// Failure is the deny for anything that kept the gate from answering.
+func Failure(reason string) Verdict {
+	if !strings.HasPrefix(reason, "gatehouse") {
+		reason = "gatehouse: " + reason
+	}
+	return Verdict{Kind: Deny, Reason: reason + " (denied: the gate fails closed)"}
+}

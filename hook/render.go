@@ -1,0 +1,166 @@
+package hook
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Output is a hook's answer as a command hook gives it: what to print on
+// stdout and stderr and the exit code. The HTTP endpoint sends Stdout as a
+// 200 body (it is JSON on every path).
+type Output struct {
+	Stdout []byte
+	Stderr string
+	Exit   int
+}
+
+type obj = map[string]any
+
+// Render puts a verdict in the call's client's words. Every client gets
+// exit 0 with its decision JSON on stdout; Invalid covers input that never
+// became a call.
+//
+// What each client can take:
+//   - Claude Code: PreToolUse allow/deny with a reason and, with allow, the
+//     approver's edits as updatedInput; PermissionRequest decision.behavior
+//     allow (with updatedInput) or deny (with message).
+//   - Codex: the same shapes, but PreToolUse allow is accepted only with
+//     updatedInput, so an approval always carries the input it approved
+//     (the edits, or the input as proposed: pinning what the person saw).
+//     Its PermissionRequest refuses updatedInput, so an approval with edits
+//     becomes a deny there that says how to proceed.
+//   - Cursor: flat permission allow/deny with user_message and agent_message.
+//   - Gemini CLI: flat decision allow/deny with reason.
+//   - Copilot CLI: preToolUse permissionDecision; permissionRequest behavior.
+//
+// Cursor, Gemini and Copilot cannot take changed arguments from a hook, so
+// an approval with edits is a deny that hands the agent the approved
+// arguments to run instead.
+func Render(c Call, v Verdict) Output {
+	if len(v.UpdatedInput) > 0 && v.Kind == Allow && !acceptsEdits(c) {
+		v = Verdict{Kind: Deny, RequestID: v.RequestID, Reason: fmt.Sprintf(
+			"%s, with changed arguments that %s cannot apply from a hook. Run the call again with exactly these arguments: %s",
+			v.Reason, label(c.Client), v.UpdatedInput)}
+	}
+	var out any
+	switch c.Client {
+	case ClaudeCode, Codex:
+		out = claude(c, v)
+	case Cursor:
+		out = cursor(v)
+	case Gemini:
+		out = gemini(v)
+	case Copilot:
+		out = copilot(c, v)
+	default:
+		out = claude(Call{Client: ClaudeCode, Event: PreToolUse}, v)
+	}
+	return Output{Stdout: marshal(out), Exit: 0}
+}
+
+func acceptsEdits(c Call) bool {
+	switch c.Client {
+	case ClaudeCode:
+		return true
+	case Codex:
+		return c.Event != PermissionRequest
+	}
+	return false
+}
+
+func claude(c Call, v Verdict) any {
+	if v.Kind == Defer {
+		return obj{}
+	}
+	if c.Event == PermissionRequest {
+		d := obj{"behavior": "deny", "message": v.Reason}
+		if v.Kind == Allow {
+			d = obj{"behavior": "allow"}
+			if len(v.UpdatedInput) > 0 {
+				d["updatedInput"] = v.UpdatedInput
+			}
+		}
+		return obj{"hookSpecificOutput": obj{"hookEventName": PermissionRequest, "decision": d}}
+	}
+	h := obj{"hookEventName": PreToolUse, "permissionDecision": "deny", "permissionDecisionReason": v.Reason}
+	if v.Kind == Allow {
+		h["permissionDecision"] = "allow"
+		in := v.UpdatedInput
+		if len(in) == 0 && c.Client == Codex {
+			in = c.ToolInput
+		}
+		if len(in) > 0 {
+			h["updatedInput"] = in
+		}
+	}
+	return obj{"hookSpecificOutput": h}
+}
+
+func cursor(v Verdict) any {
+	switch v.Kind {
+	case Defer:
+		// Cursor needs a permission; no route asked for a human.
+		return obj{"permission": "allow"}
+	case Allow:
+		return obj{"permission": "allow", "user_message": v.Reason}
+	}
+	return obj{"permission": "deny", "user_message": v.Reason, "agent_message": v.Reason}
+}
+
+func gemini(v Verdict) any {
+	switch v.Kind {
+	case Defer:
+		return obj{}
+	case Allow:
+		return obj{"decision": "allow", "reason": v.Reason}
+	}
+	return obj{"decision": "deny", "reason": v.Reason}
+}
+
+func copilot(c Call, v Verdict) any {
+	if v.Kind == Defer {
+		return obj{}
+	}
+	if c.Event == CopilotPermission {
+		if v.Kind == Allow {
+			return obj{"behavior": "allow"}
+		}
+		return obj{"behavior": "deny", "message": v.Reason}
+	}
+	if v.Kind == Allow {
+		return obj{"permissionDecision": "allow", "permissionDecisionReason": v.Reason}
+	}
+	return obj{"permissionDecision": "deny", "permissionDecisionReason": v.Reason}
+}
+
+// Invalid is the answer to input that is not a call this package can read
+// (garbage, an unknown client, an event it does not gate). Claude Code,
+// Codex and Gemini CLI block on exit 2 with the reason on stderr whatever
+// the event, so they get that; Cursor and Copilot get their deny JSON (for
+// Copilot in both of its events' fields, since the event is not known).
+// Stdout is a deny shaped for the event as far as the input showed it, for
+// the HTTP endpoint, which cannot exit 2.
+func Invalid(c Call, err error) Output {
+	v := Failure(fmt.Sprintf("cannot read the %s hook input: %v", label(c.Client), err))
+	out := Render(c, v)
+	out.Stderr = v.Reason
+	switch c.Client {
+	case Cursor:
+	case Copilot:
+		out.Stdout = marshal(obj{"permissionDecision": "deny", "permissionDecisionReason": v.Reason,
+			"behavior": "deny", "message": v.Reason})
+	default:
+		out.Exit = 2
+	}
+	return out
+}
+
+func marshal(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only a RawMessage that is not JSON can get here, and inputs were
+		// compacted on the way in; deny rather than print nothing.
+		return []byte(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"gatehouse: internal error"}}`)
+	}
+	return b
+}

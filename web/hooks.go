@@ -1,0 +1,138 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/hook"
+)
+
+// HookWait is how long POST /hooks/{client} holds a call for its verdict
+// when ?wait= is absent: a little under Claude Code's and Codex's 600 s
+// default hook timeout, so the client hears an explicit deny rather than
+// timing the hook out (which they treat as "proceed").
+const HookWait = 590 * time.Second
+
+// hookRoutes mounts POST /hooks/{client}: a target for Claude Code's (and
+// Codex's) http hooks, and for any of the five clients' input posted by a
+// script. Claude Code runs the tool when an http hook answers anything but a
+// 2xx it can read, so this route never goes through the API's error path:
+// a bad token, a body over the limit, bad JSON, a database error or a panic
+// all answer 200 with the client's explicit deny.
+func (s *Server) hookRoutes(e *echo.Echo) {
+	// The global body limit answers 413 (which Claude Code reads as
+	// "proceed") before any route runs; make it fail the read instead, which
+	// the handler turns into a deny.
+	e.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if r := c.Request(); strings.HasPrefix(r.URL.Path, "/hooks/") && r.ContentLength > MaxBody {
+				r.ContentLength = -1
+			}
+			return next(c)
+		}
+	})
+	e.POST("/hooks/:client", s.hookCall, s.hookToken)
+}
+
+// hookToken is requireToken for hook clients: the same check, but a failure
+// is a deny they obey, not a 401 they would ignore.
+func (s *Server) hookToken(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		name, err := s.authenticate(c)
+		if err != nil {
+			s.log.Warn("hook call refused", "client", c.Param("client"), "err", err)
+			return s.hookAnswer(c, hook.Call{Client: c.Param("client"), Event: hook.PreToolUse},
+				hook.Failure(gate.ErrorMessage(err)+": send Authorization: Bearer $GATEHOUSE_TOKEN with one of the server's auth.api_tokens"))
+		}
+		c.Set(agentKey, name)
+		return next(c)
+	}
+}
+
+// hookCall is POST /hooks/{client}?wait=590s: map the client's input to a
+// request (create or attach by the call's key), hold until the verdict or
+// the wait, and answer in the client's words.
+func (s *Server) hookCall(c echo.Context) (err error) {
+	name := c.Param("client")
+	call := hook.Call{Client: name, Event: hook.PreToolUse}
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("hook handler panicked", "client", name, "panic", p, "stack", string(debug.Stack()))
+			err = s.hookAnswer(c, call, hook.Failure("internal error"))
+		}
+	}()
+	body, rerr := io.ReadAll(c.Request().Body)
+	if rerr != nil {
+		msg := "reading the request failed"
+		var tooBig *http.MaxBytesError
+		if errors.As(rerr, &tooBig) || errors.Is(rerr, echo.ErrStatusRequestEntityTooLarge) {
+			msg = "the tool call is larger than 1 MiB, too large to show an approver"
+		}
+		return s.hookAnswer(c, call, hook.Failure(msg))
+	}
+	call, perr := hook.Parse(name, body)
+	if perr != nil {
+		return c.JSONBlob(http.StatusOK, hook.Invalid(call, perr).Stdout)
+	}
+	wait, werr := s.parseWait(c, HookWait)
+	if werr != nil {
+		return s.hookAnswer(c, call, hook.Failure(gate.ErrorMessage(werr)))
+	}
+	ctx := c.Request().Context()
+	start := s.now()
+	o, ferr := s.hookSettle(ctx, call, agentName(c), wait)
+	if ferr != nil {
+		code := gate.ErrorCode(ferr)
+		if code == gate.EINTERNAL || code == gate.EUNAVAILABLE {
+			s.log.Error("hook call failed", "client", name, "tool", call.ToolName, "err", ferr)
+		}
+		return s.hookAnswer(c, call, hook.Failure(gate.ErrorMessage(ferr)))
+	}
+	return s.hookAnswer(c, call, hook.VerdictOf(o, s.now().Sub(start)))
+}
+
+// hookSettle finds the call's request along its keys (see hook.Call.Key) and
+// waits for it.
+func (s *Server) hookSettle(ctx context.Context, call hook.Call, agent string, wait time.Duration) (hook.Outcome, error) {
+	for n := 0; ; n++ {
+		sub := call.Submission(n)
+		sub.AgentID = agent
+		if n >= hook.MaxChain {
+			// This exact call has been made over and over; give this one a
+			// request of its own rather than walk further.
+			sub.IdempotencyKey += "-" + strconv.FormatInt(s.now().UnixNano(), 36)
+		}
+		r, _, err := s.svc.Submit(ctx, sub)
+		if err != nil {
+			return hook.Outcome{}, err
+		}
+		if n < hook.MaxChain && !call.Reusable(hook.OutcomeOf(r, s.now()), s.now()) {
+			continue
+		}
+		id := r.ID
+		if r, err = s.svc.Wait(ctx, id, wait); err != nil {
+			return hook.Outcome{RequestID: id}, err
+		}
+		return hook.OutcomeOf(r, s.now()), nil
+	}
+}
+
+// hookAnswer writes a verdict as the client's JSON, always with 200.
+func (s *Server) hookAnswer(c echo.Context, call hook.Call, v hook.Verdict) error {
+	if v.Kind == hook.Deny {
+		s.log.Info("hook call denied", "client", call.Client, "tool", call.ToolName, "request_id", v.RequestID, "reason", v.Reason)
+	}
+	if v.RequestID != "" {
+		c.Response().Header().Set("Gatehouse-Request-Id", v.RequestID)
+	}
+	return c.JSONBlob(http.StatusOK, hook.Render(call, v).Stdout)
+}
