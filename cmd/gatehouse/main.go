@@ -29,6 +29,10 @@ Usage:
   gatehouse request --tool NAME [--args JSON] [--summary TEXT] [--route NAME] [--timeout 10m]
                                              ask for approval and wait (exit 0 approved, 1 rejected,
                                              2 expired or cancelled, 3 error)
+  gatehouse hook CLIENT [--wait 590s] [--event NAME]
+                                             a command hook for claude-code, codex, cursor, gemini or
+                                             copilot: reads the client's hook JSON on stdin, asks the
+                                             server, prints the client's decision (any failure denies)
   gatehouse check-config [--config FILE]     validate a config file, naming every bad key
   gatehouse user add NAME --role ROLE [--password-stdin]
                                              print the config lines for a web login
@@ -55,6 +59,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return serve(rest, stderr)
 	case "request":
 		return request(rest, stdout, stderr)
+	case "hook":
+		return hookCmd(rest, stdin, stdout, stderr)
 	case "check-config":
 		return checkConfig(rest, stdout, stderr)
 	case "user":

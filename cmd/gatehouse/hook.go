@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/client"
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/hook"
+)
+
+// maxHookInput bounds what a command hook reads from stdin.
+const maxHookInput = 4 << 20
+
+// hookCmd is `gatehouse hook CLIENT`: a command hook for an agent client.
+// It reads the client's hook JSON on stdin, asks the server, and prints the
+// client's decision. Every failure (no server, a bad token, unreadable
+// input, no verdict in time) is that client's explicit deny, with a reason
+// the user can act on, because the clients run the tool when a hook fails.
+func hookCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprintf(stderr, "gatehouse hook: name the client: one of %s\n", strings.Join(hook.Clients, ", "))
+		return 2
+	}
+	name := args[0]
+	call := hook.Call{Client: name, Event: hook.PreToolUse}
+	fs := flag.NewFlagSet("hook "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def := hook.DefaultWait(name)
+	if v := os.Getenv("GATEHOUSE_HOOK_WAIT"); v != "" {
+		d, err := parseHookWait(v)
+		if err != nil {
+			return emit(stdout, stderr, hook.Invalid(call, fmt.Errorf("GATEHOUSE_HOOK_WAIT: %v", err)))
+		}
+		def = d
+	}
+	wait := fs.Duration("wait", def, "how long to wait for a verdict before denying; keep it under the client's hook timeout (env GATEHOUSE_HOOK_WAIT)")
+	event := fs.String("event", "", "the hook event, for clients whose input does not name it (copilot: preToolUse or permissionRequest)")
+	agent := fs.String("agent", os.Getenv("GATEHOUSE_AGENT"), "agent id (default: the token's name)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return emit(stdout, stderr, hook.Invalid(call, fmt.Errorf("bad flags: %v", err)))
+	}
+	if *wait <= 0 {
+		return emit(stdout, stderr, hook.Invalid(call, errors.New("--wait must be positive")))
+	}
+	body, err := io.ReadAll(io.LimitReader(stdin, maxHookInput+1))
+	if err == nil && len(body) > maxHookInput {
+		err = fmt.Errorf("larger than %d MiB", maxHookInput>>20)
+	}
+	if err != nil {
+		return emit(stdout, stderr, hook.Invalid(call, fmt.Errorf("reading stdin: %v", err)))
+	}
+	call, err = hook.Parse(name, body)
+	if *event != "" {
+		call.Event = *event
+		call.Metadata["hook_event_name"] = *event
+	}
+	if err != nil {
+		return emit(stdout, stderr, hook.Invalid(call, err))
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), *wait)
+	defer cancel()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c := client.FromEnv()
+	// Polls shorter than the whole wait, so the last one still answers
+	// "pending" (with the request id) before the wait is up.
+	c.Wait = min(55*time.Second, max(*wait-2*time.Second, *wait/2))
+	c.OnRetry = func(n int, err error) {
+		fmt.Fprintf(stderr, "gatehouse hook: server unreachable, re-attaching (attempt %d): %v\n", n, err)
+	}
+	v := askGate(ctx, c, call, *agent, *wait)
+	out := hook.Render(call, v)
+	if v.Kind == hook.Deny {
+		out.Stderr = v.Reason
+	}
+	return emit(stdout, stderr, out)
+}
+
+func emit(stdout, stderr io.Writer, out hook.Output) int {
+	// On exit 2 the clients read stderr alone.
+	if len(out.Stdout) > 0 && out.Exit == 0 {
+		fmt.Fprintln(stdout, string(out.Stdout))
+	}
+	if out.Stderr != "" {
+		fmt.Fprintln(stderr, out.Stderr)
+	}
+	return out.Exit
+}
+
+// parseHookWait reads a Go duration ("590s") or seconds ("590").
+func parseHookWait(v string) (time.Duration, error) {
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return d, nil
+	}
+	if n, err := strconv.ParseFloat(v, 64); err == nil && n > 0 {
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	return 0, fmt.Errorf("%q is not a positive duration such as 590s", v)
+}
+
+// askGate finds the call's request along its keys (see hook.Call.Key)
+// through POST /api/v1/gate, which re-attaches across dropped connections
+// and server restarts, and turns what it learns into a verdict.
+func askGate(ctx context.Context, c *client.Client, call hook.Call, agent string, wait time.Duration) hook.Verdict {
+	start := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	err := c.Ping(pctx)
+	cancel()
+	if err != nil {
+		return hook.Failure(fmt.Sprintf("gatehouse server unreachable at %s (%v): start it (gatehouse serve) or fix GATEHOUSE_URL", c.URL, err))
+	}
+	for n := 0; ; n++ {
+		sub := call.Submission(n)
+		if n >= hook.MaxChain {
+			sub.IdempotencyKey += "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		}
+		req := client.Request{ToolName: sub.ToolName, ToolArgs: sub.ToolArgs, RequiresConfirmation: sub.RequiresConfirmation,
+			Summary: sub.Summary, AgentID: agent, SessionID: sub.SessionID, ToolCallID: sub.ToolCallID,
+			Metadata: sub.Metadata, IdempotencyKey: sub.IdempotencyKey}
+		res, err := c.Gate(ctx, req)
+		if err != nil {
+			return gateFailure(ctx, c, res, err, time.Since(start), wait)
+		}
+		o := hook.Outcome{RequestID: res.RequestID, Status: gate.Status(res.Status), Allow: res.Allow,
+			Explain: explainOf(res), ModifiedArgs: res.ModifiedArgs}
+		if o.Status.Final() {
+			a, err := c.Get(ctx, res.RequestID)
+			if err != nil {
+				return gateFailure(ctx, c, res, err, time.Since(start), wait)
+			}
+			o.DecidedAt, o.ToolCallID, o.ByPolicy = a.DecidedAt, a.ToolCallID, a.DecidedVia == gate.ViaPolicy
+			if n < hook.MaxChain && !call.Reusable(o, time.Now()) {
+				continue
+			}
+		}
+		return hook.VerdictOf(o, time.Since(start))
+	}
+}
+
+// explainOf recovers the one-line explanation from a hook result.
+func explainOf(res client.Result) string {
+	for _, s := range res.SideEffects {
+		if e, ok := strings.CutPrefix(s, "gatehouse: "); ok {
+			return e
+		}
+	}
+	return res.Error
+}
+
+// gateFailure says why no verdict came, in words that say what to do.
+func gateFailure(ctx context.Context, c *client.Client, res client.Result, err error, waited, wait time.Duration) hook.Verdict {
+	var apiErr *client.APIError
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && res.RequestID != "":
+		v := hook.VerdictOf(hook.Outcome{RequestID: res.RequestID, Status: gate.StatusPending}, waited)
+		v.Reason += fmt.Sprintf(" (the hook waits %s: raise --wait or GATEHOUSE_HOOK_WAIT together with the client's hook timeout)", wait)
+		return v
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return hook.Failure(fmt.Sprintf("no answer from the gatehouse server at %s within %s (%v): check that it is running and reachable", c.URL, wait, err))
+	case ctx.Err() != nil:
+		return hook.Failure("interrupted before a verdict")
+	case errors.As(err, &apiErr) && apiErr.Status == 401:
+		return hook.Failure(fmt.Sprintf("the gatehouse server at %s refused the token (%s): set GATEHOUSE_TOKEN to one of its auth.api_tokens", c.URL, apiErr.Message))
+	case errors.As(err, &apiErr):
+		return hook.Failure(fmt.Sprintf("the gatehouse server at %s refused the call: %s", c.URL, apiErr.Message))
+	}
+	return hook.Failure(fmt.Sprintf("gatehouse server unreachable at %s (%v): start it (gatehouse serve) or fix GATEHOUSE_URL", c.URL, err))
+}
