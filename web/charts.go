@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"html/template"
 	"math"
 	"net/http"
@@ -161,7 +162,7 @@ func (s *Server) tally(ctx context.Context, f gate.Filter, v *chartsView) error 
 		}
 		return nil
 	}, func() error { return nil })
-	if err != nil && err != errEnough {
+	if err != nil && !errors.Is(err, errEnough) {
 		return err
 	}
 	for _, d := range v.Days {
@@ -181,7 +182,7 @@ func (s *Server) tally(ctx context.Context, f gate.Filter, v *chartsView) error 
 }
 
 // errEnough stops a tally at chartMaxRows.
-var errEnough = gate.Errorf(gate.EINVALID, "enough rows")
+var errEnough = errors.New("web: chart row limit reached")
 
 // decisionTime is how long a person took to approve or reject; requests a
 // route allowed at once, and those that expired or were cancelled, have none.
