@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -96,5 +97,21 @@ func (s *Server) httpErrorHandler(err error, c echo.Context) {
 		_ = c.NoContent(he.Code)
 		return
 	}
+	if wantsPage(c.Request()) {
+		if err := s.page(c, he.Code, "error", pageData{Title: http.StatusText(he.Code), Message: msg}); err == nil {
+			return
+		}
+	}
 	_ = c.JSON(he.Code, newErrorBody(code, msg))
+}
+
+// wantsPage tells a person's browser from an API client: pages answer
+// errors as HTML, everything under the API, hook and callback paths as JSON.
+func wantsPage(r *http.Request) bool {
+	for _, p := range []string{"/api/", "/hooks/", "/callbacks/", "/live/", "/export"} {
+		if strings.HasPrefix(r.URL.Path, p) {
+			return false
+		}
+	}
+	return strings.Contains(r.Header.Get("Accept"), "text/html")
 }
