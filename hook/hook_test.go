@@ -1,0 +1,107 @@
+package hook
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+)
+
+func TestParseShapes(t *testing.T) {
+	cases := []struct {
+		name, client, input            string
+		event, tool, args, id, session string
+	}{
+		{"claude PreToolUse", ClaudeCode, `{"session_id":"s","cwd":"/p","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls","timeout":120000},"tool_use_id":"toolu_1"}`,
+			PreToolUse, "Bash", `{"command":"ls","timeout":120000}`, "toolu_1", "s"},
+		{"claude PermissionRequest", ClaudeCode, `{"session_id":"s","hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"ls"}}`,
+			PermissionRequest, "Bash", `{"command":"ls"}`, "", "s"},
+		{"cursor shell", Cursor, `{"hook_event_name":"beforeShellExecution","conversation_id":"c","command":"ls","cwd":"/p"}`,
+			BeforeShellExecution, "Shell", `{"command":"ls"}`, "", "c"},
+		{"cursor mcp, input as a string", Cursor, `{"hook_event_name":"beforeMCPExecution","conversation_id":"c","tool_name":"q","tool_input":"{\"sql\": \"x\"}"}`,
+			BeforeMCPExecution, "q", `{"sql":"x"}`, "", "c"},
+		{"gemini", Gemini, `{"session_id":"g","hook_event_name":"BeforeTool","tool_name":"write_file","tool_input":{"file_path":"a"}}`,
+			BeforeTool, "write_file", `{"file_path":"a"}`, "", "g"},
+		{"copilot, no session", Copilot, `{"timestamp":1,"cwd":"/p","toolName":"bash","toolArgs":"{\"command\":\"ls\"}"}`,
+			CursorPreToolUse, "bash", `{"command":"ls"}`, "", "cwd:/p"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse(tc.client, []byte(tc.input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Event != tc.event || c.ToolName != tc.tool || string(c.ToolInput) != tc.args || c.ToolUseID != tc.id || c.SessionID != tc.session {
+				t.Errorf("got %+v", c)
+			}
+		})
+	}
+}
+
+// TestKey: both events of one call share a key whatever the key order and
+// spacing of the input; another session, tool or input does not.
+func TestKey(t *testing.T) {
+	parse := func(client, s string) Call {
+		c, err := Parse(client, []byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	pre := parse(ClaudeCode, `{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls","n":1.50},"tool_use_id":"toolu_1"}`)
+	perm := parse(ClaudeCode, `{"session_id":"s","hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{ "n":1.50, "command":"ls" }}`)
+	if pre.Key(0) != perm.Key(0) {
+		t.Errorf("PreToolUse %s and PermissionRequest %s of one call differ", pre.Key(0), perm.Key(0))
+	}
+	if pre.Key(0) == pre.Key(1) {
+		t.Error("Key(1) must differ from Key(0)")
+	}
+	for _, other := range []string{
+		`{"session_id":"t","tool_name":"Bash","tool_input":{"command":"ls","n":1.50}}`,
+		`{"session_id":"s","tool_name":"Write","tool_input":{"command":"ls","n":1.50}}`,
+		`{"session_id":"s","tool_name":"Bash","tool_input":{"command":"ls","n":1.5}}`,
+	} {
+		if parse(ClaudeCode, other).Key(0) == pre.Key(0) {
+			t.Errorf("%s shares the key", other)
+		}
+	}
+	if sub := perm.Submission(0); sub.RequiresConfirmation == nil || *sub.RequiresConfirmation || sub.IdempotencyKey != pre.Key(0) {
+		t.Errorf("submission: %+v", sub)
+	}
+}
+
+func TestReusable(t *testing.T) {
+	now := time.Now()
+	old, recent := now.Add(-2*Fresh), now.Add(-time.Second)
+	withID := Call{ToolUseID: "a"}
+	noID := Call{}
+	cases := []struct {
+		name string
+		call Call
+		o    Outcome
+		want bool
+	}{
+		{"pending is always shared", withID, Outcome{Status: gate.StatusPending, ToolCallID: "b"}, true},
+		{"same call id", withID, Outcome{Status: gate.StatusApproved, ToolCallID: "a", DecidedAt: &old}, true},
+		{"another call id", withID, Outcome{Status: gate.StatusApproved, ToolCallID: "b", DecidedAt: &recent}, false},
+		{"no id, recent", noID, Outcome{Status: gate.StatusApproved, ToolCallID: "b", DecidedAt: &recent}, true},
+		{"no id, old", noID, Outcome{Status: gate.StatusRejected, DecidedAt: &old}, false},
+	}
+	for _, tc := range cases {
+		if got := tc.call.Reusable(tc.o, now); got != tc.want {
+			t.Errorf("%s: %v", tc.name, got)
+		}
+	}
+}
+
+// TestRenderCodexPermissionEdits: Codex's PermissionRequest refuses
+// updatedInput, so an approval with edits there is a deny.
+func TestRenderCodexPermissionEdits(t *testing.T) {
+	c := Call{Client: Codex, Event: PermissionRequest, ToolInput: json.RawMessage(`{"command":"ls"}`)}
+	out := Render(c, Verdict{Kind: Allow, Reason: "gatehouse: approved", UpdatedInput: json.RawMessage(`{"command":"ls -a"}`)})
+	want := `{"hookSpecificOutput":{"decision":{"behavior":"deny","message":"gatehouse: approved, with changed arguments that Codex cannot apply from a hook. Run the call again with exactly these arguments: {\"command\":\"ls -a\"}"},"hookEventName":"PermissionRequest"}}`
+	if string(out.Stdout) != want || out.Exit != 0 {
+		t.Errorf("%d %s", out.Exit, out.Stdout)
+	}
+}
