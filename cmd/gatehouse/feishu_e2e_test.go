@@ -1,0 +1,596 @@
+package main
+
+// End-to-end tests of the Feishu channel: the real binary, a local fake of
+// the Feishu Open API (token, message create, message patch), and card
+// callbacks encrypted and signed the way Feishu builds them.
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const (
+	feishuE2EAppID   = "cli_e2e0123456789"
+	feishuE2ESecret  = "e2e-feishu-app-secret"
+	feishuE2EVerify  = "e2e-verification-token"
+	feishuE2EKey     = "e2e-encrypt-key"
+	feishuE2EChat    = "oc_approvals"
+	feishuE2EAlice   = "ou_alice"
+	feishuE2EMallory = "ou_mallory"
+	feishuE2EPublic  = "https://gate.example.test"
+)
+
+// feishuCall is one request the fake Feishu API received.
+type feishuCall struct {
+	Method string
+	Path   string // without the query
+	Query  string
+	Auth   string
+	Body   map[string]any
+}
+
+// card decodes the card a message create or patch carries in "content".
+func (c feishuCall) card(t *testing.T) map[string]any {
+	t.Helper()
+	s, _ := c.Body["content"].(string)
+	var card map[string]any
+	if err := json.Unmarshal([]byte(s), &card); err != nil {
+		t.Fatalf("%s %s: content %q is not card JSON: %v", c.Method, c.Path, s, err)
+	}
+	return card
+}
+
+// feishuFake is a local Feishu Open API: the tenant token endpoint, message
+// create and message patch. It checks credentials and records every call.
+type feishuFake struct {
+	t     *testing.T
+	srv   *httptest.Server
+	mu    sync.Mutex
+	calls []feishuCall
+	msgs  int
+}
+
+func newFeishuFake(t *testing.T) *feishuFake {
+	f := &feishuFake{t: t}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *feishuFake) serve(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(r.Body)
+	c := feishuCall{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Auth: r.Header.Get("Authorization")}
+	if err := json.Unmarshal(raw, &c.Body); err != nil {
+		f.t.Errorf("fake feishu: %s %s: body is not JSON: %q", r.Method, r.URL.Path, raw)
+	}
+	f.mu.Lock()
+	f.calls = append(f.calls, c)
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	answer := func(status int, v map[string]any) {
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(v)
+	}
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/open-apis/auth/v3/tenant_access_token/internal":
+		if c.Body["app_id"] != feishuE2EAppID || c.Body["app_secret"] != feishuE2ESecret {
+			answer(400, map[string]any{"code": 10014, "msg": "app secret invalid"})
+			return
+		}
+		answer(200, map[string]any{"code": 0, "msg": "ok", "tenant_access_token": "t-e2e", "expire": 7200})
+	case c.Auth != "Bearer t-e2e":
+		answer(400, map[string]any{"code": 99991661, "msg": "Missing access token"})
+	case r.Method == http.MethodPost && r.URL.Path == "/open-apis/im/v1/messages" && r.URL.Query().Get("receive_id_type") == "chat_id":
+		f.mu.Lock()
+		f.msgs++
+		id := "om_e2e" + strconv.Itoa(f.msgs)
+		f.mu.Unlock()
+		answer(200, map[string]any{"code": 0, "msg": "success", "data": map[string]any{"message_id": id, "msg_type": "interactive"}})
+	case r.Method == http.MethodPatch && strings.HasPrefix(r.URL.Path, "/open-apis/im/v1/messages/om_e2e"):
+		answer(200, map[string]any{"code": 0, "msg": "success", "data": map[string]any{}})
+	default:
+		f.t.Errorf("fake feishu: unexpected %s %s", r.Method, r.URL.Path)
+		answer(404, map[string]any{"code": 404, "msg": "not found"})
+	}
+}
+
+// callsOf returns the calls whose "METHOD path" starts with prefix.
+func (f *feishuFake) callsOf(prefix string) []feishuCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []feishuCall
+	for _, c := range f.calls {
+		if strings.HasPrefix(c.Method+" "+c.Path, prefix) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (f *feishuFake) waitCalls(prefix string, n int) []feishuCall {
+	f.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := f.callsOf(prefix)
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("fake feishu saw %d calls %q, want %d", len(got), prefix, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+const (
+	feishuSend  = "POST /open-apis/im/v1/messages"
+	feishuPatch = "PATCH /open-apis/im/v1/messages/"
+)
+
+// feishuConfig is the YAML for one webhook-mode Feishu channel and a route
+// sending payments to it, approved by alice's open_id only.
+func feishuConfig(baseURL string) string {
+	return fmt.Sprintf(`public_url: %s
+channels:
+  - name: ops-feishu
+    type: feishu
+    app_id: %s
+    app_secret: %s
+    verification_token: %s
+    encrypt_key: %s
+    chat_id: %s
+    base_url: %s/
+routes:
+  - name: payments
+    match: {tool: "pay"}
+    channels: [ops-feishu]
+    approvers: ["feishu:%s"]
+`, feishuE2EPublic, feishuE2EAppID, feishuE2ESecret, feishuE2EVerify, feishuE2EKey, feishuE2EChat, baseURL, feishuE2EAlice)
+}
+
+// feishuTap is a card.action.trigger callback (schema 2.0) as Feishu sends
+// it when operator taps the button for choice on request id's card.
+func feishuTap(eventID, id, choice, operator, reason string) map[string]any {
+	return map[string]any{
+		"schema": "2.0",
+		"header": map[string]any{
+			"event_id": eventID, "token": feishuE2EVerify, "create_time": strconv.FormatInt(time.Now().UnixMicro(), 10),
+			"event_type": "card.action.trigger", "tenant_key": "tk_e2e", "app_id": feishuE2EAppID,
+		},
+		"event": map[string]any{
+			"operator": map[string]any{"tenant_key": "tk_e2e", "user_id": "u_" + operator, "open_id": operator, "union_id": "on_" + operator},
+			"token":    "c-e2e-card-token",
+			"action": map[string]any{
+				"value":      map[string]any{"request_id": id, "choice": choice},
+				"tag":        "button",
+				"name":       "gatehouse_" + choice,
+				"form_value": map[string]any{"reason": reason},
+			},
+			"host":    "im_message",
+			"context": map[string]any{"open_message_id": "om_e2e1", "open_chat_id": feishuE2EChat},
+		},
+	}
+}
+
+// feishuEncrypt encrypts as Feishu does: AES-256-CBC under SHA-256(key),
+// a random IV in front, PKCS#7 padding, base64.
+func feishuEncrypt(t *testing.T, plain []byte, key string) string {
+	t.Helper()
+	k := sha256.Sum256([]byte(key))
+	block, err := aes.NewCipher(k[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := aes.BlockSize - len(plain)%aes.BlockSize
+	data := append(bytes.Clone(plain), bytes.Repeat([]byte{byte(pad)}, pad)...)
+	out := make([]byte, aes.BlockSize+len(data))
+	if _, err := rand.Read(out[:aes.BlockSize]); err != nil {
+		t.Fatal(err)
+	}
+	cipher.NewCBCEncrypter(block, out[:aes.BlockSize]).CryptBlocks(out[aes.BlockSize:], data)
+	return base64.StdEncoding.EncodeToString(out)
+}
+
+// feishuDelivery is one callback delivery: the body and its headers, kept
+// so that a test can send the very same bytes again.
+type feishuDelivery struct {
+	body   []byte
+	header http.Header
+}
+
+// feishuBuild encrypts payload under encryptKey and signs it, at time at,
+// with signKey: X-Lark-Signature = hex(sha256(ts + nonce + key + body)).
+func feishuBuild(t *testing.T, payload any, encryptKey, signKey string, at time.Time) feishuDelivery {
+	t.Helper()
+	plain, err := json.Marshal(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]string{"encrypt": feishuEncrypt(t, plain, encryptKey)})
+	nb := make([]byte, 8)
+	rand.Read(nb)
+	ts, nonce := strconv.FormatInt(at.Unix(), 10), hex.EncodeToString(nb)
+	sum := sha256.Sum256([]byte(ts + nonce + signKey + string(body)))
+	return feishuDelivery{body: body, header: http.Header{
+		"Content-Type":             {"application/json; charset=utf-8"},
+		"X-Lark-Request-Timestamp": {ts},
+		"X-Lark-Request-Nonce":     {nonce},
+		"X-Lark-Signature":         {hex.EncodeToString(sum[:])},
+	}}
+}
+
+// feishuAnswer is the callback's HTTP answer.
+type feishuAnswer struct {
+	Toast *struct {
+		Type    string `json:"type"`
+		Content string `json:"content"`
+	} `json:"toast"`
+	Card *struct {
+		Type string         `json:"type"`
+		Data map[string]any `json:"data"`
+	} `json:"card"`
+	Challenge string `json:"challenge"`
+	Error     *struct {
+		Code, Message string
+	} `json:"error"`
+}
+
+// feishuDeliver POSTs d to /callbacks/feishu.
+func feishuDeliver(t *testing.T, base string, d feishuDelivery) (int, feishuAnswer, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/callbacks/feishu", bytes.NewReader(d.body))
+	for k, v := range d.header {
+		req.Header[k] = v
+	}
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("the callback took %v; Feishu gives up after 3 s", took)
+	}
+	var a feishuAnswer
+	_ = json.Unmarshal(raw, &a)
+	return resp.StatusCode, a, string(raw)
+}
+
+// feishuSigned is a fresh, correctly encrypted and signed delivery.
+func feishuSigned(t *testing.T, payload any) feishuDelivery {
+	return feishuBuild(t, payload, feishuE2EKey, feishuE2EKey, time.Now())
+}
+
+// feishuWalk calls fn on every object of a card.
+func feishuWalk(v any, fn func(map[string]any)) {
+	switch v := v.(type) {
+	case map[string]any:
+		fn(v)
+		for _, x := range v {
+			feishuWalk(x, fn)
+		}
+	case []any:
+		for _, x := range v {
+			feishuWalk(x, fn)
+		}
+	}
+}
+
+// feishuButtons are the card's buttons by name.
+func feishuButtons(card map[string]any) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	feishuWalk(card, func(o map[string]any) {
+		if o["tag"] == "button" {
+			name, _ := o["name"].(string)
+			out[name] = o
+		}
+	})
+	return out
+}
+
+// feishuPlain is every plain_text content of a card, and feishuMarkup
+// every markdown or lark_md content: where mentions and links are live.
+func feishuPlain(card map[string]any) (plain, markup string) {
+	var p, m strings.Builder
+	feishuWalk(card, func(o map[string]any) {
+		s, _ := o["content"].(string)
+		switch o["tag"] {
+		case "plain_text":
+			p.WriteString(s + "\n")
+		case "markdown", "lark_md":
+			m.WriteString(s + "\n")
+		}
+	})
+	return p.String(), m.String()
+}
+
+func feishuTitle(card map[string]any) string {
+	h, _ := card["header"].(map[string]any)
+	ti, _ := h["title"].(map[string]any)
+	s, _ := ti["content"].(string)
+	return s
+}
+
+// feishuFinal checks that card is a final card titled title holding want,
+// with no buttons and no form left.
+func feishuFinal(t *testing.T, card map[string]any, title string, want ...string) {
+	t.Helper()
+	raw, _ := json.Marshal(card)
+	if card["schema"] != "2.0" || feishuTitle(card) != title {
+		t.Errorf("final card schema %v title %q, want 2.0 %q: %s", card["schema"], feishuTitle(card), title, raw)
+	}
+	if cfg, _ := card["config"].(map[string]any); cfg["update_multi"] != true {
+		t.Errorf("final card without update_multi: %s", raw)
+	}
+	if n := len(feishuButtons(card)); n != 0 || strings.Contains(string(raw), `"form"`) {
+		t.Errorf("final card still has %d buttons or a form: %s", n, raw)
+	}
+	plain, _ := feishuPlain(card)
+	for _, w := range want {
+		if !strings.Contains(plain, w) {
+			t.Errorf("final card lacks %q: %s", w, plain)
+		}
+	}
+}
+
+// TestFeishuApproveEndToEnd: an agent waits; its card reaches the fake
+// Feishu; unsigned, forged, stale, wrongly tokened, off-chat and
+// unauthorised callbacks change nothing; alice's encrypted, signed tap
+// approves, and the answer carries the final card; the agent gets the
+// verdict with her Feishu identity; a replay of her callback is refused.
+func TestFeishuApproveEndToEnd(t *testing.T) {
+	fake := newFeishuFake(t)
+	dir := t.TempDir()
+	srv := startServer(t, e2eConfig(t, dir, 0, feishuConfig(fake.srv.URL)))
+
+	// Feishu's URL check when the callback URL is saved, encrypted.
+	challenge := map[string]any{"type": "url_verification", "challenge": "ch-e2e-42", "token": feishuE2EVerify}
+	if code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(t, challenge)); code != 200 || a.Challenge != "ch-e2e-42" {
+		t.Fatalf("URL verification: %d %s", code, raw)
+	}
+	challenge["token"] = "not-the-token"
+	if code, _, raw := feishuDeliver(t, srv.URL, feishuSigned(t, challenge)); code != http.StatusUnauthorized {
+		t.Fatalf("URL verification with a wrong token: %d %s", code, raw)
+	}
+
+	wait := slackAgent(t, srv.URL, "--tool", "pay", "--summary", "Pay ACME",
+		"--args", `{"vendor":"ACME","amount":60000,"memo":"[click](https://evil.example) <at id=all></at>"}`)
+	id := waitPending(t, srv.URL).ID
+
+	// The card: one message to the configured chat, with a tenant token
+	// fetched with the app's credentials.
+	send := fake.waitCalls(feishuSend, 1)[0]
+	if tok := fake.callsOf("POST /open-apis/auth/v3/tenant_access_token/internal"); len(tok) != 1 {
+		t.Errorf("%d token fetches before the first send, want 1", len(tok))
+	}
+	if send.Query != "receive_id_type=chat_id" || send.Body["receive_id"] != feishuE2EChat || send.Body["msg_type"] != "interactive" || send.Body["uuid"] == "" {
+		t.Fatalf("message create: ?%s %v", send.Query, send.Body)
+	}
+	card := send.card(t)
+	if card["schema"] != "2.0" || feishuTitle(card) != "Approval needed" {
+		t.Fatalf("card: %v", card)
+	}
+	if cfg, _ := card["config"].(map[string]any); cfg["update_multi"] != true {
+		t.Errorf("card without update_multi: %v", card)
+	}
+	buttons := feishuButtons(card)
+	for name, choice := range map[string]string{"gatehouse_approve": "approve", "gatehouse_reject": "reject"} {
+		b := buttons[name]
+		bs, _ := b["behaviors"].([]any)
+		if len(bs) != 1 {
+			t.Fatalf("button %s: %v", name, b)
+		}
+		beh, _ := bs[0].(map[string]any)
+		if v, _ := beh["value"].(map[string]any); beh["type"] != "callback" || len(v) != 2 || v["request_id"] != id || v["choice"] != choice {
+			t.Errorf("button %s behaviour %v, want a callback carrying only %s and %s", name, beh, id, choice)
+		}
+	}
+	plain, markup := feishuPlain(card)
+	// (The CLI's encoder sends "<" as \u003c, so only "at id=all" is
+	// looked for.)
+	if !strings.Contains(plain, "at id=all") || !strings.Contains(plain, "[click](https://evil.example)") || !strings.Contains(plain, "Pay ACME") {
+		t.Errorf("the arguments or summary are not on the card as plain text: %s", plain)
+	}
+	if strings.Contains(markup, "at id=all") || strings.Contains(markup, "evil.example") || !strings.Contains(markup, feishuE2EPublic+"/approvals/"+id) {
+		t.Errorf("markdown on the card: %q; want only the link to the request page", markup)
+	}
+
+	stillPending := func(why string) {
+		t.Helper()
+		if r := slackGet(t, srv.URL, id); r.Status != "pending" || r.DecidedBy != "" {
+			t.Fatalf("after %s the request is %s by %q, want pending", why, r.Status, r.DecidedBy)
+		}
+	}
+	approve := func(eventID string) map[string]any { return feishuTap(eventID, id, "approve", feishuE2EAlice, "") }
+
+	// Refused with 401 before any decision.
+	wrongToken := approve("ev_wrong_token")
+	wrongToken["header"].(map[string]any)["token"] = "not-the-verification-token"
+	unsigned := feishuSigned(t, approve("ev_unsigned"))
+	unsigned.header.Del("X-Lark-Signature")
+	tampered := feishuSigned(t, approve("ev_tampered"))
+	tampered.header.Set("X-Lark-Request-Nonce", "another-nonce")
+	for _, tc := range []struct {
+		name string
+		d    feishuDelivery
+	}{
+		{"bad signature", feishuBuild(t, approve("ev_badsig"), feishuE2EKey, "not-the-encrypt-key", time.Now())},
+		{"tampered nonce", tampered},
+		{"unsigned", unsigned},
+		{"wrong verification token", feishuSigned(t, wrongToken)},
+		{"stale timestamp", feishuBuild(t, approve("ev_stale"), feishuE2EKey, feishuE2EKey, time.Now().Add(-10*time.Minute))},
+	} {
+		code, a, raw := feishuDeliver(t, srv.URL, tc.d)
+		if code != http.StatusUnauthorized || a.Card != nil || a.Toast != nil {
+			t.Fatalf("%s: %d %s, want 401 without a card", tc.name, code, raw)
+		}
+		stillPending(tc.name)
+	}
+
+	// Genuine callbacks the gate turns down with a toast.
+	offChat := approve("ev_off_chat")
+	offChat["event"].(map[string]any)["context"] = map[string]any{"open_message_id": "om_x", "open_chat_id": "oc_elsewhere"}
+	for _, tc := range []struct {
+		name, want string
+		payload    map[string]any
+	}{
+		{"non-approver", "not an approver", feishuTap("ev_mallory", id, "approve", feishuE2EMallory, "")},
+		{"another chat", "approvals chat", offChat},
+	} {
+		code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(t, tc.payload))
+		if code != 200 || a.Toast == nil || a.Toast.Type != "error" || !strings.Contains(a.Toast.Content, tc.want) || a.Card != nil {
+			t.Fatalf("%s: %d %s, want an error toast saying %q", tc.name, code, raw, tc.want)
+		}
+		stillPending(tc.name)
+	}
+	refusals := 0
+	for _, e := range slackEvents(t, srv.URL, id) {
+		if e.Type == "decision_refused" || e.Type == "callback_refused" {
+			refusals++
+		}
+	}
+	if refusals < 2 {
+		t.Errorf("the refused taps are not in the trail: %+v", slackEvents(t, srv.URL, id))
+	}
+
+	// Alice approves; the answer carries the final card.
+	tap := feishuSigned(t, approve("ev_alice_approves"))
+	code, a, raw := feishuDeliver(t, srv.URL, tap)
+	if code != 200 || a.Toast == nil || a.Toast.Type != "success" || a.Card == nil || a.Card.Type != "raw" {
+		t.Fatalf("approval: %d %s", code, raw)
+	}
+	feishuFinal(t, a.Card.Data, "Approved", "Approved by feishu:"+feishuE2EAlice+" via ops-feishu", "Request "+id)
+
+	exit, res := wait()
+	if exit != 0 || res["status"] != "approved" || res["allow"] != true || res["request_id"] != id {
+		t.Fatalf("agent exit %d, printed %v", exit, res)
+	}
+	r := slackGet(t, srv.URL, id)
+	if r.Status != "approved" || r.DecidedBy != "feishu:"+feishuE2EAlice || r.DecidedVia != "ops-feishu" {
+		t.Fatalf("request after approval: %+v", r)
+	}
+
+	// The very same delivery again: its event_id was seen; refused.
+	if code, a, raw := feishuDeliver(t, srv.URL, tap); code != http.StatusUnauthorized || a.Card != nil {
+		t.Fatalf("replayed callback: %d %s, want 401", code, raw)
+	}
+	if r2 := slackGet(t, srv.URL, id); r2 != r {
+		t.Errorf("the replay changed the request: %+v, was %+v", r2, r)
+	}
+
+	// The answer was the card's update: one send, no patch.
+	time.Sleep(300 * time.Millisecond)
+	if n, m := len(fake.callsOf(feishuSend)), len(fake.callsOf(feishuPatch)); n != 1 || m != 0 {
+		t.Errorf("fake feishu saw %d sends and %d patches, want 1 and 0", n, m)
+	}
+	evs := slackEvents(t, srv.URL, id)
+	if slackCount(evs, "card_posted") != 1 || slackCount(evs, "card_updated") != 1 || slackCount(evs, "decided") != 1 {
+		t.Errorf("trail: %+v", evs)
+	}
+}
+
+// TestFeishuFinalFormsEndToEnd: a rejection with a reason; an event_id
+// replayed onto another request is refused; requests that expire or are
+// cancelled get their card patched to its final form; a tap on a cancelled
+// card changes nothing and shows the final card.
+func TestFeishuFinalFormsEndToEnd(t *testing.T) {
+	fake := newFeishuFake(t)
+	dir := t.TempDir()
+	srv := startServer(t, e2eConfig(t, dir, 0, feishuConfig(fake.srv.URL)))
+
+	t.Run("rejected, then its event_id replayed onto another request", func(t *testing.T) {
+		wait := slackAgent(t, srv.URL, "--tool", "pay", "--args", `{"amount":1}`)
+		first := waitPending(t, srv.URL).ID
+		fake.waitCalls(feishuSend, 1)
+		code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(t, feishuTap("ev_shared", first, "reject", feishuE2EAlice, "  over budget ")))
+		if code != 200 || a.Card == nil {
+			t.Fatalf("rejection: %d %s", code, raw)
+		}
+		feishuFinal(t, a.Card.Data, "Rejected", "Rejected by feishu:"+feishuE2EAlice, "Reason: over budget")
+		if exit, res := wait(); exit != 1 || res["status"] != "rejected" {
+			t.Fatalf("agent exit %d, printed %v", exit, res)
+		}
+
+		wait = slackAgent(t, srv.URL, "--tool", "pay", "--args", `{"amount":2}`)
+		second := waitPending(t, srv.URL).ID
+		fake.waitCalls(feishuSend, 2)
+		code, _, raw = feishuDeliver(t, srv.URL, feishuSigned(t, feishuTap("ev_shared", second, "approve", feishuE2EAlice, "")))
+		if code != http.StatusUnauthorized {
+			t.Fatalf("replayed event_id: %d %s, want 401", code, raw)
+		}
+		if r := slackGet(t, srv.URL, second); r.Status != "pending" {
+			t.Fatalf("a replayed event_id decided: %+v", r)
+		}
+		code, a, raw = feishuDeliver(t, srv.URL, feishuSigned(t, feishuTap("ev_fresh", second, "approve", feishuE2EAlice, "")))
+		if code != 200 || a.Toast == nil || a.Toast.Type != "success" {
+			t.Fatalf("approval with a fresh event_id: %d %s", code, raw)
+		}
+		if exit, res := wait(); exit != 0 || res["status"] != "approved" {
+			t.Fatalf("agent exit %d, printed %v", exit, res)
+		}
+	})
+
+	t.Run("expired", func(t *testing.T) {
+		wait := slackAgent(t, srv.URL, "--tool", "pay", "--args", `{"amount":3}`, "--timeout", "1s")
+		if exit, res := wait(); exit != 2 || res["status"] != "expired" || res["allow"] != false {
+			t.Fatalf("agent exit %d, printed %v", exit, res)
+		}
+		sends := fake.waitCalls(feishuSend, 3)
+		msg := "om_e2e" + strconv.Itoa(len(sends))
+		patch := fake.waitCalls(feishuPatch, 1)[0]
+		if patch.Path != "/open-apis/im/v1/messages/"+msg {
+			t.Fatalf("patched %s, want the expired request's card %s", patch.Path, msg)
+		}
+		feishuFinal(t, patch.card(t), "Expired", "with no verdict; on timeout: deny")
+	})
+
+	t.Run("cancelled", func(t *testing.T) {
+		wait := slackAgent(t, srv.URL, "--tool", "pay", "--args", `{"amount":4}`)
+		id := waitPending(t, srv.URL).ID
+		sends := fake.waitCalls(feishuSend, 4)
+		msg := "om_e2e" + strconv.Itoa(len(sends))
+		if code := api(t, "POST", srv.URL+"/api/v1/approvals/"+id+"/cancel", nil, nil); code != 200 {
+			t.Fatalf("cancel: %d", code)
+		}
+		if exit, res := wait(); exit != 2 || res["status"] != "cancelled" {
+			t.Fatalf("agent exit %d, printed %v", exit, res)
+		}
+		patch := fake.waitCalls(feishuPatch, 2)[1]
+		if patch.Path != "/open-apis/im/v1/messages/"+msg {
+			t.Fatalf("patched %s, want the cancelled request's card %s", patch.Path, msg)
+		}
+		feishuFinal(t, patch.card(t), "Cancelled", "Cancelled by the agent")
+
+		// A tap on the stale card: nothing changes; the answer shows the
+		// final card again.
+		code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(t, feishuTap("ev_late", id, "approve", feishuE2EAlice, "")))
+		if code != 200 || a.Toast == nil || a.Toast.Type != "info" || a.Card == nil {
+			t.Fatalf("tap on a cancelled card: %d %s", code, raw)
+		}
+		feishuFinal(t, a.Card.Data, "Cancelled")
+		if r := slackGet(t, srv.URL, id); r.Status != "cancelled" {
+			t.Fatalf("a tap on a cancelled card changed it: %+v", r)
+		}
+	})
+
+	// One card per request; patches only for the two decided elsewhere.
+	if n, m := len(fake.callsOf(feishuSend)), len(fake.callsOf(feishuPatch)); n != 4 || m != 2 {
+		t.Errorf("fake feishu saw %d sends and %d patches, want 4 and 2", n, m)
+	}
+}
