@@ -149,6 +149,12 @@ type Observer interface {
 	RequestFinished(route string, status Status, waited time.Duration)
 	WaitersChanged(delta int)
 	CardDone(channel, op string, err error, took time.Duration)
+	// CallbackRefused counts a channel callback that was not accepted
+	// (replayed, malformed, naming an unknown request).
+	CallbackRefused(channel string)
+	// DecisionRefused counts a verdict the gate did not take, by the
+	// error code that says why (ECONFLICT, EEXPIRED, EFORBIDDEN, ...).
+	DecisionRefused(channel, code string)
 }
 
 type nopObserver struct{}
@@ -157,3 +163,5 @@ func (nopObserver) RequestCreated(string)                         {}
 func (nopObserver) RequestFinished(string, Status, time.Duration) {}
 func (nopObserver) WaitersChanged(int)                            {}
 func (nopObserver) CardDone(string, string, error, time.Duration) {}
+func (nopObserver) CallbackRefused(string)                        {}
+func (nopObserver) DecisionRefused(string, string)                {}

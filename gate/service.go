@@ -150,6 +150,9 @@ func (s *Service) Start(ctx context.Context) {
 				case <-ctx.Done():
 				case <-time.After(time.Second):
 				}
+				// Signals sent while no one listened are lost: re-read now
+				// rather than at the next safety tick.
+				s.recheck(ctx)
 			}
 		}()
 	}
@@ -440,6 +443,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 		return nil, err
 	}
 	refuse := func(e *Error) (*Request, error) {
+		s.obs.DecisionRefused(d.Via, e.Code)
 		s.addEvent(ctx, Event{RequestID: r.ID, Type: EventRefused, Actor: d.Actor, Channel: d.Via,
 			Detail: fmt.Sprintf("%s: %s", verb(d.Approve), e.Message)})
 		return r, e
@@ -593,6 +597,7 @@ func (s *Service) settled(ctx context.Context, r *Request) {
 // Refuse audits a callback that was not accepted.
 func (s *Service) Refuse(ctx context.Context, requestID, channel, actor, detail string) {
 	s.log.Warn("callback refused", "request_id", requestID, "channel", channel, "actor", actor, "detail", detail)
+	s.obs.CallbackRefused(channel)
 	if requestID == "" {
 		return
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/metrics"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/web"
 )
@@ -72,9 +73,21 @@ func runServer(ctx context.Context, cfg *config.Config, log *slog.Logger) error 
 	}
 	defer db.Close()
 
+	var notifier gate.Notifier
+	if db.Driver() == store.Postgres {
+		// Replicas on one PostgreSQL wake each other's waiters at once.
+		n, err := store.NewNotifier(ctx, db)
+		if err != nil {
+			return err
+		}
+		notifier = n
+	}
+	m := metrics.New()
 	svc := gate.NewService(gate.Options{
-		Store:  db,
-		Routes: routes(cfg),
+		Store:    db,
+		Notifier: notifier,
+		Observer: m,
+		Routes:   routes(cfg),
 		Defaults: gate.Defaults{Timeout: cfg.Defaults.Timeout.D(), MaxTimeout: cfg.Defaults.MaxTimeout.D(),
 			OnTimeout: gate.Verdict(cfg.Defaults.OnTimeout), Channels: cfg.Defaults.Channels, Approvers: cfg.Defaults.Approvers},
 		Logger: log,
@@ -100,11 +113,12 @@ func runServer(ctx context.Context, cfg *config.Config, log *slog.Logger) error 
 	srv, err := web.New(web.Options{
 		Service: svc, Sessions: db, Tokens: cfg.Auth.APITokens, Users: cfg.Auth.Users, PublicURL: cfg.PublicURL,
 		SessionTTL: cfg.Auth.SessionTTL.D(), Callbacks: built.callbacks, BootstrapPassword: bootstrap,
-		Logger: log, Version: versionString(),
+		Logger: log, Version: versionString(), Metrics: m.Handler(),
 	})
 	if err != nil {
 		return err
 	}
+	srv.Echo().Use(m.Middleware())
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -124,6 +138,9 @@ func runServer(ctx context.Context, cfg *config.Config, log *slog.Logger) error 
 		}()
 	}
 	go purgeSessions(bg, db, log)
+	if addr := os.Getenv("GATEHOUSE_PPROF"); addr != "" {
+		go servePprof(bg, addr, log)
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+)
+
+// PGNotifier carries "request changed" signals between replicas through
+// PostgreSQL LISTEN/NOTIFY, so a verdict taken on one replica wakes the
+// waiters on every other at once. Publish goes through the store's pool;
+// Listen holds one dedicated connection of its own. A signal lost while
+// the listening connection is down is caught by the gate's periodic
+// re-read.
+type PGNotifier struct {
+	db      *DB
+	channel string
+}
+
+var _ gate.Notifier = (*PGNotifier)(nil)
+
+// NewNotifier returns the notifier of a PostgreSQL store. The NOTIFY
+// channel is named after the schema in use, so several Gatehouse
+// installations (or test schemas) on one database do not wake each other.
+func NewNotifier(ctx context.Context, db *DB) (*PGNotifier, error) {
+	if db.driver != Postgres {
+		return nil, fmt.Errorf("store: LISTEN/NOTIFY needs PostgreSQL, not %s", db.driver)
+	}
+	var schema string
+	if err := db.db.WithContext(ctx).Raw("SELECT current_schema()").Scan(&schema).Error; err != nil {
+		return nil, wrap("read current schema", err)
+	}
+	ch := "gatehouse_" + schema
+	if len(ch) > 63 { // PostgreSQL truncates identifiers at 63 bytes
+		ch = ch[:63]
+	}
+	return &PGNotifier{db: db, channel: ch}, nil
+}
+
+// Channel is the NOTIFY channel in use.
+func (n *PGNotifier) Channel() string { return n.channel }
+
+// Publish tells every listening replica (this one included) that a request
+// changed. One round trip; PostgreSQL folds duplicate payloads within a
+// transaction.
+func (n *PGNotifier) Publish(ctx context.Context, requestID string) error {
+	return wrap("notify", n.db.db.WithContext(ctx).Exec("SELECT pg_notify(?, ?)", n.channel, requestID).Error)
+}
+
+// Listen opens a dedicated connection, LISTENs on the channel and calls fn
+// with every payload until ctx ends (nil) or the connection fails (the
+// error; the caller reconnects, and re-reads what it may have missed).
+func (n *PGNotifier) Listen(ctx context.Context, fn func(requestID string)) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	conn, err := pgx.Connect(cctx, n.db.dsn)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("store: listen: connect: %w", redact(err, n.db.dsn))
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{n.channel}.Sanitize()); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("store: listen: %w", err)
+	}
+	for {
+		note, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return fmt.Errorf("store: listen: %w", err)
+		}
+		fn(note.Payload)
+	}
+}
