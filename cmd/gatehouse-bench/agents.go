@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// client is shared by every simulated agent and approver: keep-alive
+// connections on loopback, as many as the agents need.
+var client = &http.Client{Transport: &http.Transport{
+	MaxIdleConns:        20000,
+	MaxIdleConnsPerHost: 20000,
+	IdleConnTimeout:     90 * time.Second,
+	DisableCompression:  true,
+}}
+
+type approval struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+}
+
+type hookResult struct {
+	RequestID string `json:"request_id"`
+	Status    string `json:"status"`
+	Allow     bool   `json:"allow"`
+}
+
+func call(ctx context.Context, method, url string, body any, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+benchToken)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, err
+	}
+	if resp.StatusCode >= 300 {
+		return resp.StatusCode, fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, strings.TrimSpace(string(data)))
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("%s %s: %v", method, url, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+func submission(key string) map[string]any {
+	return map[string]any{"tool_name": "bench_deploy", "tool_args": map[string]any{"env": "bench", "key": key},
+		"summary": "benchmark request " + key, "agent_id": "bench-agent", "idempotency_key": key}
+}
+
+// create posts an approval request and returns its id.
+func create(ctx context.Context, base, key string) (string, error) {
+	var a approval
+	_, err := call(ctx, "POST", base+"/api/v1/approvals", submission(key), &a)
+	return a.ID, err
+}
+
+// longPoll holds GET /api/v1/approvals/{id}?wait= until the verdict.
+func longPoll(ctx context.Context, base, id string, wait time.Duration) (string, error) {
+	var a approval
+	_, err := call(ctx, "GET", base+"/api/v1/approvals/"+id+"?wait="+wait.String(), nil, &a)
+	return a.Status, err
+}
+
+// get reads a request once, as a polling agent does.
+func get(ctx context.Context, base, id string) (string, error) {
+	var a approval
+	_, err := call(ctx, "GET", base+"/api/v1/approvals/"+id, nil, &a)
+	return a.Status, err
+}
+
+// gateCall is POST /api/v1/gate?wait=: create-or-attach and hold.
+func gateCall(ctx context.Context, base, key string, wait time.Duration) (hookResult, error) {
+	var h hookResult
+	_, err := call(ctx, "POST", base+"/api/v1/gate?wait="+wait.String(), submission(key), &h)
+	return h, err
+}
+
+// tap sends a signed Slack button tap for request id.
+func tap(ctx context.Context, base, id string) error {
+	body := tapBody(id, true)
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/callbacks/slack", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	sign(req, body)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("tap %s: %d", id, resp.StatusCode)
+	}
+	return nil
+}
+
+// waiters reads the gatehouse_waiters gauge from /metrics.
+func waiters(ctx context.Context, base string) (int, error) {
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "gatehouse_waiters "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return int(f), err
+		}
+	}
+	return 0, fmt.Errorf("no gatehouse_waiters in /metrics")
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	benchBotToken = "xoxb-bench-token"
+	benchSecret   = "bench-signing-secret"
+	benchSlackCh  = "CBENCH0001"
+	benchTeam     = "TBENCH"
+	benchUser     = "UBENCH"
+)
+
+// fakeSlack answers chat.postMessage and chat.update as Slack does and
+// counts, per request id, how many cards were posted and updated. When a
+// card is posted it tells whoever subscribed to that request.
+type fakeSlack struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	posts    map[string]int    // request id → chat.postMessage calls
+	updates  map[string]int    // request id → chat.update calls
+	tsToID   map[string]string // message ts → request id
+	onPost   func(id string)   // called (in its own goroutine) after each post
+	seq      atomic.Int64
+	badToken atomic.Int64
+}
+
+func newFakeSlack() *fakeSlack {
+	f := &fakeSlack{posts: map[string]int{}, updates: map[string]int{}, tsToID: map[string]string{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	return f
+}
+
+func (f *fakeSlack) url() string { return f.srv.URL + "/api/" }
+
+func (f *fakeSlack) close() { f.srv.Close() }
+
+// requestIDOfBlocks finds the request id in the card's Approve button
+// value ("approve:ID").
+func requestIDOfBlocks(blocks string) string {
+	_, rest, ok := strings.Cut(blocks, `"approve:`)
+	if !ok {
+		return ""
+	}
+	id, _, _ := strings.Cut(rest, `"`)
+	return id
+}
+
+func (f *fakeSlack) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	form, _ := url.ParseQuery(string(body))
+	method := strings.TrimPrefix(r.URL.Path, "/api/")
+	if form.Get("token") != benchBotToken && r.Header.Get("Authorization") != "Bearer "+benchBotToken {
+		f.badToken.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"ok":false,"error":"invalid_auth"}`)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	switch method {
+	case "chat.postMessage":
+		id := requestIDOfBlocks(form.Get("blocks"))
+		ts := fmt.Sprintf("%d.%06d", time.Now().Unix(), f.seq.Add(1))
+		f.mu.Lock()
+		f.posts[id]++
+		f.tsToID[ts] = id
+		on := f.onPost
+		f.mu.Unlock()
+		fmt.Fprintf(w, `{"ok":true,"channel":%q,"ts":%q,"message":{"ts":%q}}`, benchSlackCh, ts, ts)
+		if on != nil && id != "" {
+			go on(id)
+		}
+	case "chat.update":
+		ts := form.Get("ts")
+		f.mu.Lock()
+		f.updates[f.tsToID[ts]]++
+		f.mu.Unlock()
+		fmt.Fprintf(w, `{"ok":true,"channel":%q,"ts":%q}`, form.Get("channel"), ts)
+	case "chat.postEphemeral":
+		fmt.Fprint(w, `{"ok":true,"message_ts":"1.1"}`)
+	default:
+		fmt.Fprint(w, `{"ok":true}`)
+	}
+}
+
+// setOnPost replaces the post hook.
+func (f *fakeSlack) setOnPost(fn func(id string)) {
+	f.mu.Lock()
+	f.onPost = fn
+	f.mu.Unlock()
+}
+
+// counts returns the posts and updates per request id for ids.
+func (f *fakeSlack) counts(ids []string) (posts, updates map[string]int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	posts, updates = map[string]int{}, map[string]int{}
+	for _, id := range ids {
+		posts[id], updates[id] = f.posts[id], f.updates[id]
+	}
+	return posts, updates
+}
+
+// postedCount is how many distinct requests got a card.
+func (f *fakeSlack) posted(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.posts[id] > 0
+}
+
+// tapBody is a block_actions callback for a button on request id, as Slack
+// sends it: a form with one field, payload.
+func tapBody(id string, approve bool) string {
+	action, value := "gatehouse_approve", "approve:"+id
+	if !approve {
+		action, value = "gatehouse_reject", "reject:"+id
+	}
+	p := map[string]any{
+		"type": "block_actions", "api_app_id": "ABENCH", "trigger_id": "trig." + id,
+		"team":      map[string]any{"id": benchTeam, "domain": "bench"},
+		"user":      map[string]any{"id": benchUser, "username": "approver", "team_id": benchTeam},
+		"channel":   map[string]any{"id": benchSlackCh, "name": "approvals"},
+		"container": map[string]any{"type": "message", "channel_id": benchSlackCh, "message_ts": "1.000001"},
+		"actions": []any{map[string]any{"type": "button", "action_id": action, "block_id": "gatehouse_actions",
+			"value": value, "action_ts": strconv.FormatInt(time.Now().UnixNano(), 10)}},
+	}
+	b, _ := json.Marshal(p)
+	return url.Values{"payload": {string(b)}}.Encode()
+}
+
+// sign adds Slack's v0 signature headers to a callback request.
+func sign(req *http.Request, body string) {
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(benchSecret))
+	fmt.Fprintf(mac, "v0:%s:%s", ts, body)
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// report collects figures and prints them with the targets they answer.
+type report struct {
+	lines  []string
+	missed int
+	host   string
+}
+
+func (r *report) machine() {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	r.host = fmt.Sprintf("%d CPUs (%s), %s %s/%s, %s", runtime.NumCPU(), model, goVersion(), runtime.GOOS, runtime.GOARCH,
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+}
+
+func (r *report) add(format string, a ...any) { r.lines = append(r.lines, fmt.Sprintf(format, a...)) }
+
+// verdict marks a figure against its target.
+func (r *report) verdict(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	r.missed++
+	return "MISSED"
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+func (r *report) latency(where string, l latencyResult) {
+	lp50, lp90, lp99 := percentile(l.longPoll, .5), percentile(l.longPoll, .9), percentile(l.longPoll, .99)
+	pp50, pp90, pp99 := percentile(l.polling, .5), percentile(l.polling, .9), percentile(l.polling, .99)
+	r.add("verdict → agent unblocked, %s (signed Slack tap sent → agent's HTTP answer read), same run:", where)
+	r.add("  %-26s n=%-4d p50 %-10s p90 %-10s p99 %s", "long poll (?wait=)", len(l.longPoll), ms(lp50), ms(lp90), ms(lp99))
+	r.add("  %-26s n=%-4d p50 %-10s p90 %-10s p99 %s", "polling every 1.5 s", len(l.polling), ms(pp50), ms(pp90), ms(pp99))
+	speed := 0.0
+	if lp50 > 0 {
+		speed = float64(pp50) / float64(lp50)
+	}
+	r.add("  target p50 ≤ 1 ms: %s; p99 ≤ 5 ms: %s; long poll %.0f× faster at the median (target ≥ 100×): %s; errors %d: %s",
+		r.verdict(lp50 > 0 && lp50 <= time.Millisecond), r.verdict(lp99 > 0 && lp99 <= 5*time.Millisecond), speed,
+		r.verdict(speed >= 100), l.errors, r.verdict(l.errors == 0))
+}
+
+func (r *report) crossReplica(n int, l latencyResult) {
+	lp50, lp90, lp99 := percentile(l.longPoll, .5), percentile(l.longPoll, .9), percentile(l.longPoll, .99)
+	pp50 := percentile(l.polling, .5)
+	r.add("cross-replica verdict latency, %d replicas on one PostgreSQL (created on C, waiting on A, tapped on B):", n)
+	r.add("  %-26s n=%-4d p50 %-10s p90 %-10s p99 %s", "long poll (?wait=)", len(l.longPoll), ms(lp50), ms(lp90), ms(lp99))
+	r.add("  %-26s n=%-4d p50 %s", "polling every 1.5 s", len(l.polling), ms(pp50))
+	r.add("  target p99 ≤ 50 ms: %s; errors %d: %s", r.verdict(lp99 > 0 && lp99 <= 50*time.Millisecond), l.errors, r.verdict(l.errors == 0))
+}
+
+func (r *report) cycles(where string, c cycleResult, target float64) {
+	line := fmt.Sprintf("full life cycles, %s (create → card posted → signed tap → agent unblocked): %d in %s = %.0f/s; per cycle p50 %s p99 %s; errors %d",
+		where, c.done, c.elapsed.Round(time.Millisecond), c.rate(), ms(percentile(c.lat, .5)), ms(percentile(c.lat, .99)), c.errors)
+	if target > 0 {
+		line += fmt.Sprintf("\n  target ≥ %.0f/s: %s; no errors: %s", target, r.verdict(c.rate() >= target), r.verdict(c.errors == 0))
+	} else {
+		line += fmt.Sprintf("\n  no errors: %s", r.verdict(c.errors == 0))
+	}
+	r.add("%s", line)
+}
+
+// cardCheck counts card posts and updates against exactly one each.
+type cardCheck struct {
+	what                                                     string
+	requests, unposted, duplicated, unupdated, doubleUpdated int
+}
+
+func (r *report) cards(c cardCheck) {
+	r.add("cards, %s: %d requests; posted twice %d, never posted %d; final update twice %d, missing %d",
+		c.what, c.requests, c.duplicated, c.unposted, c.doubleUpdated, c.unupdated)
+	r.add("  target every card posted exactly once: %s; updated exactly once: %s",
+		r.verdict(c.duplicated == 0 && c.unposted == 0), r.verdict(c.doubleUpdated == 0 && c.unupdated == 0))
+}
+
+func (r *report) waiters(w waiterResult) {
+	r.add("%d agents waiting at once on one SQLite node (POST /api/v1/gate, one connection each): %d parked in %s",
+		w.n, w.parked, w.parkTook.Round(time.Millisecond))
+	r.add("  server RSS with all waiting %.1f MB, peak %.1f MB; approved afterwards %d; errors %d",
+		float64(w.rss)/(1<<20), float64(w.peak)/(1<<20), w.approved, w.errors)
+	if w.firstErr != "" {
+		r.add("  first error: %s", w.firstErr)
+	}
+	r.add("  target RSS ≤ 200 MB: %s; all parked: %s; no errors: %s",
+		r.verdict(w.rss > 0 && w.rss <= 200<<20), r.verdict(w.parked >= w.n), r.verdict(w.errors == 0 && w.approved == w.n))
+}
+
+func (r *report) print(w io.Writer) {
+	fmt.Fprintln(w, "Gatehouse benchmark — "+r.host)
+	fmt.Fprintln(w, strings.Repeat("─", 78))
+	for _, l := range r.lines {
+		fmt.Fprintln(w, l)
+	}
+	fmt.Fprintln(w, strings.Repeat("─", 78))
+	if r.missed == 0 {
+		fmt.Fprintln(w, "every target met")
+	} else {
+		fmt.Fprintf(w, "%d target(s) missed\n", r.missed)
+	}
+}

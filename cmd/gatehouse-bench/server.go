@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+const benchToken = "bench-token-0123456789abcdef"
+
+// server is one running gatehouse process.
+type server struct {
+	URL  string
+	cmd  *exec.Cmd
+	logf *os.File
+}
+
+var listenLine = regexp.MustCompile(`gatehouse listening.* addr=(http://[0-9.:]+)`)
+
+// serverConfig is a config for one replica: one Slack channel pointing at
+// the fake, a bench token, no web users (the bootstrap admin is enough).
+func serverConfig(driver, dsn, slackURL string) string {
+	return fmt.Sprintf(`listen: 127.0.0.1:0
+public_url: http://127.0.0.1
+database:
+  driver: %s
+  dsn: %q
+defaults:
+  timeout: 10m
+  channels: [bench-slack]
+auth:
+  api_tokens:
+    - name: bench-agent
+      token: %s
+log:
+  level: info
+channels:
+  - name: bench-slack
+    type: slack
+    bot_token: %s
+    signing_secret: %s
+    channel_id: %s
+    api_url: %s
+`, driver, dsn, benchToken, benchBotToken, benchSecret, benchSlackCh, slackURL)
+}
+
+// startServers starts n replicas on one database at once (so they race
+// their migrations, as replicas that boot together do) and waits until
+// each listens.
+func startServers(bin, dir string, n int, driver, dsn, slackURL string) ([]*server, error) {
+	cfg := filepath.Join(dir, "gatehouse.yaml")
+	if err := os.WriteFile(cfg, []byte(serverConfig(driver, dsn, slackURL)), 0o600); err != nil {
+		return nil, err
+	}
+	out := make([]*server, n)
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			s, err := startServer(bin, cfg, filepath.Join(dir, fmt.Sprintf("replica-%d.log", i)))
+			out[i] = s
+			errs <- err
+		}()
+	}
+	var first error
+	for range n {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		for _, s := range out {
+			if s != nil {
+				s.stop()
+			}
+		}
+		return nil, first
+	}
+	return out, nil
+}
+
+func startServer(bin, cfg, logPath string) (*server, error) {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{cmd: exec.Command(bin, "serve", "--config", cfg), logf: logf}
+	s.cmd.Dir = filepath.Dir(cfg)
+	s.cmd.Env = append(os.Environ(), "GATEHOUSE_PPROF="+os.Getenv("BENCH_PPROF"))
+	stderr, err := s.cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.cmd.Start(); err != nil {
+		return nil, err
+	}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(logf, line)
+			if m := listenLine.FindStringSubmatch(line); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(logf, stderr)
+	}()
+	select {
+	case s.URL = <-found:
+		return s, nil
+	case <-time.After(30 * time.Second):
+		s.stop()
+		return nil, fmt.Errorf("server did not start; see %s", logPath)
+	}
+}
+
+// stop ends the server with SIGTERM (graceful), then SIGKILL after 10s.
+func (s *server) stop() {
+	if s.cmd.Process == nil || s.cmd.ProcessState != nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// memory reads the process's resident set now and at its peak, in bytes.
+func (s *server) memory() (rss, peak int64) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = kb << 10
+		case "VmHWM:":
+			peak = kb << 10
+		}
+	}
+	return rss, peak
+}
+
+// buildServer compiles cmd/gatehouse into dir.
+func buildServer(dir string) (string, error) {
+	bin := filepath.Join(dir, "gatehouse")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/gatehouse-dev/gatehouse/cmd/gatehouse")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building gatehouse: %w", err)
+	}
+	return bin, nil
+}
+
+// pgSchema creates a fresh schema on the PostgreSQL server and returns a
+// DSN pointing at it, and a function that drops it.
+func pgSchema(base string) (string, func(), error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return "", nil, fmt.Errorf("postgres: %w", err)
+	}
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	schema := "gh_bench_" + hex.EncodeToString(b)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		conn.Close(ctx)
+		return "", nil, fmt.Errorf("postgres: %w", err)
+	}
+	drop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+		conn.Close(ctx)
+	}
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	if !strings.Contains(base, "://") {
+		return base + " search_path=" + schema, drop, nil
+	}
+	return base + sep + "search_path=" + schema, drop, nil
+}
