@@ -3,7 +3,6 @@ package gate
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -17,11 +16,18 @@ func (s *Service) kickWork() {
 }
 
 // work claims the cards whose platform copy lags behind their request and
-// posts or updates them, a bounded number at a time. Claims are leases in
-// the database, so across replicas each card is worked on by one worker.
+// posts or updates them, at most CardWorkers at a time. It claims only as
+// many as it has free workers, so a lease is never held by a card waiting
+// for a worker, and a worker that finishes while all were busy asks for
+// more at once: a pipeline, not batch after batch. Claims are leases in the
+// database, so across replicas each card is worked on by one worker.
 func (s *Service) work(ctx context.Context) {
 	for ctx.Err() == nil {
-		cards, err := s.store.ClaimCards(ctx, s.now(), s.opts.CardLease, s.owner, s.opts.CardWorkers*4)
+		free := s.opts.CardWorkers - int(s.busy.Load())
+		if free <= 0 {
+			return // a finishing worker kicks
+		}
+		cards, err := s.store.ClaimCards(ctx, s.now(), s.opts.CardLease, s.owner, free)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Error("claiming card work failed", "err", err)
@@ -31,17 +37,31 @@ func (s *Service) work(ctx context.Context) {
 		if len(cards) == 0 {
 			return
 		}
-		sem := make(chan struct{}, s.opts.CardWorkers)
-		var wg sync.WaitGroup
 		for _, c := range cards {
-			sem <- struct{}{}
-			wg.Add(1)
+			s.busy.Add(1)
+			s.workers.Add(1)
 			go func() {
-				defer func() { <-sem; wg.Done() }()
+				defer s.workers.Done()
+				defer func() {
+					if s.busy.Add(-1) == int64(s.opts.CardWorkers-1) {
+						s.kickWork() // were all busy: more may be due
+					}
+				}()
 				s.workCard(ctx, c)
 			}()
 		}
-		wg.Wait()
+	}
+}
+
+// Drain waits, at most until ctx ends, for the card posts and updates in
+// flight, so their outcome is recorded before the database closes (an
+// unrecorded post would be posted again when its lease runs out).
+func (s *Service) Drain(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { s.workers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
 	}
 }
 
@@ -54,6 +74,9 @@ func (s *Service) workCard(ctx context.Context, c Card) {
 	res := CardResult{ID: c.ID, Owner: s.owner}
 	finish := func() {
 		res.At = s.now().UTC().Truncate(time.Microsecond)
+		if res.Event != nil {
+			res.Event.At = res.At
+		}
 		if err := s.store.FinishCard(context.WithoutCancel(ctx), res); err != nil {
 			s.log.Error("recording card outcome failed", "request_id", c.RequestID, "channel", c.Channel, "err", err)
 		}
@@ -100,7 +123,7 @@ func (s *Service) workCard(ctx context.Context, c Card) {
 		if op == "update" {
 			typ, detail = EventUpdated, "card updated to "+string(r.Status)
 		}
-		s.addEvent(ctx, Event{RequestID: r.ID, Type: typ, Channel: c.Channel, Detail: detail})
+		res.Event = &Event{RequestID: r.ID, Type: typ, Channel: c.Channel, Detail: detail}
 		finish()
 		if op == "post" && r.Status == StatusPending {
 			// The request may have ended while the post was in flight.
@@ -124,8 +147,8 @@ func (s *Service) workCard(ctx context.Context, c Card) {
 		res.NextAttempt = s.now().Add(backoff(c.Attempts))
 		s.log.Warn("card "+op+" failed; will retry", "request_id", r.ID, "channel", c.Channel, "attempt", c.Attempts, "err", err)
 	}
-	s.addEvent(ctx, Event{RequestID: r.ID, Type: typ, Channel: c.Channel,
-		Detail: fmt.Sprintf("attempt %d: %v", c.Attempts, err)})
+	res.Event = &Event{RequestID: r.ID, Type: typ, Channel: c.Channel,
+		Detail: fmt.Sprintf("attempt %d: %v", c.Attempts, err)}
 	finish()
 }
 

@@ -83,6 +83,9 @@ type CardResult struct {
 	NextAttempt time.Time
 	Abandoned   bool
 	At          time.Time
+	// Event, when set, is appended to the request's trail in the same
+	// transaction (posted, updated, failed, ...).
+	Event *Event
 }
 
 // Channel posts approval cards to a chat platform and keeps them current.

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -44,7 +45,7 @@ type Options struct {
 	// CardAttempts is how many times a card's post or update is tried before
 	// it is abandoned (and the trail says so). 10 when zero.
 	CardAttempts int
-	// CardWorkers bounds concurrent posts and updates. 8 when zero.
+	// CardWorkers bounds concurrent posts and updates. 16 when zero.
 	CardWorkers int
 }
 
@@ -63,6 +64,8 @@ type Service struct {
 	channels map[string]Channel
 	hub      *hub
 	kick     chan struct{}
+	busy     atomic.Int64   // card workers at work
+	workers  sync.WaitGroup // the same, for Drain
 	stopping chan struct{}
 	stopOnce sync.Once
 	owner    string
@@ -107,7 +110,7 @@ func NewService(o Options) *Service {
 		o.CardAttempts = 10
 	}
 	if o.CardWorkers <= 0 {
-		o.CardWorkers = 8
+		o.CardWorkers = 16
 	}
 	return &Service{
 		store: o.Store, routes: o.Routes, defaults: o.Defaults, now: o.Now, log: o.Logger,

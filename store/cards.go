@@ -36,7 +36,7 @@ func (c *cardRow) toCard() gate.Card {
 // Cards returns a request's cards.
 func (s *DB) Cards(ctx context.Context, requestID string) ([]gate.Card, error) {
 	var rows []cardRow
-	if err := s.db.WithContext(ctx).Where("request_id = ?", requestID).Order("id").Find(&rows).Error; err != nil {
+	if err := s.rdb.WithContext(ctx).Where("request_id = ?", requestID).Order("id").Find(&rows).Error; err != nil {
 		return nil, wrap("list cards", err)
 	}
 	out := make([]gate.Card, len(rows))
@@ -57,14 +57,12 @@ func (s *DB) ClaimCards(ctx context.Context, now time.Time, lease time.Duration,
 		lock = " FOR UPDATE SKIP LOCKED"
 	}
 	var rows []cardRow
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return tx.Raw(`UPDATE cards SET lease_owner = ?, lease_until = ?, attempts = attempts + 1
+	err := s.db.WithContext(ctx).Raw(`UPDATE cards SET lease_owner = ?, lease_until = ?, attempts = attempts + 1
 			WHERE lease_until <= ? AND want <> have AND abandoned = FALSE AND id IN (
 				SELECT id FROM cards WHERE want <> have AND abandoned = FALSE AND next_attempt_at <= ? AND lease_until <= ?
 				ORDER BY next_attempt_at LIMIT ?`+lock+`)
 			RETURNING id, request_id, channel, ref, want, have, attempts, last_error, abandoned, next_attempt_at, lease_until, lease_owner, updated_at`,
-			owner, now.Add(lease), now, now, now, limit).Scan(&rows).Error
-	})
+		owner, now.Add(lease), now, now, now, limit).Scan(&rows).Error
 	if err != nil {
 		return nil, wrap("claim cards", err)
 	}
@@ -85,9 +83,24 @@ func (s *DB) FinishCard(ctx context.Context, r gate.CardResult) error {
 	if r.Err == "" {
 		attempts = "0"
 	}
-	err := s.db.WithContext(ctx).Exec(`UPDATE cards SET have = ?, ref = CASE WHEN ? <> '' THEN ? ELSE ref END, last_error = ?,
+	finish := func(tx *gorm.DB) error {
+		return tx.Exec(`UPDATE cards SET have = ?, ref = CASE WHEN ? <> '' THEN ? ELSE ref END, last_error = ?,
 		abandoned = ?, next_attempt_at = ?, lease_until = ?, lease_owner = '', attempts = `+attempts+`, updated_at = ?
 		WHERE id = ? AND lease_owner = ?`,
-		r.Have, r.Ref, r.Ref, r.Err, r.Abandoned, next, never, utc(r.At), r.ID, r.Owner).Error
+			r.Have, r.Ref, r.Ref, r.Err, r.Abandoned, next, never, utc(r.At), r.ID, r.Owner).Error
+	}
+	var err error
+	if r.Event == nil {
+		err = finish(s.db.WithContext(ctx))
+	} else {
+		// One transaction for the card and its event: one trip to the
+		// writer instead of two.
+		err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Create(toEventRow(*r.Event)).Error; err != nil {
+				return err
+			}
+			return finish(tx)
+		})
+	}
 	return wrap("finish card", err)
 }

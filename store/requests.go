@@ -159,7 +159,7 @@ func (s *DB) Create(ctx context.Context, r *gate.Request, channels []string, eve
 		return got, true, nil
 	}
 	var existing requestRow
-	if err := s.db.WithContext(ctx).Where("idempotency_key = ?", r.IdempotencyKey).Take(&existing).Error; err != nil {
+	if err := s.rdb.WithContext(ctx).Where("idempotency_key = ?", r.IdempotencyKey).Take(&existing).Error; err != nil {
 		return nil, false, wrap("read request by idempotency key", err)
 	}
 	return existing.toRequest(), false, nil
@@ -168,7 +168,7 @@ func (s *DB) Create(ctx context.Context, r *gate.Request, channels []string, eve
 // Get returns one request.
 func (s *DB) Get(ctx context.Context, id string) (*gate.Request, error) {
 	var row requestRow
-	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	err := s.rdb.WithContext(ctx).Where("id = ?", id).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, gate.Errorf(gate.ENOTFOUND, "no request %q", id)
 	}
@@ -186,7 +186,7 @@ func (s *DB) List(ctx context.Context, f gate.Filter) ([]*gate.Request, string, 
 		limit = 50
 	}
 	limit = min(limit, 1000)
-	q := s.db.WithContext(ctx).Model(&requestRow{})
+	q := s.rdb.WithContext(ctx).Model(&requestRow{})
 	if len(f.Status) > 0 {
 		ss := make([]string, len(f.Status))
 		for i, st := range f.Status {
@@ -317,7 +317,7 @@ func (s *DB) AddEvent(ctx context.Context, e gate.Event) error {
 // Events returns a request's audit trail in order.
 func (s *DB) Events(ctx context.Context, requestID string) ([]gate.Event, error) {
 	var rows []eventRow
-	if err := s.db.WithContext(ctx).Where("request_id = ?", requestID).Order("id").Find(&rows).Error; err != nil {
+	if err := s.rdb.WithContext(ctx).Where("request_id = ?", requestID).Order("id").Find(&rows).Error; err != nil {
 		return nil, wrap("list events", err)
 	}
 	out := make([]gate.Event, len(rows))
@@ -345,7 +345,7 @@ func (s *DB) AddVote(ctx context.Context, requestID, actor, via string, at time.
 // Overdue lists pending requests past their deadline, most overdue first.
 func (s *DB) Overdue(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	var ids []string
-	err := s.db.WithContext(ctx).Model(&requestRow{}).Where("status = 'pending' AND expires_at <= ?", utc(now)).
+	err := s.rdb.WithContext(ctx).Model(&requestRow{}).Where("status = 'pending' AND expires_at <= ?", utc(now)).
 		Order("expires_at").Limit(limit).Pluck("id", &ids).Error
 	return ids, wrap("list overdue", err)
 }
@@ -356,7 +356,7 @@ func (s *DB) Settled(ctx context.Context, ids []string) ([]string, error) {
 		return nil, nil
 	}
 	var out []string
-	err := s.db.WithContext(ctx).Model(&requestRow{}).Where("id IN ? AND status <> 'pending'", ids).Pluck("id", &out).Error
+	err := s.rdb.WithContext(ctx).Model(&requestRow{}).Where("id IN ? AND status <> 'pending'", ids).Pluck("id", &out).Error
 	return out, wrap("re-read waited requests", err)
 }
 

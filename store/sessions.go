@@ -31,7 +31,7 @@ func (s *DB) CreateSession(ctx context.Context, se Session) error {
 // GetSession returns a live session by its id.
 func (s *DB) GetSession(ctx context.Context, id string, now time.Time) (Session, error) {
 	var se Session
-	err := s.db.WithContext(ctx).Where("id = ? AND expires_at > ?", id, utc(now)).Take(&se).Error
+	err := s.rdb.WithContext(ctx).Where("id = ? AND expires_at > ?", id, utc(now)).Take(&se).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return Session{}, ErrNoSession
 	}

@@ -161,6 +161,9 @@ func runServer(ctx context.Context, cfg *config.Config, log *slog.Logger) error 
 	}
 	cancelBG()
 	wg.Wait()
+	dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer dcancel()
+	svc.Drain(dctx)
 	return nil
 }
 
