@@ -121,18 +121,35 @@ func tap(ctx context.Context, base, id string) error {
 
 // waiters reads the gatehouse_waiters gauge from /metrics.
 func waiters(ctx context.Context, base string) (int, error) {
-	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
-	resp, err := client.Do(req)
+	m, err := scrape(ctx, base, "gatehouse_waiters")
 	if err != nil {
 		return 0, err
 	}
+	v, ok := m["gatehouse_waiters"]
+	if !ok {
+		return 0, fmt.Errorf("no gatehouse_waiters in /metrics")
+	}
+	return int(v), nil
+}
+
+// scrape reads unlabelled series from /metrics.
+func scrape(ctx context.Context, base string, names ...string) (map[string]float64, error) {
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	out := map[string]float64{}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "gatehouse_waiters "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return int(f), err
+		for _, n := range names {
+			if v, ok := strings.CutPrefix(line, n+" "); ok {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+					out[n] = f
+				}
+			}
 		}
 	}
-	return 0, fmt.Errorf("no gatehouse_waiters in /metrics")
+	return out, nil
 }

@@ -116,6 +116,13 @@ func (f *fakeSlack) counts(ids []string) (posts, updates map[string]int) {
 }
 
 // postedCount is how many distinct requests got a card.
+func (f *fakeSlack) postedCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.posts)
+}
+
+// posted says whether request id got a card.
 func (f *fakeSlack) posted(id string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -218,6 +218,7 @@ func measureCycles(ctx context.Context, fake *fakeSlack, servers []*server, conc
 type waiterResult struct {
 	n, parked, approved, errors int
 	rss, peak                   int64
+	heap, stack, goroutines     float64
 	parkTook                    time.Duration
 	firstErr                    string
 }
@@ -268,8 +269,15 @@ func measureWaiters(ctx context.Context, fake *fakeSlack, srv *server, n int) wa
 		time.Sleep(250 * time.Millisecond)
 	}
 	res.parkTook = time.Since(start)
+	// Every card out, so every request can be tapped.
+	for time.Now().Before(deadline) && fake.postedCount() < n {
+		time.Sleep(100 * time.Millisecond)
+	}
 	time.Sleep(time.Second)
 	res.rss, _ = srv.memory()
+	if m, err := scrape(ctx, srv.URL, "go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes", "go_goroutines"); err == nil {
+		res.heap, res.stack, res.goroutines = m["go_memstats_heap_inuse_bytes"], m["go_memstats_stack_inuse_bytes"], m["go_goroutines"]
+	}
 	// Approve them all through signed taps; the ids come from the cards.
 	var all []string
 	fake.mu.Lock()

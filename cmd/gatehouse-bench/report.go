@@ -96,6 +96,8 @@ func (r *report) waiters(w waiterResult) {
 		w.n, w.parked, w.parkTook.Round(time.Millisecond))
 	r.add("  server RSS with all waiting %.1f MB, peak %.1f MB; approved afterwards %d; errors %d",
 		float64(w.rss)/(1<<20), float64(w.peak)/(1<<20), w.approved, w.errors)
+	r.add("  while all wait: Go heap in use %.1f MB, goroutine stacks %.1f MB, %.0f goroutines (%.1f KB of RSS per waiter)",
+		w.heap/(1<<20), w.stack/(1<<20), w.goroutines, float64(w.rss)/float64(max(w.n, 1))/1024)
 	if w.firstErr != "" {
 		r.add("  first error: %s", w.firstErr)
 	}
