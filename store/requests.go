@@ -266,9 +266,11 @@ func (s *DB) Transition(ctx context.Context, t gate.Transition) (*gate.Request, 
 			m := string(t.ModifiedArgs)
 			mod = &m
 		}
-		res := tx.Exec(`UPDATE requests SET status = ?, decided_at = ?, decided_by = ?, decided_via = ?, reason = ?, modified_args = ?
-			WHERE id = ? AND status = 'pending' AND `+deadline,
-			string(t.To), at, t.By, t.Via, t.Reason, mod, t.ID, at)
+		// RETURNING hands back the row as it now stands, so the common
+		// case needs no second read.
+		res := tx.Raw(`UPDATE requests SET status = ?, decided_at = ?, decided_by = ?, decided_via = ?, reason = ?, modified_args = ?
+			WHERE id = ? AND status = 'pending' AND `+deadline+` RETURNING *`,
+			string(t.To), at, t.By, t.Via, t.Reason, mod, t.ID, at).Scan(&row)
 		if res.Error != nil {
 			return res.Error
 		}
@@ -293,6 +295,9 @@ func (s *DB) Transition(ctx context.Context, t gate.Transition) (*gate.Request, 
 					}
 				}
 			}
+		}
+		if changed {
+			return nil
 		}
 		err := tx.Where("id = ?", t.ID).Take(&row).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {

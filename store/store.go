@@ -64,16 +64,15 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 	default:
 		return nil, fmt.Errorf("store: unknown driver %q (sqlite or postgres)", o.Driver)
 	}
-	cfg := func() *gorm.Config {
-		return &gorm.Config{
-			Logger:                 logger.Discard,
-			SkipDefaultTransaction: true,
-			// Statements are prepared once per connection and reused: on
-			// SQLite, preparing was a seventh of the server's CPU.
-			PrepareStmt: true,
-		}
+	cfg := func(prepare bool) *gorm.Config {
+		return &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, PrepareStmt: prepare}
 	}
-	db, err := gorm.Open(dial, cfg())
+	// gorm's statement cache stays off for writes: it prepares under a
+	// lock on a connection of its own choosing, and with SQLite's single
+	// writer connection held by a transaction that needs the same lock,
+	// the two wait for each other forever. pgx caches prepared statements
+	// per connection by itself, so PostgreSQL needs none either.
+	db, err := gorm.Open(dial, cfg(false))
 	if err != nil {
 		return nil, fmt.Errorf("store: cannot reach the %s database: %w", o.Driver, redact(err, o.DSN))
 	}
@@ -90,7 +89,9 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		// mode they never wait for the writer.
 		sqlDB.SetMaxOpenConns(1)
 		sqlDB.SetMaxIdleConns(1)
-		if rdb, err = gorm.Open(sqlite.Open(sqliteDSN(o.DSN)), cfg()); err != nil {
+		// Reads are prepared once per connection and reused (preparing was
+		// a seventh of the server's CPU); no transaction holds a reader.
+		if rdb, err = gorm.Open(sqlite.Open(sqliteDSN(o.DSN)), cfg(true)); err != nil {
 			sqlDB.Close()
 			return nil, fmt.Errorf("store: cannot reach the %s database: %w", o.Driver, redact(err, o.DSN))
 		}
