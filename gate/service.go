@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -194,14 +195,20 @@ type Submission struct {
 	// RequiresConfirmation nil means true: the gate fails closed.
 	RequiresConfirmation *bool
 	Summary              string
-	AgentID              string
-	UserID               string
-	SessionID            string
-	ToolCallID           string
-	Metadata             json.RawMessage
-	Route                string
-	Timeout              time.Duration
-	IdempotencyKey       string
+	// AgentID labels the request (history, cards). It is what the agent
+	// says; routes match Caller instead.
+	AgentID string
+	// Caller is the authenticated agent (the API token's name), which
+	// routes' agent globs match, so an agent cannot pick its own route by
+	// naming itself. Empty (no tokens configured): AgentID stands in.
+	Caller         string
+	UserID         string
+	SessionID      string
+	ToolCallID     string
+	Metadata       json.RawMessage
+	Route          string
+	Timeout        time.Duration
+	IdempotencyKey string
 }
 
 // Field limits, so that one request can never bloat the table or a card.
@@ -267,24 +274,27 @@ func compactJSON(raw json.RawMessage, def string) (json.RawMessage, error) {
 // tool, so naming a route can never dodge a stricter one's approvers), else
 // the first that matches, else the defaults.
 func (s *Service) route(in *Submission) (Route, bool, error) {
-	if in.Route != "" {
-		for _, r := range s.routes {
-			if r.Name == in.Route {
-				if !r.Matches(in.ToolName, in.AgentID) {
-					return Route{}, false, Errorf(EINVALID, "route: %q does not cover tool %q", in.Route, in.ToolName)
-				}
-				return r, true, nil
-			}
-		}
-		return Route{}, false, Errorf(EINVALID, "route: no route named %q", in.Route)
+	caller := in.Caller
+	if caller == "" {
+		caller = in.AgentID
 	}
+	rt, matched := Route{}, false
 	for _, r := range s.routes {
-		if r.Matches(in.ToolName, in.AgentID) {
-			return r, true, nil
+		if r.Matches(in.ToolName, caller) {
+			rt, matched = r, true
+			break
 		}
 	}
-	d := s.defaults
-	return Route{Name: "default", Channels: d.Channels, Approvers: d.Approvers, Timeout: d.Timeout, OnTimeout: d.OnTimeout}, false, nil
+	if !matched {
+		d := s.defaults
+		rt = Route{Name: "default", Channels: d.Channels, Approvers: d.Approvers, Timeout: d.Timeout, OnTimeout: d.OnTimeout}
+	}
+	// A named route is an assertion, never a choice: letting the caller pick
+	// a broader route would let it dodge the stricter one's approvers.
+	if in.Route != "" && in.Route != rt.Name {
+		return Route{}, false, Errorf(EINVALID, "route: tool %q goes to route %q, not %q (routes are chosen by the server)", in.ToolName, rt.Name, in.Route)
+	}
+	return rt, matched, nil
 }
 
 // Submit records a request, or returns the one already recorded under its
@@ -303,18 +313,23 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 	if timeout <= 0 {
 		timeout = s.defaults.Timeout
 	}
-	if in.Timeout > 0 {
-		timeout = in.Timeout
-	}
 	onTimeout := rt.OnTimeout
 	if onTimeout == "" {
 		onTimeout = s.defaults.OnTimeout
+	}
+	if in.Timeout > 0 {
+		// On a route whose silence means allow, a shorter wait would be an
+		// allow the agent grants itself.
+		if onTimeout == VerdictAllow && in.Timeout < timeout {
+			return nil, false, Errorf(EINVALID, "timeout_seconds: route %q allows on timeout, so its %s wait cannot be shortened", rt.Name, timeout)
+		}
+		timeout = in.Timeout
 	}
 	quorum := max(rt.Quorum, 1)
 	r := &Request{
 		ID: s.newID(), Status: StatusPending, ToolName: in.ToolName, ToolArgs: in.ToolArgs,
 		RequiresConfirmation: in.RequiresConfirmation == nil || *in.RequiresConfirmation,
-		Summary:              in.Summary, AgentID: in.AgentID, UserID: in.UserID, SessionID: in.SessionID,
+		Summary:              in.Summary, AgentID: agentLabel(&in), UserID: in.UserID, SessionID: in.SessionID,
 		ToolCallID: in.ToolCallID, Metadata: in.Metadata, Route: rt.Name, IdempotencyKey: in.IdempotencyKey,
 		Channels: rt.Channels, Approvers: rt.Approvers, Quorum: quorum, OnTimeout: onTimeout,
 		CreatedAt: now, ExpiresAt: now.Add(timeout),
@@ -353,12 +368,27 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 }
 
 // attach answers a submission whose idempotency key names an existing
-// request. The key must stand for the same tool call.
+// request. The key must stand for the same tool call by the same agent:
+// an approval is for those arguments, and never answers other ones.
 func (s *Service) attach(r *Request, in *Submission) (*Request, bool, error) {
-	if r.ToolName != in.ToolName {
+	switch {
+	case r.ToolName != in.ToolName:
 		return nil, false, Errorf(EIDEMPOTENCY, "idempotency_key: already used by request %s for tool %q", r.ID, r.ToolName)
+	case !bytes.Equal(r.ToolArgs, in.ToolArgs):
+		return nil, false, Errorf(EIDEMPOTENCY, "idempotency_key: already used by request %s with other arguments", r.ID)
+	case r.AgentID != agentLabel(in):
+		return nil, false, Errorf(EIDEMPOTENCY, "idempotency_key: already used by request %s of another agent", r.ID)
 	}
 	return r, false, nil
+}
+
+// agentLabel is the agent id a request records: what the agent says, else
+// the authenticated caller.
+func agentLabel(in *Submission) string {
+	if in.AgentID != "" {
+		return in.AgentID
+	}
+	return in.Caller
 }
 
 func actorOf(r *Request) string {
@@ -463,8 +493,18 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 	if !MayDecide(r.Approvers, append([]string{d.Actor}, d.Identities...)...) {
 		return refuse(Errorf(EFORBIDDEN, "%s is not an approver of this request", d.Actor))
 	}
+	if len(r.Approvers) == 0 && !slices.Contains(r.Channels, d.Via) {
+		// "Anyone who can see the card" means the card's audience: with no
+		// approvers list, a verdict counts only through the request's channels.
+		return refuse(Errorf(EFORBIDDEN, "this request was sent to %s, not %s; only its audience there (or a listed approver) may decide", strings.Join(r.Channels, ", "), d.Via))
+	}
 	var args json.RawMessage
 	if d.Approve && len(d.ModifiedArgs) > 0 {
+		if r.Quorum > 1 {
+			// Earlier voters approved the proposed arguments; the last one
+			// must not swap in others.
+			return refuse(Errorf(EINVALID, "edited arguments need a single approver; this route needs %d approvals", r.Quorum))
+		}
 		if args, err = compactJSON(d.ModifiedArgs, ""); err != nil || len(args) == 0 {
 			return refuse(Errorf(EINVALID, "modified arguments are not valid JSON"))
 		}

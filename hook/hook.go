@@ -354,8 +354,15 @@ func (c Call) Key(n int) string {
 func (c Call) Submission(n int) gate.Submission {
 	meta, _ := json.Marshal(c.Metadata)
 	no := false
+	// The arguments go in canonical form, like the key: the gate refuses a
+	// key reused with other argument bytes, and a retry whose client wrote
+	// the same input in another key order is still the same call.
+	args, err := Canonical(c.ToolInput)
+	if err != nil {
+		args = c.ToolInput
+	}
 	return gate.Submission{
-		ToolName: c.ToolName, ToolArgs: c.ToolInput, RequiresConfirmation: &no, Summary: c.Summary(),
+		ToolName: c.ToolName, ToolArgs: args, RequiresConfirmation: &no, Summary: c.Summary(),
 		SessionID: truncate(c.SessionID, 256), ToolCallID: truncate(c.ToolUseID, 256), Metadata: meta,
 		IdempotencyKey: c.Key(n),
 	}

@@ -42,7 +42,7 @@ func TestNotifierWakesAnotherReplica(t *testing.T) {
 		}()
 		time.Sleep(50 * time.Millisecond)
 		start := time.Now()
-		if _, err := b.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: i%2 == 0, Actor: "web:alice", Via: "web"}); err != nil {
+		if _, err := b.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: i%2 == 0, Actor: "web:alice", Via: "fake"}); err != nil {
 			t.Fatal(err)
 		}
 		select {

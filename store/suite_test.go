@@ -59,8 +59,8 @@ func TestSubmitValidation(t *testing.T) {
 			{"no tool", gate.Submission{}, "tool_name: required"},
 			{"bad args", gate.Submission{ToolName: "x", ToolArgs: json.RawMessage(`{"a":`)}, "tool_args: not valid JSON"},
 			{"metadata not object", gate.Submission{ToolName: "x", Metadata: json.RawMessage(`[1]`)}, "metadata: must be a JSON object"},
-			{"unknown route", gate.Submission{ToolName: "x", Route: "nope"}, `route: no route named "nope"`},
-			{"route not covering", gate.Submission{ToolName: "deploy", Route: "pay"}, `does not cover tool "deploy"`},
+			{"unknown route", gate.Submission{ToolName: "x", Route: "nope"}, `route: tool "x" goes to route "default", not "nope"`},
+			{"route not the first match", gate.Submission{ToolName: "deploy", Route: "pay"}, `route: tool "deploy" goes to route "default", not "pay"`},
 			{"timeout too long", gate.Submission{ToolName: "x", Timeout: 48 * time.Hour}, "timeout_seconds: must be at most"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -191,7 +191,7 @@ func TestConflictingVerdicts(t *testing.T) {
 				kind := []string{"approve", "reject", "cancel", "expire"}[i%4]
 				switch kind {
 				case "approve", "reject":
-					_, err = svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: kind == "approve", Actor: fmt.Sprintf("web:user%d", i), Via: "web"})
+					_, err = svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: kind == "approve", Actor: fmt.Sprintf("web:user%d", i), Via: "fake"})
 				case "cancel":
 					_, err = svc.Cancel(ctx, r.ID, "agent:bot", "")
 				case "expire":
@@ -358,7 +358,7 @@ func TestCardsFollowTheRequest(t *testing.T) {
 				switch end {
 				case "approve", "reject":
 					var got *gate.Request
-					got, err = svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: end == "approve", Actor: "web:a", Via: "web"})
+					got, err = svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: end == "approve", Actor: "web:a", Via: "fake"})
 					if got != nil {
 						want = string(got.Status)
 					}
@@ -464,7 +464,7 @@ func TestRestartRecovery(t *testing.T) {
 	if got.Status != gate.StatusExpired {
 		t.Fatalf("overdue request after restart: %s, want expired at boot", got.Status)
 	}
-	again, created, err := svc2.Submit(context.Background(), gate.Submission{ToolName: keep.ToolName, IdempotencyKey: "k-keep"})
+	again, created, err := svc2.Submit(context.Background(), gate.Submission{ToolName: keep.ToolName, ToolArgs: keep.ToolArgs, IdempotencyKey: "k-keep"})
 	if err != nil || created || again.ID != keep.ID || again.Status != gate.StatusPending {
 		t.Fatalf("re-attach after restart: %v created=%v %+v", err, created, again)
 	}
@@ -474,7 +474,7 @@ func TestRestartRecovery(t *testing.T) {
 		done <- r
 	}()
 	time.Sleep(50 * time.Millisecond)
-	if _, err := svc2.Decide(context.Background(), gate.Decision{RequestID: keep.ID, Approve: true, Actor: "web:a", Via: "web"}); err != nil {
+	if _, err := svc2.Decide(context.Background(), gate.Decision{RequestID: keep.ID, Approve: true, Actor: "web:a", Via: "fake"}); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-done; r.Status != gate.StatusApproved {
@@ -496,7 +496,7 @@ func TestListFilters(t *testing.T) {
 				Summary: fmt.Sprintf("item %d 100%% sure", i)})
 			ids = append(ids, r.ID)
 		}
-		if _, err := svc.Decide(ctx, gate.Decision{RequestID: ids[0], Approve: false, Actor: "slack:T1/U9", Via: "ops", Reason: "Over Budget"}); err != nil {
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: ids[0], Approve: false, Actor: "slack:T1/U9", Via: "fake", Reason: "Over Budget"}); err != nil {
 			t.Fatal(err)
 		}
 		count := func(f gate.Filter) int {
@@ -607,4 +607,67 @@ func TestOpenErrorsAreClear(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `unknown driver "mysql"`) {
 		t.Fatalf("unknown driver: %v", err)
 	}
+}
+
+// TestNoApprovalWithoutAHuman covers the ways an agent might get an allow
+// nobody gave: an approval reused for other arguments or by another agent,
+// a looser route named by the caller, a shortened allow-on-timeout wait, a
+// route picked by a claimed agent id, edited arguments slipped into a
+// quorum, and a verdict from outside the request's audience.
+func TestNoApprovalWithoutAHuman(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake"), newFake("ops-slack")}, routes: []gate.Route{
+			{Name: "ci", Agent: "ci-*", Channels: []string{"fake"}, Timeout: time.Hour, OnTimeout: gate.VerdictAllow},
+			{Name: "payments", Tool: "oa__purchase_*", Channels: []string{"fake"}, Approvers: []string{"web:alice", "web:bob"}, Quorum: 2},
+			{Name: "slack-only", Tool: "deploy", Channels: []string{"ops-slack"}},
+			{Name: "reads", Tool: "*", Confirm: false, Channels: []string{"fake"}},
+		}})
+		ctx := context.Background()
+		no := false
+
+		// An approval answers only the call it was given for.
+		r := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: json.RawMessage(`{"env":"staging"}`), IdempotencyKey: "call_7", Caller: "bot"})
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/U1", Via: "ops-slack"}); err != nil {
+			t.Fatal(err)
+		}
+		for name, in := range map[string]gate.Submission{
+			"other arguments": {ToolName: "deploy", ToolArgs: json.RawMessage(`{"env":"prod"}`), IdempotencyKey: "call_7", Caller: "bot"},
+			"another agent":   {ToolName: "deploy", ToolArgs: json.RawMessage(`{"env":"staging"}`), IdempotencyKey: "call_7", Caller: "other-bot"},
+		} {
+			if _, _, err := svc.Submit(ctx, in); gate.ErrorCode(err) != gate.EIDEMPOTENCY {
+				t.Errorf("%s under a used key: %v, want idempotency_conflict", name, err)
+			}
+		}
+
+		// Naming a looser route is refused; the first match rules.
+		if _, _, err := svc.Submit(ctx, gate.Submission{ToolName: "oa__purchase_pay", Route: "reads", RequiresConfirmation: &no}); gate.ErrorCode(err) != gate.EINVALID {
+			t.Errorf("naming a looser route: %v", err)
+		}
+		// A caller cannot shorten a route's allow-on-timeout wait.
+		if _, _, err := svc.Submit(ctx, gate.Submission{ToolName: "x", Caller: "ci-runner", Timeout: time.Second}); gate.ErrorCode(err) != gate.EINVALID {
+			t.Errorf("shortening an allow-on-timeout wait: %v", err)
+		}
+		// Routes match the authenticated caller, not the agent id it claims.
+		claimed := submit(t, svc, gate.Submission{ToolName: "x", AgentID: "ci-evil", Caller: "build-agent"})
+		if claimed.Route == "ci" || claimed.AgentID != "ci-evil" {
+			t.Errorf("a claimed agent id picked route %q", claimed.Route)
+		}
+
+		// With a quorum, edited arguments are refused: earlier voters approved others.
+		pay := submit(t, svc, gate.Submission{ToolName: "oa__purchase_pay"})
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: pay.ID, Approve: true, Actor: "web:alice", Via: "fake"}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := svc.Decide(ctx, gate.Decision{RequestID: pay.ID, Approve: true, Actor: "web:bob", Via: "fake", ModifiedArgs: json.RawMessage(`{"vendor":"BOBCO"}`)})
+		if gate.ErrorCode(err) != gate.EINVALID || got.Status != gate.StatusPending {
+			t.Errorf("edits in a quorum: %v, status %s", err, got.Status)
+		}
+
+		// With no approvers list, only the request's own channels decide.
+		dep := submit(t, svc, gate.Submission{ToolName: "deploy", Caller: "bot"})
+		got, err = svc.Decide(ctx, gate.Decision{RequestID: dep.ID, Approve: true, Actor: "web:mallory", Via: gate.WebChannel})
+		if gate.ErrorCode(err) != gate.EFORBIDDEN || got.Status != gate.StatusPending {
+			t.Errorf("a web verdict on a Slack-only request: %v, status %s", err, got.Status)
+		}
+	})
 }

@@ -32,14 +32,15 @@ type SubmitBody struct {
 	IdempotencyKey       string          `json:"idempotency_key"`
 }
 
-// Submission turns the body into the domain's submission; the agent id
-// defaults to the authenticated token's name.
-func (b *SubmitBody) Submission(agent string) gate.Submission {
+// Submission turns the body into the domain's submission. caller is the
+// authenticated token's name ("" when the server has no tokens): routes
+// match it, and the agent id defaults to it.
+func (b *SubmitBody) Submission(caller string) gate.Submission {
 	id := b.AgentID
 	if id == "" {
-		id = agent
+		id = caller
 	}
-	return gate.Submission{
+	return gate.Submission{Caller: caller,
 		ToolName: b.ToolName, ToolArgs: b.ToolArgs, RequiresConfirmation: b.RequiresConfirmation, Summary: b.Summary,
 		AgentID: id, UserID: b.UserID, SessionID: b.SessionID, ToolCallID: b.ToolCallID, Metadata: b.Metadata,
 		Route: b.Route, Timeout: time.Duration(b.TimeoutSeconds * float64(time.Second)), IdempotencyKey: b.IdempotencyKey,
@@ -128,7 +129,7 @@ func (s *Server) createApproval(c echo.Context) error {
 	if err := decodeJSON(c, &b); err != nil {
 		return s.apiError(c, err)
 	}
-	r, created, err := s.svc.Submit(c.Request().Context(), b.Submission(agentName(c)))
+	r, created, err := s.svc.Submit(c.Request().Context(), b.Submission(s.caller(c)))
 	if err != nil {
 		return s.apiError(c, err)
 	}
@@ -299,7 +300,7 @@ func (s *Server) gate(c echo.Context) error {
 		return c.JSON(statusOf(gate.ErrorCode(err)), denied("", err))
 	}
 	ctx := c.Request().Context()
-	r, _, err := s.svc.Submit(ctx, b.Submission(agentName(c)))
+	r, _, err := s.svc.Submit(ctx, b.Submission(s.caller(c)))
 	if err != nil {
 		return c.JSON(statusOf(gate.ErrorCode(err)), denied("", err))
 	}

@@ -50,6 +50,15 @@ func (s *Server) authenticate(c echo.Context) (string, error) {
 	return name, nil
 }
 
+// caller is the authenticated token's name for routing, or "" on a server
+// without tokens, where nobody is authenticated and agent_id stands in.
+func (s *Server) caller(c echo.Context) string {
+	if len(s.tokens) == 0 {
+		return ""
+	}
+	return agentName(c)
+}
+
 // agentName is the authenticated token's name.
 func agentName(c echo.Context) string {
 	if v, ok := c.Get(agentKey).(string); ok {

@@ -33,7 +33,7 @@ func decideWhenPending(e *env, approve bool, reason string) {
 		for range 200 {
 			rs, _, _ := e.svc.List(context.Background(), gate.Filter{Status: []gate.Status{gate.StatusPending}})
 			if len(rs) > 0 {
-				e.svc.Decide(context.Background(), gate.Decision{RequestID: rs[0].ID, Approve: approve, Actor: "feishu:ou_abc", Via: "ops-feishu", Reason: reason})
+				e.svc.Decide(context.Background(), gate.Decision{RequestID: rs[0].ID, Approve: approve, Actor: "web:alice", Via: gate.WebChannel, Reason: reason})
 				return
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -47,20 +47,25 @@ func TestGateEndpoint(t *testing.T) {
 		decideWhenPending(e, true, "")
 		code, hr := gateCall(t, e, "?wait=10s", `{"tool_name":"oa__purchase_pay","tool_args":{"amount":60000},"idempotency_key":"k1"}`)
 		if code != 200 || !hr.Allow || hr.Status != "approved" || hr.Error != "" || len(hr.SideEffects) != 1 ||
-			!strings.HasPrefix(hr.SideEffects[0], "gatehouse: approved by feishu:ou_abc via ops-feishu after") {
+			!strings.HasPrefix(hr.SideEffects[0], "gatehouse: approved by web:alice via web after") {
 			t.Fatalf("%d %+v", code, hr)
 		}
 		// The same key attaches to the same, now decided, request.
-		_, again := gateCall(t, e, "?wait=1s", `{"tool_name":"oa__purchase_pay","idempotency_key":"k1"}`)
+		_, again := gateCall(t, e, "?wait=1s", `{"tool_name":"oa__purchase_pay","tool_args":{"amount":60000},"idempotency_key":"k1"}`)
 		if again.RequestID != hr.RequestID || !again.Allow {
 			t.Fatalf("re-attach: %+v", again)
+		}
+		// The same key with other arguments never borrows that approval.
+		code, other := gateCall(t, e, "?wait=1s", `{"tool_name":"oa__purchase_pay","tool_args":{"amount":999999},"idempotency_key":"k1"}`)
+		if code != http.StatusConflict || other.Allow || !strings.Contains(other.Error, "with other arguments") {
+			t.Fatalf("key reused for other arguments: %d %+v", code, other)
 		}
 	})
 	t.Run("rejected", func(t *testing.T) {
 		e := newEnv(t)
 		decideWhenPending(e, false, "amount over budget")
 		_, hr := gateCall(t, e, "?wait=10s", `{"tool_name":"oa__purchase_pay"}`)
-		if hr.Allow || hr.Status != "rejected" || !strings.HasPrefix(hr.Error, "Rejected by feishu:ou_abc via ops-feishu after") ||
+		if hr.Allow || hr.Status != "rejected" || !strings.HasPrefix(hr.Error, "Rejected by web:alice via web after") ||
 			!strings.HasSuffix(hr.Error, ": amount over budget") {
 			t.Fatalf("%+v", hr)
 		}

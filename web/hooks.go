@@ -106,6 +106,9 @@ func (s *Server) hookSettle(ctx context.Context, call hook.Call, agent string, w
 	for n := 0; ; n++ {
 		sub := call.Submission(n)
 		sub.AgentID = agent
+		if len(s.tokens) > 0 {
+			sub.Caller = agent
+		}
 		if n >= hook.MaxChain {
 			// This exact call has been made over and over; give this one a
 			// request of its own rather than walk further.

@@ -25,6 +25,10 @@ import (
 
 const hookToken = "hook-test-token"
 
+// hookExpiringToken authenticates as agent "expiring", which the "brief"
+// route gives a 1s deadline (routes match the token's name, not a claimed id).
+const hookExpiringToken = "hook-test-token-expiring"
+
 // hookEnv is a running server: service, store and URL.
 type hookEnv struct {
 	svc *gate.Service
@@ -44,7 +48,7 @@ func hookServer(t *testing.T, routes []gate.Route) *hookEnv {
 	t.Cleanup(func() { db.Close() })
 	svc := gate.NewService(gate.Options{Store: db, Routes: routes, SweepInterval: 50 * time.Millisecond, SafetyInterval: 100 * time.Millisecond})
 	svc.Register(web.Channel{})
-	srv, err := web.New(web.Options{Service: svc, Sessions: db, Tokens: []config.APIToken{{Name: "agent", Token: hookToken}}})
+	srv, err := web.New(web.Options{Service: svc, Sessions: db, Tokens: []config.APIToken{{Name: "agent", Token: hookToken}, {Name: "expiring", Token: hookExpiringToken}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +242,7 @@ func TestHookCommandOutcomes(t *testing.T) {
 			<-decided
 			check("reject", tc.reject, out, errOut, code)
 
-			out, errOut, code = hookRun(t, env.url, hookToken, in("expire"), append(tc.args, "--agent", "expiring")...)
+			out, errOut, code = hookRun(t, env.url, hookExpiringToken, in("expire"), tc.args...)
 			check("expire", tc.expire, out, errOut, code)
 
 			out, errOut, code = hookRun(t, "http://127.0.0.1:1", hookToken, in("down"), tc.args...)

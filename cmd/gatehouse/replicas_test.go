@@ -97,7 +97,7 @@ database:
   driver: postgres
   dsn: %q
 defaults:
-  channels: [ops-slack]
+  channels: [ops-slack, web]   # web decisions count only where the request went
 auth:
   api_tokens:
     - name: build-agent
