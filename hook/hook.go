@@ -484,15 +484,16 @@ type Verdict struct {
 // VerdictOf turns a request's outcome into the hook's answer. A request
 // still pending when the hook's wait ran out is a deny that says so: the
 // route asked for a person, and neither the client's own prompt nor silence
-// is that person. The request stays open, so retrying the call re-attaches
-// to it and its card.
+// is that person. The request stays open, so retrying the call while it is
+// pending re-attaches to it and its card.
 func VerdictOf(o Outcome, waited time.Duration) Verdict {
 	v := Verdict{RequestID: o.RequestID, Reason: "gatehouse: " + o.Explain}
 	switch {
 	case o.Status == gate.StatusPending:
 		v.Kind = Deny
 		v.Reason = fmt.Sprintf("gatehouse: still waiting for approval (request %s) after %s; denied for now. "+
-			"Retry the same call once an approver has decided: it re-attaches to the same request.",
+			"Retrying the same call while the request is still pending waits on the same card; "+
+			"set the route's timeout below the hook's wait so the verdict reaches this call.",
 			o.RequestID, waited.Round(time.Second))
 	case o.Allow && o.ByPolicy:
 		v.Kind = Defer

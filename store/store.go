@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -158,13 +159,20 @@ func sqliteDSN(dsn string) string {
 
 // redact keeps a password in a DSN out of error messages.
 func redact(err error, dsn string) error {
+	var secret string
 	if u, perr := url.Parse(dsn); perr == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok && p != "" {
-			return errors.New(strings.ReplaceAll(err.Error(), p, "***"))
-		}
+		secret, _ = u.User.Password()
+	} else if m := kvPassword.FindStringSubmatch(dsn); m != nil {
+		secret = strings.Trim(m[1], "'")
 	}
-	return err
+	if secret == "" {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), secret, "***"))
 }
+
+// kvPassword finds the password of a key=value DSN ("host=db password=x").
+var kvPassword = regexp.MustCompile(`(?:^|\s)password=('[^']*'|\S+)`)
 
 // Driver names the database in use.
 func (s *DB) Driver() string { return s.driver }

@@ -150,5 +150,13 @@ func safeNext(next string) string {
 	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
 		return "/"
 	}
+	// Browsers drop tabs and newlines from a Location, so "/\t/evil.example"
+	// would become "//evil.example": refuse any control character or space.
+	if strings.IndexFunc(next, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return "/"
+	}
+	if u, err := url.Parse(next); err != nil || u.Scheme != "" || u.Host != "" {
+		return "/"
+	}
 	return next
 }

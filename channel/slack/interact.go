@@ -183,21 +183,19 @@ func reasonModal(r *gate.Request, from string) slack.ModalViewRequest {
 }
 
 // identity is the tapper's canonical identity, slack:TEAM/USER with the
-// workspace the tap came from, plus the user's home workspace as another
-// name when the two differ (shared channels, Enterprise Grid).
+// user's home workspace (user.team_id). The workspace the tap came from
+// (team.id) would make an outside member of a Slack Connect channel look
+// like one of the host's people and match a glob such as slack:T_HOST/*.
+// Only when Slack sends no home workspace does the tap's workspace stand in.
 func identity(ic slack.InteractionCallback) (actor string, others []string) {
 	if ic.User.ID == "" {
 		return "", nil
 	}
-	team := ic.Team.ID
+	team := ic.User.TeamID
 	if team == "" {
-		team = ic.User.TeamID
+		team = ic.Team.ID
 	}
-	actor = "slack:" + team + "/" + ic.User.ID
-	if ic.User.TeamID != "" && ic.User.TeamID != team {
-		others = append(others, "slack:"+ic.User.TeamID+"/"+ic.User.ID)
-	}
-	return actor, others
+	return "slack:" + team + "/" + ic.User.ID, nil
 }
 
 // tapChannel is the Slack channel a block action came from.
