@@ -61,6 +61,13 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("gatehouse: %s (%d %s)", e.Message, e.Status, e.Code)
 }
 
+// plain strips the framing the server puts around a hook result's error
+// ("gatehouse: … (denied: …)"), so that the client frames it once.
+func plain(msg string) string {
+	msg = strings.TrimPrefix(msg, "gatehouse: ")
+	return strings.TrimSuffix(msg, denyNote)
+}
+
 // Client talks to one Gatehouse server.
 type Client struct {
 	URL   string // http://127.0.0.1:8080
@@ -157,8 +164,16 @@ func (c *Client) Gate(ctx context.Context, req Request) (Result, error) {
 }
 
 func deny(id string, err error) Result {
-	return Result{RequestID: id, Status: "error", Allow: false, Error: "gatehouse: " + err.Error() + " (denied: the gate fails closed)", SideEffects: []string{}}
+	msg := err.Error()
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		msg = apiErr.Message
+	}
+	return Result{RequestID: id, Status: "error", Allow: false, Error: "gatehouse: " + msg + denyNote, SideEffects: []string{}}
 }
+
+// denyNote ends every failure the client turns into a deny.
+const denyNote = " (denied: the gate fails closed)"
 
 func (c *Client) post(ctx context.Context, target string, body []byte, timeout time.Duration) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -203,7 +218,7 @@ func apiError(status int, data []byte) error {
 		if json.Unmarshal(e.Error, &obj) == nil && obj.Message != "" {
 			msg, code = obj.Message, obj.Code
 		} else if json.Unmarshal(e.Error, &str) == nil {
-			msg = str
+			msg = plain(str)
 		}
 	}
 	if len(msg) > 300 {

@@ -4,6 +4,9 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"mime"
+	"net"
+	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -30,7 +33,7 @@ func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 
 func (s *Server) authenticate(c echo.Context) (string, error) {
 	if len(s.tokens) == 0 {
-		return "anonymous", nil
+		return "anonymous", s.anonymousOK(c.Request())
 	}
 	h := c.Request().Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(h, "Bearer ")
@@ -73,4 +76,28 @@ func mustHex(s string) []byte {
 		panic("web: token_sha256 passed config validation but is not hex: " + err.Error())
 	}
 	return b
+}
+
+// anonymousOK guards a server without tokens, which config allows only on
+// loopback. A loopback listener is still reachable from any web page the
+// operator's browser opens: a page can POST a "simple" (non-JSON) body to
+// 127.0.0.1, or rebind its own host name to it. Requiring a loopback Host and
+// a JSON body shuts both doors, since a cross-site JSON POST needs a CORS
+// preflight that this server never grants.
+func (s *Server) anonymousOK(r *http.Request) error {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if ip := net.ParseIP(host); !(host == "localhost" || (ip != nil && ip.IsLoopback())) {
+		return gate.Errorf(gate.EUNAUTHORIZED, "this server has no auth.api_tokens, so it answers only clients that reach it as localhost (Host %q): configure api_tokens to serve others", r.Host)
+	}
+	if r.Method == http.MethodPost {
+		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if mt != "application/json" {
+			return gate.Errorf(gate.EINVALID, "Content-Type must be application/json (got %q)", r.Header.Get("Content-Type"))
+		}
+	}
+	return nil
 }

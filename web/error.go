@@ -57,8 +57,16 @@ func (s *Server) apiError(c echo.Context, err error) error {
 	if code == gate.EINTERNAL || code == gate.EUNAVAILABLE {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
 	}
+	if isGate(c) {
+		return c.JSON(statusOf(code), denied("", err))
+	}
 	return c.JSON(statusOf(code), newErrorBody(code, gate.ErrorMessage(err)))
 }
+
+// isGate tells the hook-contract endpoint, whose every answer, errors
+// included, is a hook result with allow: false, so that a caller reading
+// only "allow" is denied whatever went wrong.
+func isGate(c echo.Context) bool { return c.Request().URL.Path == "/api/v1/gate" }
 
 // httpErrorHandler answers echo's own errors (404 routes, 413 bodies, 405)
 // in the same JSON shape as the domain's.
@@ -95,6 +103,10 @@ func (s *Server) httpErrorHandler(err error, c echo.Context) {
 	}
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(he.Code)
+		return
+	}
+	if isGate(c) {
+		_ = c.JSON(he.Code, denied("", gate.Errorf(code, "%s", msg)))
 		return
 	}
 	if wantsPage(c.Request()) {

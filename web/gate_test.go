@@ -117,3 +117,47 @@ func TestGateEndpoint(t *testing.T) {
 		}
 	})
 }
+
+// TestGateEndpointFailuresAreHookResults: errors raised before the handler
+// runs (a body over the limit, a missing token) still answer allow: false.
+func TestGateEndpointFailuresAreHookResults(t *testing.T) {
+	e := newEnv(t)
+	big := `{"tool_name":"x","tool_args":{"blob":"` + strings.Repeat("a", 2<<20) + `"}}`
+	code, hr := gateCall(t, e, "", big)
+	if code != http.StatusRequestEntityTooLarge || hr.Allow || hr.Status != "error" || !strings.Contains(hr.Error, "larger than 1 MiB") {
+		t.Fatalf("oversized body: %d %+v", code, hr)
+	}
+}
+
+// TestAnonymousServerRefusesCrossSiteWrites: without api_tokens the API is
+// open to loopback callers only, and only to JSON bodies, so neither a web
+// page's form post nor a rebound host name reaches it.
+func TestAnonymousServerRefusesCrossSiteWrites(t *testing.T) {
+	e := newEnv(t)
+	post := func(host, ctype string) int {
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/api/v1/approvals", strings.NewReader(`{"tool_name":"deploy"}`))
+		req.Header.Set("Content-Type", ctype)
+		if host != "" {
+			req.Host = host
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := post("", "text/plain"); code != http.StatusBadRequest {
+		t.Errorf("a text/plain body (what a cross-site form can send): %d", code)
+	}
+	if code := post("attacker.example:8080", "application/json"); code != http.StatusUnauthorized {
+		t.Errorf("a rebound host name: %d", code)
+	}
+	if code := post("localhost:8080", "application/json; charset=utf-8"); code != http.StatusCreated {
+		t.Errorf("a local JSON call: %d", code)
+	}
+	rs, _, _ := e.svc.List(context.Background(), gate.Filter{})
+	if len(rs) != 1 {
+		t.Fatalf("%d requests recorded, want only the local one", len(rs))
+	}
+}
