@@ -135,7 +135,7 @@ func TestCallbackRefusesUnverified(t *testing.T) {
 			}
 		})
 	}
-	c.wait()
+	c.Flush()
 	if got := d.taken(); len(got) != 0 {
 		t.Errorf("unverified callbacks reached Decide: %+v", got)
 	}
@@ -154,7 +154,7 @@ func TestCallbackApproveAndReplay(t *testing.T) {
 	if code := post(h, body, hdr); code != http.StatusOK {
 		t.Fatalf("status %d, want 200", code)
 	}
-	c.wait()
+	c.Flush()
 	got := d.taken()
 	if len(got) != 1 {
 		t.Fatalf("%d decisions, want 1", len(got))
@@ -171,7 +171,7 @@ func TestCallbackApproveAndReplay(t *testing.T) {
 	if code := post(h, body, hdr); code != http.StatusUnauthorized {
 		t.Errorf("replay: status %d, want 401", code)
 	}
-	c.wait()
+	c.Flush()
 	if n := len(d.taken()); n != 1 {
 		t.Errorf("replay reached Decide: %d decisions", n)
 	}
@@ -203,7 +203,7 @@ func TestCallbackRefusalsAreTold(t *testing.T) {
 			if code := post(NewCallbackHandler([]*Channel{c}), body, sign(secret, t0, body)); code != http.StatusOK {
 				t.Fatalf("status %d", code)
 			}
-			c.wait()
+			c.Flush()
 			eph := f.callsOf("chat.postEphemeral")
 			if len(eph) != 1 {
 				t.Fatalf("%d ephemeral messages, want 1", len(eph))
@@ -226,7 +226,7 @@ func TestRejectWithReason(t *testing.T) {
 	if code := post(h, tap, sign(secret, t0, tap)); code != http.StatusOK {
 		t.Fatalf("tap: status %d", code)
 	}
-	c.wait()
+	c.Flush()
 	if n := len(d.taken()); n != 0 {
 		t.Fatalf("opening the modal decided already")
 	}
@@ -249,7 +249,7 @@ func TestRejectWithReason(t *testing.T) {
 	if code := post(h, sub, sign(secret, t0.Add(10*time.Second), sub)); code != http.StatusOK {
 		t.Fatalf("submission: status %d", code)
 	}
-	c.wait()
+	c.Flush()
 	got := d.taken()
 	if len(got) != 1 || got[0].Approve || got[0].Reason != "amount over budget <!channel>" ||
 		got[0].Actor != "slack:T123/U456" || got[0].Via != "ops-slack" {
@@ -265,7 +265,7 @@ func TestReasonModalNotForNonApprovers(t *testing.T) {
 	c := newTestChannel(t, f, d, fixed(t0))
 	tap := blockActions("T123", "U456", actionReason, "reason:01JREQ")
 	post(NewCallbackHandler([]*Channel{c}), tap, sign(secret, t0, tap))
-	c.wait()
+	c.Flush()
 	if n := len(f.callsOf("views.open")); n != 0 {
 		t.Errorf("modal opened for a non-approver")
 	}
@@ -288,7 +288,7 @@ func TestCallbackPicksChannelBySecret(t *testing.T) {
 	if code := post(NewCallbackHandler([]*Channel{a, b}), body, sign("second-secret", t0, body)); code != http.StatusOK {
 		t.Fatalf("status %d", code)
 	}
-	b.wait()
+	b.Flush()
 	if got := d.taken(); len(got) != 1 || got[0].Via != "eng-slack" || got[0].Approve {
 		t.Errorf("decisions %+v, want one reject via eng-slack", got)
 	}

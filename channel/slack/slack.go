@@ -118,8 +118,10 @@ func (c *Channel) Name() string { return c.name }
 // Mode (an app-level token is set) and so needs Run started.
 func (c *Channel) SocketMode() bool { return c.cfg.AppToken != "" }
 
-// wait blocks until the work started after acks has finished.
-func (c *Channel) wait() { c.bg.Wait() }
+// Flush blocks until the work started after acks (verdicts, ephemeral
+// replies, modals) has finished, so a server shutting down records every tap
+// it acknowledged before closing the database.
+func (c *Channel) Flush() { c.bg.Wait() }
 
 // slogLogger adapts a slog.Logger to the SDK's Output-style logger, at
 // debug level: the SDK only logs in debug mode.

@@ -34,7 +34,7 @@ func (c *Channel) Run(ctx context.Context) error {
 		}
 		wait = min(wait*2, 5*time.Minute)
 	}
-	c.wait()
+	c.Flush()
 	return nil
 }
 

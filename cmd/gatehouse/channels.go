@@ -18,6 +18,8 @@ type builtChannels struct {
 	channels  []gate.Channel
 	callbacks map[string]http.Handler
 	runners   []gate.Runner
+	// flushers finish work they acknowledged but have not done yet.
+	flushers []interface{ Flush() }
 }
 
 // buildChannels is the one place that knows every channel type. Adding a
@@ -38,6 +40,7 @@ func buildChannels(cfg *config.Config, d gate.Decider, log *slog.Logger) (builtC
 			}
 			slacks = append(slacks, ch)
 			out.channels = append(out.channels, ch)
+			out.flushers = append(out.flushers, ch)
 			if ch.SocketMode() {
 				out.runners = append(out.runners, ch)
 			}

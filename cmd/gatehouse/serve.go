@@ -159,6 +159,7 @@ func runServer(ctx context.Context, cfg *config.Config, log *slog.Logger) error 
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		log.Warn("shutdown", "err", err)
 	}
+	flush(built.flushers, 10*time.Second, log)
 	cancelBG()
 	wg.Wait()
 	dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -214,4 +215,21 @@ func indent(err error) string {
 		return s[:len(s)-1]
 	}
 	return "  " + err.Error()
+}
+
+// flush waits, up to limit, for channels to finish taps they acknowledged
+// (Slack is answered before its verdict is recorded).
+func flush(fs []interface{ Flush() }, limit time.Duration, log *slog.Logger) {
+	done := make(chan struct{})
+	go func() {
+		for _, f := range fs {
+			f.Flush()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		log.Warn("shutdown: acknowledged taps still being recorded after " + limit.String())
+	}
 }
