@@ -1,20 +1,16 @@
 package slack
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/channel/slack/slacktest"
 	"github.com/gatehouse-dev/gatehouse/gate"
 )
 
@@ -53,49 +49,16 @@ func TestVerifySlackVector(t *testing.T) {
 	}
 }
 
-// sign signs body the way Slack does.
-func sign(secret string, ts time.Time, body string) http.Header {
-	s := strconv.FormatInt(ts.Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(secret))
-	fmt.Fprintf(mac, "v0:%s:%s", s, body)
-	h := http.Header{}
-	h.Set("Content-Type", "application/x-www-form-urlencoded")
-	h.Set("X-Slack-Request-Timestamp", s)
-	h.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
-	return h
-}
-
-// blockActions is a button tap as Slack sends it.
+// blockActions is a button tap as Slack sends it, form-encoded.
 func blockActions(team, user, action, value string) string {
-	p := map[string]any{
-		"type": "block_actions", "api_app_id": "A1", "token": "legacy", "trigger_id": "trig.123",
-		"team":      map[string]any{"id": team, "domain": "acme"},
-		"user":      map[string]any{"id": user, "username": "bob", "team_id": team},
-		"channel":   map[string]any{"id": slackCh, "name": "ops"},
-		"container": map[string]any{"type": "message", "channel_id": slackCh, "message_ts": "1700000000.000001"},
-		"actions": []any{map[string]any{"type": "button", "action_id": action, "block_id": actionsBlock,
-			"value": value, "action_ts": "1700000001.000002", "text": map[string]any{"type": "plain_text", "text": "x"}}},
-	}
-	return form(p)
+	return slacktest.Form(slacktest.BlockActions(slacktest.Tap{Team: team, User: user, Channel: slackCh, ActionID: action, Value: value}))
 }
 
-// viewSubmission is the reason modal's submission.
+// viewSubmission is the reason modal's submission, form-encoded.
 func viewSubmission(team, user, id, reason string) string {
 	meta, _ := json.Marshal(reasonMeta{ID: id, Channel: slackCh})
-	p := map[string]any{
-		"type": "view_submission", "api_app_id": "A1", "token": "legacy", "trigger_id": "trig.456",
-		"team": map[string]any{"id": team, "domain": "acme"},
-		"user": map[string]any{"id": user, "username": "bob", "team_id": team},
-		"view": map[string]any{"id": "V1", "type": "modal", "callback_id": reasonCallback, "private_metadata": string(meta),
-			"state": map[string]any{"values": map[string]any{reasonBlock: map[string]any{reasonAction: map[string]any{
-				"type": "plain_text_input", "value": reason}}}}},
-	}
-	return form(p)
-}
-
-func form(p map[string]any) string {
-	b, _ := json.Marshal(p)
-	return url.Values{"payload": {string(b)}}.Encode()
+	return slacktest.Form(slacktest.ViewSubmission(slacktest.Submission{Team: team, User: user, CallbackID: reasonCallback,
+		Metadata: string(meta), Block: reasonBlock, Action: reasonAction, Value: reason}))
 }
 
 // post sends body to h with the given headers and returns the status.
@@ -115,17 +78,17 @@ func TestCallbackRefusesUnverified(t *testing.T) {
 	c := newTestChannel(t, f, d, fixed(t0))
 	h := NewCallbackHandler([]*Channel{c})
 	body := blockActions("T1", "U1", actionApprove, "approve:01JREQ")
-	badHex := sign(secret, t0, body)
+	badHex := slacktest.Sign(secret, t0, body)
 	badHex.Set("X-Slack-Signature", "v0=zz")
 	tests := []struct {
 		name   string
 		header http.Header
 	}{
 		{"unsigned", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}},
-		{"forged with another secret", sign("not-the-secret", t0, body)},
-		{"signed over another body", sign(secret, t0, body+"&x=1")},
-		{"stale", sign(secret, t0.Add(-6*time.Minute), body)},
-		{"from the future", sign(secret, t0.Add(6*time.Minute), body)},
+		{"forged with another secret", slacktest.Sign("not-the-secret", t0, body)},
+		{"signed over another body", slacktest.Sign(secret, t0, body+"&x=1")},
+		{"stale", slacktest.Sign(secret, t0.Add(-6*time.Minute), body)},
+		{"from the future", slacktest.Sign(secret, t0.Add(6*time.Minute), body)},
 		{"signature not hex", badHex},
 	}
 	for _, tt := range tests {
@@ -139,7 +102,7 @@ func TestCallbackRefusesUnverified(t *testing.T) {
 	if got := d.taken(); len(got) != 0 {
 		t.Errorf("unverified callbacks reached Decide: %+v", got)
 	}
-	if n := len(f.callsOf("chat.postEphemeral")) + len(f.callsOf("views.open")); n != 0 {
+	if n := len(f.CallsOf("chat.postEphemeral")) + len(f.CallsOf("views.open")); n != 0 {
 		t.Errorf("unverified callbacks made %d Slack calls", n)
 	}
 }
@@ -150,7 +113,7 @@ func TestCallbackApproveAndReplay(t *testing.T) {
 	c := newTestChannel(t, f, d, fixed(t0))
 	h := NewCallbackHandler([]*Channel{c})
 	body := blockActions("T123", "U456", actionApprove, "approve:01JREQ")
-	hdr := sign(secret, t0.Add(-time.Minute), body)
+	hdr := slacktest.Sign(secret, t0.Add(-time.Minute), body)
 	if code := post(h, body, hdr); code != http.StatusOK {
 		t.Fatalf("status %d, want 200", code)
 	}
@@ -163,7 +126,7 @@ func TestCallbackApproveAndReplay(t *testing.T) {
 	if g := got[0]; g.RequestID != want.RequestID || g.Approve != want.Approve || g.Actor != want.Actor || g.Via != want.Via || g.Reason != "" {
 		t.Errorf("decision %+v, want %+v", g, want)
 	}
-	if n := len(f.callsOf("chat.postEphemeral")); n != 0 {
+	if n := len(f.CallsOf("chat.postEphemeral")); n != 0 {
 		t.Errorf("a taken decision sent %d ephemeral messages", n)
 	}
 
@@ -200,11 +163,11 @@ func TestCallbackRefusalsAreTold(t *testing.T) {
 			d := newFakeDecider(fixed(t0), pending, done, old)
 			c := newTestChannel(t, f, d, fixed(t0))
 			body := blockActions("T123", tt.user, actionApprove, tt.value)
-			if code := post(NewCallbackHandler([]*Channel{c}), body, sign(secret, t0, body)); code != http.StatusOK {
+			if code := post(NewCallbackHandler([]*Channel{c}), body, slacktest.Sign(secret, t0, body)); code != http.StatusOK {
 				t.Fatalf("status %d", code)
 			}
 			c.Flush()
-			eph := f.callsOf("chat.postEphemeral")
+			eph := f.CallsOf("chat.postEphemeral")
 			if len(eph) != 1 {
 				t.Fatalf("%d ephemeral messages, want 1", len(eph))
 			}
@@ -223,14 +186,14 @@ func TestRejectWithReason(t *testing.T) {
 	h := NewCallbackHandler([]*Channel{c})
 
 	tap := blockActions("T123", "U456", actionReason, "reason:01JREQ")
-	if code := post(h, tap, sign(secret, t0, tap)); code != http.StatusOK {
+	if code := post(h, tap, slacktest.Sign(secret, t0, tap)); code != http.StatusOK {
 		t.Fatalf("tap: status %d", code)
 	}
 	c.Flush()
 	if n := len(d.taken()); n != 0 {
 		t.Fatalf("opening the modal decided already")
 	}
-	views := f.callsOf("views.open")
+	views := f.CallsOf("views.open")
 	if len(views) != 1 {
 		t.Fatalf("%d views.open calls, want 1", len(views))
 	}
@@ -246,7 +209,7 @@ func TestRejectWithReason(t *testing.T) {
 	}
 
 	sub := viewSubmission("T123", "U456", "01JREQ", "  amount over budget <!channel> ")
-	if code := post(h, sub, sign(secret, t0.Add(10*time.Second), sub)); code != http.StatusOK {
+	if code := post(h, sub, slacktest.Sign(secret, t0.Add(10*time.Second), sub)); code != http.StatusOK {
 		t.Fatalf("submission: status %d", code)
 	}
 	c.Flush()
@@ -264,12 +227,12 @@ func TestReasonModalNotForNonApprovers(t *testing.T) {
 	d := newFakeDecider(fixed(t0), r)
 	c := newTestChannel(t, f, d, fixed(t0))
 	tap := blockActions("T123", "U456", actionReason, "reason:01JREQ")
-	post(NewCallbackHandler([]*Channel{c}), tap, sign(secret, t0, tap))
+	post(NewCallbackHandler([]*Channel{c}), tap, slacktest.Sign(secret, t0, tap))
 	c.Flush()
-	if n := len(f.callsOf("views.open")); n != 0 {
+	if n := len(f.CallsOf("views.open")); n != 0 {
 		t.Errorf("modal opened for a non-approver")
 	}
-	if eph := f.callsOf("chat.postEphemeral"); len(eph) != 1 || !strings.Contains(eph[0].Form.Get("text"), "not an approver") {
+	if eph := f.CallsOf("chat.postEphemeral"); len(eph) != 1 || !strings.Contains(eph[0].Form.Get("text"), "not an approver") {
 		t.Errorf("ephemeral %+v", eph)
 	}
 	if ref := d.refused(); len(ref) != 1 || !strings.Contains(ref[0], "not an approver") {
@@ -285,7 +248,7 @@ func TestCallbackPicksChannelBySecret(t *testing.T) {
 		o.Name, o.Config.SigningSecret, o.Config.ChannelID = "eng-slack", "second-secret", "C999"
 	})
 	body := blockActions("T1", "U1", actionReject, "reject:01JREQ")
-	if code := post(NewCallbackHandler([]*Channel{a, b}), body, sign("second-secret", t0, body)); code != http.StatusOK {
+	if code := post(NewCallbackHandler([]*Channel{a, b}), body, slacktest.Sign("second-secret", t0, body)); code != http.StatusOK {
 		t.Fatalf("status %d", code)
 	}
 	b.Flush()

@@ -110,7 +110,7 @@ func TestPostCard(t *testing.T) {
 	if !strings.HasPrefix(ref, slackCh+":") || ref == ref2 {
 		t.Errorf("refs %q, %q: want distinct CHANNEL:TS", ref, ref2)
 	}
-	calls := f.callsOf("chat.postMessage")
+	calls := f.CallsOf("chat.postMessage")
 	if len(calls) != 2 {
 		t.Fatalf("%d chat.postMessage calls, want 2", len(calls))
 	}
@@ -121,7 +121,7 @@ func TestPostCard(t *testing.T) {
 	if got := call.Form.Get("text"); !strings.Contains(got, "Approval needed: oa__purchase_pay") {
 		t.Errorf("fallback text %q", got)
 	}
-	blocks := call.blocks(t)
+	blocks := call.Blocks(t)
 	all := joined(texts(t, blocks))
 	for _, want := range []string{
 		"Approval needed: oa__purchase_pay", "Pay ACME ¥60,000",
@@ -173,11 +173,11 @@ func TestCardEscapesHostileValues(t *testing.T) {
 	if err := c.Update(context.Background(), r, slackCh+":1.2"); err != nil {
 		t.Fatal(err)
 	}
-	for _, call := range append(f.callsOf("chat.postMessage"), f.callsOf("chat.update")...) {
+	for _, call := range append(f.CallsOf("chat.postMessage"), f.CallsOf("chat.update")...) {
 		if txt := call.Form.Get("text"); strings.ContainsAny(txt, "<>") {
 			t.Errorf("%s: fallback text not escaped: %q", call.Method, txt)
 		}
-		for _, o := range texts(t, call.blocks(t)) {
+		for _, o := range texts(t, call.Blocks(t)) {
 			if o.Type != "mrkdwn" {
 				continue // plain_text is never parsed
 			}
@@ -188,7 +188,7 @@ func TestCardEscapesHostileValues(t *testing.T) {
 				t.Errorf("%s: live markup in %s: %q", call.Method, o.Where, o.Text)
 			}
 		}
-		if all := joined(texts(t, call.blocks(t))); !strings.Contains(all, "&lt;!channel&gt;") {
+		if all := joined(texts(t, call.Blocks(t))); !strings.Contains(all, "&lt;!channel&gt;") {
 			t.Errorf("%s: hostile text not shown escaped:\n%s", call.Method, all)
 		}
 	}
@@ -205,7 +205,7 @@ func TestCardTruncatesLongValues(t *testing.T) {
 	if _, err := c.Post(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
-	objs := texts(t, f.callsOf("chat.postMessage")[0].blocks(t)) // checks every limit
+	objs := texts(t, f.CallsOf("chat.postMessage")[0].Blocks(t)) // checks every limit
 	all := joined(objs)
 	if !strings.Contains(all, "Arguments cut to fit the card") {
 		t.Errorf("no truncation note:\n%.500s", all)
@@ -227,7 +227,7 @@ func TestCardTruncatesLongValues(t *testing.T) {
 	if _, err := c2.Post(context.Background(), testRequest("01JSHORT", t0)); err != nil {
 		t.Fatal(err)
 	}
-	if all := joined(texts(t, f2.callsOf("chat.postMessage")[0].blocks(t))); strings.Contains(all, "cut to fit") {
+	if all := joined(texts(t, f2.CallsOf("chat.postMessage")[0].Blocks(t))); strings.Contains(all, "cut to fit") {
 		t.Errorf("short arguments flagged as cut")
 	}
 }
@@ -262,7 +262,7 @@ func TestFinalCards(t *testing.T) {
 			if err := c.Update(context.Background(), r, "C777:1700000000.000042"); err != nil {
 				t.Fatal(err)
 			}
-			calls := f.callsOf("chat.update")
+			calls := f.CallsOf("chat.update")
 			if len(calls) != 1 {
 				t.Fatalf("%d chat.update calls", len(calls))
 			}
@@ -270,7 +270,7 @@ func TestFinalCards(t *testing.T) {
 			if call.Form.Get("channel") != "C777" || call.Form.Get("ts") != "1700000000.000042" || call.Token != botToken {
 				t.Errorf("update went to channel=%q ts=%q token=%q", call.Form.Get("channel"), call.Form.Get("ts"), call.Token)
 			}
-			blocks := call.blocks(t)
+			blocks := call.Blocks(t)
 			if hasActions(blocks) {
 				t.Error("final card still has buttons")
 			}
@@ -290,7 +290,7 @@ func TestUpdateRejectsBadRef(t *testing.T) {
 	if err := c.Update(context.Background(), testRequest("01J", t0), "nonsense"); err == nil {
 		t.Fatal("no error for a bad ref")
 	}
-	if n := len(f.callsOf("chat.update")); n != 0 {
+	if n := len(f.CallsOf("chat.update")); n != 0 {
 		t.Errorf("%d calls for a bad ref", n)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/channel/slack/slacktest"
 )
 
 func TestPostRetries(t *testing.T) {
@@ -18,22 +20,22 @@ func TestPostRetries(t *testing.T) {
 		calls   int
 		wantErr string
 	}{
-		{"429 honours Retry-After", []func(http.ResponseWriter){status(429, "Retry-After", "1")}, 2, ""},
-		{"5xx then success", []func(http.ResponseWriter){status(503), status(500)}, 3, ""},
-		{"transient Slack error", []func(http.ResponseWriter){slackError("internal_error")}, 2, ""},
-		{"5xx every time", []func(http.ResponseWriter){status(502), status(502), status(502)}, 3, "502"},
-		{"Retry-After beyond the budget", []func(http.ResponseWriter){status(429, "Retry-After", "120")}, 1, "rate limit"},
-		{"permanent error", []func(http.ResponseWriter){slackError("channel_not_found")}, 1, "channel_not_found"},
+		{"429 honours Retry-After", []func(http.ResponseWriter){slacktest.Status(429, "Retry-After", "1")}, 2, ""},
+		{"5xx then success", []func(http.ResponseWriter){slacktest.Status(503), slacktest.Status(500)}, 3, ""},
+		{"transient Slack error", []func(http.ResponseWriter){slacktest.Error("internal_error")}, 2, ""},
+		{"5xx every time", []func(http.ResponseWriter){slacktest.Status(502), slacktest.Status(502), slacktest.Status(502)}, 3, "502"},
+		{"Retry-After beyond the budget", []func(http.ResponseWriter){slacktest.Status(429, "Retry-After", "120")}, 1, "rate limit"},
+		{"permanent error", []func(http.ResponseWriter){slacktest.Error("channel_not_found")}, 1, "channel_not_found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeSlack(t)
-			f.failNext("chat.postMessage", tt.answers...)
+			f.FailNext("chat.postMessage", tt.answers...)
 			c := newTestChannel(t, f, newFakeDecider(fixed(t0)), fixed(t0))
 			start := time.Now()
 			ref, err := c.Post(context.Background(), testRequest("01JREQ", t0))
 			took := time.Since(start)
-			if n := len(f.callsOf("chat.postMessage")); n != tt.calls {
+			if n := len(f.CallsOf("chat.postMessage")); n != tt.calls {
 				t.Errorf("%d calls, want %d", n, tt.calls)
 			}
 			if tt.wantErr == "" {
@@ -55,14 +57,14 @@ func TestUpdateRetriesTimeouts(t *testing.T) {
 	retryPolicy.Base, retryPolicy.PerAttempt = 10*time.Millisecond, 100*time.Millisecond
 	t.Cleanup(func() { retryPolicy = saved })
 	f := newFakeSlack(t)
-	f.failNext("chat.update", func(w http.ResponseWriter) { time.Sleep(300 * time.Millisecond); w.WriteHeader(500) })
+	f.FailNext("chat.update", func(w http.ResponseWriter) { time.Sleep(300 * time.Millisecond); w.WriteHeader(500) })
 	c := newTestChannel(t, f, newFakeDecider(fixed(t0)), fixed(t0))
 	r := testRequest("01JREQ", t0)
 	r.Status, r.DecidedBy = "approved", "web:alice"
 	if err := c.Update(context.Background(), r, slackCh+":1.1"); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.callsOf("chat.update")); n != 2 {
+	if n := len(f.CallsOf("chat.update")); n != 2 {
 		t.Errorf("%d calls, want 2 (one timed out)", n)
 	}
 }

@@ -3,16 +3,11 @@ package slack
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/channel/slack/slacktest"
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
 )
@@ -24,149 +19,9 @@ const (
 	slackCh  = "C0123456789"
 )
 
-// apiCall is one request the fake Slack API received.
-type apiCall struct {
-	Method string     // "chat.postMessage"
-	Token  string     // from the form's token field or the bearer header
-	JSON   bool       // body was JSON, not a form
-	Form   url.Values // form bodies
-	Body   map[string]any
-}
-
-// blocks decodes the call's Block Kit blocks.
-func (c apiCall) blocks(t *testing.T) []map[string]any {
-	t.Helper()
-	var b []map[string]any
-	raw := c.Form.Get("blocks")
-	if err := json.Unmarshal([]byte(raw), &b); err != nil {
-		t.Fatalf("%s: blocks %q: %v", c.Method, raw, err)
-	}
-	return b
-}
-
-// fakeSlack speaks the slice of Slack's Web API the adapter uses, records
-// every call, and can be told to fail the next calls of a method.
-type fakeSlack struct {
-	t     *testing.T
-	srv   *httptest.Server
-	mu    sync.Mutex
-	calls []apiCall
-	seq   int
-	fails map[string][]func(w http.ResponseWriter) // method → next answers
-	wsURL string                                   // what apps.connections.open returns
-}
-
-func newFakeSlack(t *testing.T) *fakeSlack {
-	f := &fakeSlack{t: t, fails: map[string][]func(http.ResponseWriter){}}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fakeSlack) url() string { return f.srv.URL + "/api/" }
-
-// failNext queues answers for the next calls of method.
-func (f *fakeSlack) failNext(method string, answers ...func(w http.ResponseWriter)) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.fails[method] = append(f.fails[method], answers...)
-}
-
-func status(code int, header ...string) func(w http.ResponseWriter) {
-	return func(w http.ResponseWriter) {
-		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Set(header[i], header[i+1])
-		}
-		w.WriteHeader(code)
-	}
-}
-
-func slackError(code string) func(w http.ResponseWriter) {
-	return func(w http.ResponseWriter) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"ok":false,"error":%q}`, code)
-	}
-}
-
-func (f *fakeSlack) serve(w http.ResponseWriter, r *http.Request) {
-	method, ok := strings.CutPrefix(r.URL.Path, "/api/")
-	if r.Method != http.MethodPost || !ok {
-		f.t.Errorf("fake slack: unexpected %s %s", r.Method, r.URL.Path)
-		http.NotFound(w, r)
-		return
-	}
-	body, _ := io.ReadAll(r.Body)
-	c := apiCall{Method: method}
-	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
-		c.JSON = true
-		c.Token, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if len(body) > 0 {
-			if err := json.Unmarshal(body, &c.Body); err != nil {
-				f.t.Errorf("fake slack: %s: bad JSON: %v", method, err)
-			}
-		}
-	} else {
-		c.Form, _ = url.ParseQuery(string(body))
-		c.Token = c.Form.Get("token")
-		if c.Token == "" {
-			c.Token, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		}
-	}
-	f.mu.Lock()
-	f.calls = append(f.calls, c)
-	var fail func(http.ResponseWriter)
-	if q := f.fails[method]; len(q) > 0 {
-		fail, f.fails[method] = q[0], q[1:]
-	}
-	f.seq++
-	ts := fmt.Sprintf("1700000000.%06d", f.seq)
-	f.mu.Unlock()
-	if fail != nil {
-		fail(w)
-		return
-	}
-	want := botToken
-	if method == "apps.connections.open" {
-		want = appToken
-	}
-	if c.Token != want {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"ok":false,"error":"invalid_auth"}`)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	switch method {
-	case "chat.postMessage", "chat.update":
-		json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": c.Form.Get("channel"), "ts": orDefault(c.Form.Get("ts"), ts)})
-	case "chat.postEphemeral":
-		json.NewEncoder(w).Encode(map[string]any{"ok": true, "message_ts": ts})
-	case "views.open":
-		json.NewEncoder(w).Encode(map[string]any{"ok": true, "view": map[string]any{"id": "V1"}})
-	case "apps.connections.open":
-		json.NewEncoder(w).Encode(map[string]any{"ok": true, "url": f.wsURL})
-	default:
-		fmt.Fprint(w, `{"ok":false,"error":"unknown_method"}`)
-	}
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-// callsOf returns the recorded calls of one method.
-func (f *fakeSlack) callsOf(method string) []apiCall {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []apiCall
-	for _, c := range f.calls {
-		if c.Method == method {
-			out = append(out, c)
-		}
-	}
-	return out
+// newFakeSlack is a recording fake of Slack's Web API taking the test tokens.
+func newFakeSlack(t *testing.T) *slacktest.Server {
+	return slacktest.NewServer(t, botToken, appToken)
 }
 
 // fakeDecider is a small recording gate.Decider with the gate's rules:
@@ -253,12 +108,12 @@ func testRequest(id string, now time.Time) *gate.Request {
 }
 
 // newTestChannel builds a channel against a fake API with a fixed clock.
-func newTestChannel(t *testing.T, f *fakeSlack, d gate.Decider, now func() time.Time, mod ...func(*Options)) *Channel {
+func newTestChannel(t *testing.T, f *slacktest.Server, d gate.Decider, now func() time.Time, mod ...func(*Options)) *Channel {
 	t.Helper()
 	o := Options{
 		Name: "ops-slack",
 		Config: config.Slack{BotToken: botToken, SigningSecret: secret, ChannelID: slackCh,
-			APIURL: f.url()},
+			APIURL: f.APIURL()},
 		PublicURL: "https://gate.example.com",
 		Decider:   d,
 		Now:       now,

@@ -3,69 +3,17 @@ package slack
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
+	"github.com/gatehouse-dev/gatehouse/channel/slack/slacktest"
 )
-
-// fakeSocket is Slack's Socket Mode endpoint: it greets, sends envelopes
-// and hands back every message the client writes.
-type fakeSocket struct {
-	srv   *httptest.Server
-	send  chan any
-	acks  chan map[string]any
-	conns chan struct{}
-}
-
-func newFakeSocket(t *testing.T) *fakeSocket {
-	s := &fakeSocket{send: make(chan any, 4), acks: make(chan map[string]any, 4), conns: make(chan struct{}, 4)}
-	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			t.Errorf("upgrade: %v", err)
-			return
-		}
-		defer conn.Close()
-		s.conns <- struct{}{}
-		_ = conn.WriteJSON(map[string]any{"type": "hello", "num_connections": 1})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for {
-				var m map[string]any
-				if err := conn.ReadJSON(&m); err != nil {
-					return
-				}
-				s.acks <- m
-			}
-		}()
-		for {
-			select {
-			case m := <-s.send:
-				if err := conn.WriteJSON(m); err != nil {
-					return
-				}
-			case <-done:
-				return
-			}
-		}
-	}))
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *fakeSocket) url() string { return "ws" + strings.TrimPrefix(s.srv.URL, "http") + "/link" }
 
 func TestSocketModeApprove(t *testing.T) {
 	f := newFakeSlack(t)
-	ws := newFakeSocket(t)
-	f.wsURL = ws.url()
+	ws := slacktest.NewSocket(t)
+	f.SetSocketURL(ws.URL())
 	d := newFakeDecider(fixed(t0), testRequest("01JREQ", t0))
 	c := newTestChannel(t, f, d, fixed(t0), func(o *Options) {
 		o.Config.AppToken, o.Config.SigningSecret = appToken, ""
@@ -78,19 +26,19 @@ func TestSocketModeApprove(t *testing.T) {
 	go func() { ran <- c.Run(ctx) }()
 
 	select {
-	case <-ws.conns:
+	case <-ws.Conns:
 	case <-time.After(5 * time.Second):
 		t.Fatal("no Socket Mode connection")
 	}
-	if opens := f.callsOf("apps.connections.open"); len(opens) != 1 || opens[0].Token != appToken {
+	if opens := f.CallsOf("apps.connections.open"); len(opens) != 1 || opens[0].Token != appToken {
 		t.Fatalf("apps.connections.open calls %+v", opens)
 	}
 	form, _ := url.ParseQuery(blockActions("T123", "U456", actionApprove, "approve:01JREQ"))
-	ws.send <- map[string]any{"type": "interactive", "envelope_id": "env-42",
+	ws.Send <- map[string]any{"type": "interactive", "envelope_id": "env-42",
 		"payload": json.RawMessage(form.Get("payload")), "accepts_response_payload": false}
 
 	select {
-	case ack := <-ws.acks:
+	case ack := <-ws.Acks:
 		if ack["envelope_id"] != "env-42" {
 			t.Errorf("ack %v, want envelope_id env-42", ack)
 		}

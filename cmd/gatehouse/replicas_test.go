@@ -7,15 +7,8 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,6 +19,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/gatehouse-dev/gatehouse/channel/slack/slacktest"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
 )
 
@@ -35,54 +29,36 @@ const (
 	replicaCh     = "CREPLICA1"
 )
 
-// replicaSlack is a fake Slack Web API shared by the replicas. It counts,
-// per request id, the cards posted and the final updates made.
-type replicaSlack struct {
-	srv     *httptest.Server
-	mu      sync.Mutex
-	seq     int
-	posts   map[string]int
-	updates map[string]int
-	tsToID  map[string]string
-}
-
-func newReplicaSlack(t *testing.T) *replicaSlack {
-	f := &replicaSlack{posts: map[string]int{}, updates: map[string]int{}, tsToID: map[string]string{}}
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		form, _ := url.ParseQuery(string(body))
-		w.Header().Set("Content-Type", "application/json")
-		if r.Method != http.MethodPost || form.Get("token") != replicaBot {
-			t.Errorf("fake slack: %s %s without the bot token", r.Method, r.URL.Path)
-			fmt.Fprint(w, `{"ok":false,"error":"invalid_auth"}`)
-			return
+// newReplicaSlack is a fake Slack Web API shared by the replicas; every
+// call it receives must carry the bot token.
+func newReplicaSlack(t *testing.T) *slacktest.Server {
+	f := slacktest.NewServer(t, replicaBot, "")
+	t.Cleanup(func() {
+		for _, c := range f.Calls() {
+			if c.Token != replicaBot {
+				t.Errorf("fake slack: %s without the bot token", c.Method)
+			}
 		}
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		switch r.URL.Path {
-		case "/api/chat.postMessage":
-			_, rest, _ := strings.Cut(form.Get("blocks"), `"approve:`)
-			id, _, _ := strings.Cut(rest, `"`)
-			f.seq++
-			ts := fmt.Sprintf("1700000000.%06d", f.seq)
-			f.posts[id]++
-			f.tsToID[ts] = id
-			fmt.Fprintf(w, `{"ok":true,"channel":%q,"ts":%q}`, replicaCh, ts)
-		case "/api/chat.update":
-			f.updates[f.tsToID[form.Get("ts")]]++
-			fmt.Fprintf(w, `{"ok":true,"channel":%q,"ts":%q}`, replicaCh, form.Get("ts"))
-		default:
-			fmt.Fprint(w, `{"ok":true}`)
-		}
-	}))
-	t.Cleanup(f.srv.Close)
+	})
 	return f
 }
 
-func (f *replicaSlack) counts(id string) (posts, updates int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.posts[id], f.updates[id]
+// replicaCounts counts, for request id, the cards posted and the final
+// updates made on the fake Slack.
+func replicaCounts(f *slacktest.Server, id string) (posts, updates int) {
+	cards := map[string]bool{} // ts of id's cards
+	for _, c := range f.CallsOf("chat.postMessage") {
+		if strings.Contains(c.Form.Get("blocks"), `"approve:`+id+`"`) {
+			posts++
+			cards[c.TS] = true
+		}
+	}
+	for _, c := range f.CallsOf("chat.update") {
+		if cards[c.Form.Get("ts")] {
+			updates++
+		}
+	}
+	return posts, updates
 }
 
 // replicaConfig writes the config of one replica on the shared database.
@@ -129,21 +105,11 @@ channels:
 // replicaTap sends a signed Slack button tap for request id to base.
 func replicaTap(t *testing.T, base, id, choice, user string) {
 	t.Helper()
-	p, _ := json.Marshal(map[string]any{
-		"type": "block_actions", "trigger_id": "trig." + id,
-		"team": map[string]any{"id": "T0REPL"}, "user": map[string]any{"id": user, "team_id": "T0REPL"},
-		"channel": map[string]any{"id": replicaCh},
-		"actions": []any{map[string]any{"type": "button", "action_id": "gatehouse_" + choice, "block_id": "gatehouse_actions",
-			"value": choice + ":" + id, "action_ts": strconv.FormatInt(time.Now().UnixNano(), 10)}},
-	})
-	body := url.Values{"payload": {string(p)}}.Encode()
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(replicaSecret))
-	fmt.Fprintf(mac, "v0:%s:%s", ts, body)
+	body := slacktest.Form(slacktest.BlockActions(slacktest.Tap{Team: "T0REPL", User: user, Channel: replicaCh,
+		ActionID: "gatehouse_" + choice, Value: choice + ":" + id, TriggerID: "trig." + id,
+		ActionTS: strconv.FormatInt(time.Now().UnixNano(), 10)}))
 	req, _ := http.NewRequest("POST", base+"/callbacks/slack", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+	req.Header = slacktest.Sign(replicaSecret, time.Now(), body)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Errorf("tap %s on %s: %v", id, base, err)
@@ -182,7 +148,7 @@ func TestReplicasOnOnePostgres(t *testing.T) {
 	srvs := make([]*server, 3)
 	var wg sync.WaitGroup
 	for i := range srvs {
-		cfg := replicaConfig(t, filepath.Join(dir, fmt.Sprintf("r%d", i)), dsn, slack.srv.URL, freePort(t))
+		cfg := replicaConfig(t, filepath.Join(dir, fmt.Sprintf("r%d", i)), dsn, slack.URL, freePort(t))
 		wg.Add(1)
 		// startServer fails the test from this goroutine if a replica does
 		// not start; Goexit still runs wg.Done, and the check below stops.
@@ -217,7 +183,7 @@ func TestReplicasOnOnePostgres(t *testing.T) {
 		}
 		// The card is posted once, by whichever replica claims it.
 		for _, id := range reqIDs {
-			replicaEventually(t, func() bool { p, _ := slack.counts(id); return p >= 1 }, "card of %s posted", id)
+			replicaEventually(t, func() bool { p, _ := replicaCounts(slack, id); return p >= 1 }, "card of %s posted", id)
 		}
 		web := webLogin(t, srvs[1].URL, "alice")
 		tapped := make([]time.Time, n)
@@ -300,11 +266,11 @@ func TestReplicasOnOnePostgres(t *testing.T) {
 
 	// Every card posted once and updated once; every request ended once.
 	for _, id := range ids {
-		replicaEventually(t, func() bool { _, u := slack.counts(id); return u >= 1 }, "final card update of %s", id)
+		replicaEventually(t, func() bool { _, u := replicaCounts(slack, id); return u >= 1 }, "final card update of %s", id)
 	}
 	time.Sleep(1500 * time.Millisecond) // room for a duplicate to show up, were there one
 	for _, id := range ids {
-		posts, updates := slack.counts(id)
+		posts, updates := replicaCounts(slack, id)
 		if posts != 1 || updates != 1 {
 			t.Errorf("request %s: %d card posts and %d final updates, want 1 and 1", id, posts, updates)
 		}

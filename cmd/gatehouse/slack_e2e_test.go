@@ -6,23 +6,17 @@ package main
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
+	"github.com/gatehouse-dev/gatehouse/channel/slack/slacktest"
 )
 
 const (
@@ -35,129 +29,6 @@ const (
 	slackE2EMallory = "U0MALLORY"
 	slackE2EPublic  = "https://gate.example.test"
 )
-
-// slackCall is one request the fake Slack API received.
-type slackCall struct {
-	Method string     // "chat.postMessage"
-	Token  string     // the form's token field or the bearer token
-	Form   url.Values // form-encoded calls
-	JSON   map[string]any
-	TS     string // the ts the fake answered with (chat.postMessage)
-}
-
-// blocks is the call's Block Kit blocks, decoded, and their raw JSON.
-func (c slackCall) blocks(t *testing.T) ([]map[string]any, string) {
-	t.Helper()
-	raw := c.Form.Get("blocks")
-	var b []map[string]any
-	if err := json.Unmarshal([]byte(raw), &b); err != nil {
-		t.Fatalf("%s: blocks %q: %v", c.Method, raw, err)
-	}
-	return b, raw
-}
-
-// slackFake is the slice of Slack's Web API Gatehouse uses. It records every
-// call and checks the tokens.
-type slackFake struct {
-	t     *testing.T
-	srv   *httptest.Server
-	mu    sync.Mutex
-	calls []slackCall
-	seq   int
-	wsURL string // what apps.connections.open hands out
-}
-
-func newSlackFake(t *testing.T) *slackFake {
-	f := &slackFake{t: t}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *slackFake) serve(w http.ResponseWriter, r *http.Request) {
-	method, ok := strings.CutPrefix(r.URL.Path, "/api/")
-	if r.Method != http.MethodPost || !ok {
-		f.t.Errorf("fake slack: unexpected %s %s", r.Method, r.URL.Path)
-		http.NotFound(w, r)
-		return
-	}
-	body, _ := io.ReadAll(r.Body)
-	c := slackCall{Method: method}
-	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
-		_ = json.Unmarshal(body, &c.JSON)
-	} else {
-		c.Form, _ = url.ParseQuery(string(body))
-		c.Token = c.Form.Get("token")
-	}
-	if c.Token == "" {
-		c.Token, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	}
-	want := slackE2EBot
-	if method == "apps.connections.open" {
-		want = slackE2EApp
-	}
-	f.mu.Lock()
-	f.seq++
-	c.TS = fmt.Sprintf("1700000000.%06d", f.seq)
-	f.calls = append(f.calls, c)
-	f.mu.Unlock()
-
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	if c.Token != want {
-		enc.Encode(map[string]any{"ok": false, "error": "invalid_auth"})
-		return
-	}
-	switch method {
-	case "chat.postMessage":
-		enc.Encode(map[string]any{"ok": true, "channel": c.Form.Get("channel"), "ts": c.TS})
-	case "chat.update":
-		enc.Encode(map[string]any{"ok": true, "channel": c.Form.Get("channel"), "ts": c.Form.Get("ts")})
-	case "chat.postEphemeral":
-		enc.Encode(map[string]any{"ok": true, "message_ts": c.TS})
-	case "views.open":
-		enc.Encode(map[string]any{"ok": true, "view": map[string]any{"id": "V0REASON"}})
-	case "apps.connections.open":
-		f.mu.Lock()
-		u := f.wsURL
-		f.mu.Unlock()
-		enc.Encode(map[string]any{"ok": true, "url": u})
-	default:
-		enc.Encode(map[string]any{"ok": false, "error": "unknown_method"})
-	}
-}
-
-// apiURL is the fake's base URL, deliberately without the trailing slash
-// slack-go needs: the config normalises it.
-func (f *slackFake) apiURL() string { return f.srv.URL + "/api" }
-
-func (f *slackFake) callsOf(method string) []slackCall {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []slackCall
-	for _, c := range f.calls {
-		if c.Method == method {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// waitCalls waits until the fake has seen n calls of method and returns them.
-func (f *slackFake) waitCalls(method string, n int) []slackCall {
-	f.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got := f.callsOf(method)
-		if len(got) >= n {
-			return got
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("fake slack saw %d %s calls, want %d", len(got), method, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // slackConfig is the YAML for one Slack channel (HTTP callbacks, or Socket
 // Mode with socket set) and a route sending deploys to it, approved by
@@ -183,45 +54,18 @@ routes:
 `, slackE2EPublic, slackE2EBot, auth, slackE2EChannel, apiURL, slackE2ETeam, slackE2EAlice)
 }
 
-// slackPayload is an interactivity payload as Slack sends it for a tap on
-// one of the card's buttons in message ts.
+// slackBlockActions is an interactivity payload as Slack sends it for a tap
+// on one of the card's buttons in message ts.
 func slackBlockActions(user, ts, actionID, value string) map[string]any {
-	return map[string]any{
-		"type": "block_actions", "api_app_id": "A0GATE", "token": "legacy-verification-token",
-		"trigger_id": "1234.5678.trigger-" + user,
-		"team":       map[string]any{"id": slackE2ETeam, "domain": "acme"},
-		"user":       map[string]any{"id": user, "username": strings.ToLower(user), "team_id": slackE2ETeam},
-		"channel":    map[string]any{"id": slackE2EChannel, "name": "approvals"},
-		"container":  map[string]any{"type": "message", "channel_id": slackE2EChannel, "message_ts": ts},
-		"message":    map[string]any{"type": "message", "ts": ts},
-		"actions": []any{map[string]any{"type": "button", "action_id": actionID, "block_id": "gatehouse_actions",
-			"value": value, "action_ts": "1700000100.000001", "text": map[string]any{"type": "plain_text", "text": "x"}}},
-	}
-}
-
-// slackForm is the body Slack POSTs: one form field, payload.
-func slackForm(p map[string]any) []byte {
-	b, _ := json.Marshal(p)
-	return []byte(url.Values{"payload": {string(b)}}.Encode())
-}
-
-// slackSign returns Slack's signature headers for body at time at.
-func slackSign(secret string, body []byte, at time.Time) http.Header {
-	ts := strconv.FormatInt(at.Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(secret))
-	fmt.Fprintf(mac, "v0:%s:", ts)
-	mac.Write(body)
-	return http.Header{
-		"X-Slack-Request-Timestamp": {ts},
-		"X-Slack-Signature":         {"v0=" + hex.EncodeToString(mac.Sum(nil))},
-	}
+	return slacktest.BlockActions(slacktest.Tap{Team: slackE2ETeam, User: user, Channel: slackE2EChannel, MessageTS: ts,
+		ActionID: actionID, Value: value, TriggerID: "1234.5678.trigger-" + user})
 }
 
 // slackCallback POSTs an interactivity request to the server and returns
 // the status and body of its answer.
-func slackCallback(t *testing.T, base string, body []byte, h http.Header) (int, string) {
+func slackCallback(t *testing.T, base, body string, h http.Header) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, base+"/callbacks/slack", bytes.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, base+"/callbacks/slack", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	for k, v := range h {
 		req.Header[k] = v
@@ -360,9 +204,9 @@ func slackButton(blocks []map[string]any, actionID string) map[string]any {
 
 // slackFinal checks a chat.update call: the card's message, its final
 // form with want in it, and no buttons.
-func slackFinal(t *testing.T, c slackCall, ts string, want ...string) {
+func slackFinal(t *testing.T, c slacktest.Call, ts string, want ...string) {
 	t.Helper()
-	blocks, raw := c.blocks(t)
+	blocks, raw := c.Blocks(t), c.Form.Get("blocks")
 	text := slackText(blocks)
 	if c.Token != slackE2EBot || c.Form.Get("channel") != slackE2EChannel || c.Form.Get("ts") != ts {
 		t.Errorf("chat.update token %q channel %q ts %q, want the card's message %s", c.Token, c.Form.Get("channel"), c.Form.Get("ts"), ts)
@@ -382,9 +226,9 @@ func slackFinal(t *testing.T, c slackCall, ts string, want ...string) {
 // approves; the agent gets the verdict with her Slack identity; the card is
 // updated to its final form; a replay of her tap is refused.
 func TestSlackApproveEndToEnd(t *testing.T) {
-	fake := newSlackFake(t)
+	fake := slacktest.NewServer(t, slackE2EBot, slackE2EApp)
 	dir := t.TempDir()
-	srv := startServer(t, e2eConfig(t, dir, 0, slackConfig(fake.apiURL(), false)))
+	srv := startServer(t, e2eConfig(t, dir, 0, slackConfig(fake.URL+"/api", false)))
 
 	wait := slackAgent(t, srv.URL, "--tool", "deploy", "--summary", "Deploy prod",
 		"--args", `{"env":"prod","note":"<!channel> see <https://evil.example|click>"}`)
@@ -392,8 +236,8 @@ func TestSlackApproveEndToEnd(t *testing.T) {
 	id := pending.ID
 
 	// The card: one post, to the configured channel, with the bot token.
-	post := fake.waitCalls("chat.postMessage", 1)[0]
-	blocks, raw := post.blocks(t)
+	post := fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	blocks, raw := post.Blocks(t), post.Form.Get("blocks")
 	if post.Token != slackE2EBot || post.Form.Get("channel") != slackE2EChannel {
 		t.Fatalf("chat.postMessage token %q channel %q", post.Token, post.Form.Get("channel"))
 	}
@@ -412,7 +256,7 @@ func TestSlackApproveEndToEnd(t *testing.T) {
 	}
 	ts := post.TS
 
-	approve := slackForm(slackBlockActions(slackE2EAlice, ts, "gatehouse_approve", "approve:"+id))
+	approve := slacktest.Form(slackBlockActions(slackE2EAlice, ts, "gatehouse_approve", "approve:"+id))
 	stillPending := func(why string) {
 		t.Helper()
 		if r := slackGet(t, srv.URL, id); r.Status != "pending" || r.DecidedBy != "" {
@@ -426,10 +270,10 @@ func TestSlackApproveEndToEnd(t *testing.T) {
 		h    http.Header
 	}{
 		{"unsigned", nil},
-		{"wrong secret", slackSign("not-the-signing-secret", approve, time.Now())},
-		{"stale", slackSign(slackE2ESecret, approve, time.Now().Add(-10*time.Minute))},
+		{"wrong secret", slacktest.Sign("not-the-signing-secret", time.Now(), approve)},
+		{"stale", slacktest.Sign(slackE2ESecret, time.Now().Add(-10*time.Minute), approve)},
 		{"tampered", func() http.Header {
-			h := slackSign(slackE2ESecret, approve, time.Now())
+			h := slacktest.Sign(slackE2ESecret, time.Now(), approve)
 			h.Set("X-Slack-Request-Timestamp", strconv.FormatInt(time.Now().Unix()+1, 10))
 			return h
 		}()},
@@ -442,11 +286,11 @@ func TestSlackApproveEndToEnd(t *testing.T) {
 
 	// Signed, but by someone who is not an approver: acked, told privately,
 	// audited, not counted.
-	mallory := slackForm(slackBlockActions(slackE2EMallory, ts, "gatehouse_approve", "approve:"+id))
-	if code, body := slackCallback(t, srv.URL, mallory, slackSign(slackE2ESecret, mallory, time.Now())); code != http.StatusOK {
+	mallory := slacktest.Form(slackBlockActions(slackE2EMallory, ts, "gatehouse_approve", "approve:"+id))
+	if code, body := slackCallback(t, srv.URL, mallory, slacktest.Sign(slackE2ESecret, time.Now(), mallory)); code != http.StatusOK {
 		t.Fatalf("non-approver tap: %d %s, want the 200 ack", code, body)
 	}
-	eph := fake.waitCalls("chat.postEphemeral", 1)[0]
+	eph := fake.WaitCalls(t, "chat.postEphemeral", 1)[0]
 	if eph.Form.Get("user") != slackE2EMallory || !strings.Contains(eph.Form.Get("text"), "not an approver") {
 		t.Errorf("ephemeral to the non-approver: %v", eph.Form)
 	}
@@ -462,7 +306,7 @@ func TestSlackApproveEndToEnd(t *testing.T) {
 	}
 
 	// Alice approves.
-	aliceSig := slackSign(slackE2ESecret, approve, time.Now())
+	aliceSig := slacktest.Sign(slackE2ESecret, time.Now(), approve)
 	if code, body := slackCallback(t, srv.URL, approve, aliceSig); code != http.StatusOK {
 		t.Fatalf("approval: %d %s", code, body)
 	}
@@ -476,7 +320,7 @@ func TestSlackApproveEndToEnd(t *testing.T) {
 	}
 
 	// The card becomes its final form.
-	upd := fake.waitCalls("chat.update", 1)
+	upd := fake.WaitCalls(t, "chat.update", 1)
 	slackFinal(t, upd[0], ts, "Approved", "<@"+slackE2EAlice+">", "slack:"+slackE2ETeam+"/"+slackE2EAlice, "via ops-slack")
 	if !strings.Contains(upd[0].Form.Get("text"), "Approved") {
 		t.Errorf("chat.update fallback text %q", upd[0].Form.Get("text"))
@@ -487,17 +331,17 @@ func TestSlackApproveEndToEnd(t *testing.T) {
 		t.Fatalf("replayed approval: %d %s, want 401", code, body)
 	}
 	// A fresh second tap is acked and answered privately: already decided.
-	if code, _ := slackCallback(t, srv.URL, approve, slackSign(slackE2ESecret, approve, time.Now().Add(time.Second))); code != http.StatusOK {
+	if code, _ := slackCallback(t, srv.URL, approve, slacktest.Sign(slackE2ESecret, time.Now().Add(time.Second), approve)); code != http.StatusOK {
 		t.Fatalf("second tap: %d", code)
 	}
-	eph = fake.waitCalls("chat.postEphemeral", 2)[1]
+	eph = fake.WaitCalls(t, "chat.postEphemeral", 2)[1]
 	if eph.Form.Get("user") != slackE2EAlice || !strings.Contains(eph.Form.Get("text"), "Already decided") {
 		t.Errorf("ephemeral after a second tap: %v", eph.Form)
 	}
 	if r2 := slackGet(t, srv.URL, id); r2 != r {
 		t.Errorf("the request changed after the replay and the second tap: %+v, was %+v", r2, r)
 	}
-	if n, m := len(fake.callsOf("chat.postMessage")), len(fake.callsOf("chat.update")); n != 1 || m != 1 {
+	if n, m := len(fake.CallsOf("chat.postMessage")), len(fake.CallsOf("chat.update")); n != 1 || m != 1 {
 		t.Errorf("fake slack saw %d posts and %d updates, want 1 each", n, m)
 	}
 	evs := slackEvents(t, srv.URL, id)
@@ -510,22 +354,22 @@ func TestSlackApproveEndToEnd(t *testing.T) {
 // modal, its submission rejects with the reason, and the agent is told; a
 // request its agent cancels gets its card updated too.
 func TestSlackRejectWithReasonAndCancelEndToEnd(t *testing.T) {
-	fake := newSlackFake(t)
+	fake := slacktest.NewServer(t, slackE2EBot, slackE2EApp)
 	dir := t.TempDir()
-	srv := startServer(t, e2eConfig(t, dir, 0, slackConfig(fake.apiURL(), false)))
+	srv := startServer(t, e2eConfig(t, dir, 0, slackConfig(fake.URL+"/api", false)))
 
 	t.Run("reject with reason", func(t *testing.T) {
 		wait := slackAgent(t, srv.URL, "--tool", "deploy", "--args", `{"env":"prod"}`)
 		id := waitPending(t, srv.URL).ID
-		post := fake.waitCalls("chat.postMessage", 1)[0]
-		tap := slackForm(slackBlockActions(slackE2EAlice, post.TS, "gatehouse_reject_reason", "reason:"+id))
-		if code, body := slackCallback(t, srv.URL, tap, slackSign(slackE2ESecret, tap, time.Now())); code != http.StatusOK {
+		post := fake.WaitCalls(t, "chat.postMessage", 1)[0]
+		tap := slacktest.Form(slackBlockActions(slackE2EAlice, post.TS, "gatehouse_reject_reason", "reason:"+id))
+		if code, body := slackCallback(t, srv.URL, tap, slacktest.Sign(slackE2ESecret, time.Now(), tap)); code != http.StatusOK {
 			t.Fatalf("reason tap: %d %s", code, body)
 		}
-		open := fake.waitCalls("views.open", 1)[0]
-		view, _ := open.JSON["view"].(map[string]any)
-		if open.Token != slackE2EBot || open.JSON["trigger_id"] != "1234.5678.trigger-"+slackE2EAlice || view == nil {
-			t.Fatalf("views.open: token %q body %v", open.Token, open.JSON)
+		open := fake.WaitCalls(t, "views.open", 1)[0]
+		view, _ := open.Body["view"].(map[string]any)
+		if open.Token != slackE2EBot || open.Body["trigger_id"] != "1234.5678.trigger-"+slackE2EAlice || view == nil {
+			t.Fatalf("views.open: token %q body %v", open.Token, open.Body)
 		}
 		meta, _ := view["private_metadata"].(string)
 		if !strings.Contains(meta, id) || view["callback_id"] != "gatehouse_reason" {
@@ -534,15 +378,10 @@ func TestSlackRejectWithReasonAndCancelEndToEnd(t *testing.T) {
 		if r := slackGet(t, srv.URL, id); r.Status != "pending" {
 			t.Fatalf("opening the modal decided: %+v", r)
 		}
-		submit := slackForm(map[string]any{
-			"type": "view_submission", "api_app_id": "A0GATE", "trigger_id": "1234.9999.trigger",
-			"team": map[string]any{"id": slackE2ETeam, "domain": "acme"},
-			"user": map[string]any{"id": slackE2EAlice, "username": "alice", "team_id": slackE2ETeam},
-			"view": map[string]any{"id": "V0REASON", "type": "modal", "callback_id": "gatehouse_reason", "private_metadata": meta,
-				"state": map[string]any{"values": map[string]any{"reason": map[string]any{"reason": map[string]any{
-					"type": "plain_text_input", "value": "  not during the freeze <!here> "}}}}},
-		})
-		if code, body := slackCallback(t, srv.URL, submit, slackSign(slackE2ESecret, submit, time.Now())); code != http.StatusOK {
+		submit := slacktest.Form(slacktest.ViewSubmission(slacktest.Submission{Team: slackE2ETeam, User: slackE2EAlice,
+			CallbackID: "gatehouse_reason", Metadata: meta, Block: "reason", Action: "reason",
+			Value: "  not during the freeze <!here> ", TriggerID: "1234.9999.trigger"}))
+		if code, body := slackCallback(t, srv.URL, submit, slacktest.Sign(slackE2ESecret, time.Now(), submit)); code != http.StatusOK {
 			t.Fatalf("view_submission: %d %s", code, body)
 		}
 		code, res := wait()
@@ -553,28 +392,28 @@ func TestSlackRejectWithReasonAndCancelEndToEnd(t *testing.T) {
 		if r.Status != "rejected" || r.DecidedBy != "slack:"+slackE2ETeam+"/"+slackE2EAlice || r.DecidedVia != "ops-slack" {
 			t.Fatalf("request after rejection: %+v", r)
 		}
-		upd := fake.waitCalls("chat.update", 1)[0]
+		upd := fake.WaitCalls(t, "chat.update", 1)[0]
 		slackFinal(t, upd, post.TS, "Rejected", "<@"+slackE2EAlice+">", "not during the freeze &lt;!here&gt;")
 	})
 
 	t.Run("cancelled", func(t *testing.T) {
 		wait := slackAgent(t, srv.URL, "--tool", "deploy", "--args", `{"env":"staging"}`)
 		id := waitPending(t, srv.URL).ID
-		post := fake.waitCalls("chat.postMessage", 2)[1]
+		post := fake.WaitCalls(t, "chat.postMessage", 2)[1]
 		if code := api(t, "POST", srv.URL+"/api/v1/approvals/"+id+"/cancel", nil, nil); code != 200 {
 			t.Fatalf("cancel: %d", code)
 		}
 		if code, res := wait(); code != 2 || res["status"] != "cancelled" {
 			t.Fatalf("agent exit %d, printed %v", code, res)
 		}
-		upd := fake.waitCalls("chat.update", 2)[1]
+		upd := fake.WaitCalls(t, "chat.update", 2)[1]
 		slackFinal(t, upd, post.TS, "Cancelled")
 		// A tap on the cancelled card changes nothing and says so privately.
-		tap := slackForm(slackBlockActions(slackE2EAlice, post.TS, "gatehouse_approve", "approve:"+id))
-		if code, _ := slackCallback(t, srv.URL, tap, slackSign(slackE2ESecret, tap, time.Now())); code != http.StatusOK {
+		tap := slacktest.Form(slackBlockActions(slackE2EAlice, post.TS, "gatehouse_approve", "approve:"+id))
+		if code, _ := slackCallback(t, srv.URL, tap, slacktest.Sign(slackE2ESecret, time.Now(), tap)); code != http.StatusOK {
 			t.Fatalf("tap on a cancelled card: %d", code)
 		}
-		eph := fake.waitCalls("chat.postEphemeral", 1)[0]
+		eph := fake.WaitCalls(t, "chat.postEphemeral", 1)[0]
 		if eph.Form.Get("user") != slackE2EAlice || !strings.Contains(eph.Form.Get("text"), "cancelled") {
 			t.Errorf("ephemeral after a tap on a cancelled card: %v", eph.Form)
 		}
@@ -582,93 +421,37 @@ func TestSlackRejectWithReasonAndCancelEndToEnd(t *testing.T) {
 			t.Fatalf("a tap on a cancelled card changed it: %+v", r)
 		}
 	})
-	if n := len(fake.callsOf("chat.postMessage")); n != 2 {
+	if n := len(fake.CallsOf("chat.postMessage")); n != 2 {
 		t.Errorf("fake slack saw %d posts for 2 requests", n)
 	}
-}
-
-// slackSocket is Slack's Socket Mode endpoint: it greets each connection,
-// sends what it is given and hands back what the client writes (acks).
-type slackSocket struct {
-	srv   *httptest.Server
-	send  chan any
-	acks  chan map[string]any
-	conns chan struct{}
-}
-
-func newSlackSocket(t *testing.T) *slackSocket {
-	s := &slackSocket{send: make(chan any, 4), acks: make(chan map[string]any, 16), conns: make(chan struct{}, 4)}
-	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		_ = conn.WriteJSON(map[string]any{"type": "hello", "num_connections": 1,
-			"connection_info": map[string]any{"app_id": "A0GATE"}})
-		s.conns <- struct{}{}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for {
-				var m map[string]any
-				if err := conn.ReadJSON(&m); err != nil {
-					return
-				}
-				select {
-				case s.acks <- m:
-				default:
-				}
-			}
-		}()
-		for {
-			select {
-			case m := <-s.send:
-				if err := conn.WriteJSON(m); err != nil {
-					return
-				}
-			case <-done:
-				return
-			}
-		}
-	}))
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *slackSocket) url() string {
-	return "ws" + strings.TrimPrefix(s.srv.URL, "http") + "/link/?ticket=e2e"
 }
 
 // TestSlackSocketModeEndToEnd: with an app_token the binary takes taps over
 // Socket Mode: it opens the connection with the app token, acks the
 // envelope, and alice's tap approves; HTTP callbacks are not served.
 func TestSlackSocketModeEndToEnd(t *testing.T) {
-	fake := newSlackFake(t)
-	ws := newSlackSocket(t)
-	fake.mu.Lock()
-	fake.wsURL = ws.url()
-	fake.mu.Unlock()
+	fake := slacktest.NewServer(t, slackE2EBot, slackE2EApp)
+	ws := slacktest.NewSocket(t)
+	fake.SetSocketURL(ws.URL())
 	dir := t.TempDir()
-	srv := startServer(t, e2eConfig(t, dir, 0, slackConfig(fake.apiURL(), true)))
+	srv := startServer(t, e2eConfig(t, dir, 0, slackConfig(fake.URL+"/api", true)))
 
 	select {
-	case <-ws.conns:
+	case <-ws.Conns:
 	case <-time.After(5 * time.Second):
 		t.Fatalf("no Socket Mode connection\n%s", srv.Log())
 	}
-	if opens := fake.callsOf("apps.connections.open"); len(opens) != 1 || opens[0].Token != slackE2EApp {
+	if opens := fake.CallsOf("apps.connections.open"); len(opens) != 1 || opens[0].Token != slackE2EApp {
 		t.Fatalf("apps.connections.open calls: %+v", opens)
 	}
 
 	wait := slackAgent(t, srv.URL, "--tool", "deploy", "--args", `{"env":"prod"}`)
 	id := waitPending(t, srv.URL).ID
-	post := fake.waitCalls("chat.postMessage", 1)[0]
+	post := fake.WaitCalls(t, "chat.postMessage", 1)[0]
 
 	// With no signing secret, nothing is taken over HTTP.
-	body := slackForm(slackBlockActions(slackE2EAlice, post.TS, "gatehouse_approve", "approve:"+id))
-	if code, _ := slackCallback(t, srv.URL, body, slackSign(slackE2ESecret, body, time.Now())); code == http.StatusOK {
+	body := slacktest.Form(slackBlockActions(slackE2EAlice, post.TS, "gatehouse_approve", "approve:"+id))
+	if code, _ := slackCallback(t, srv.URL, body, slacktest.Sign(slackE2ESecret, time.Now(), body)); code == http.StatusOK {
 		t.Fatalf("an HTTP callback was accepted by a Socket Mode channel")
 	}
 
@@ -683,7 +466,7 @@ func TestSlackSocketModeEndToEnd(t *testing.T) {
 		deadline := time.After(5 * time.Second)
 		for {
 			select {
-			case m := <-ws.acks:
+			case m := <-ws.Acks:
 				if m["envelope_id"] == envID {
 					return
 				}
@@ -692,16 +475,16 @@ func TestSlackSocketModeEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	ws.send <- envelope("env-mallory", slackE2EMallory)
+	ws.Send <- envelope("env-mallory", slackE2EMallory)
 	ack("env-mallory")
-	if eph := fake.waitCalls("chat.postEphemeral", 1)[0]; eph.Form.Get("user") != slackE2EMallory {
+	if eph := fake.WaitCalls(t, "chat.postEphemeral", 1)[0]; eph.Form.Get("user") != slackE2EMallory {
 		t.Errorf("ephemeral: %v", eph.Form)
 	}
 	if r := slackGet(t, srv.URL, id); r.Status != "pending" {
 		t.Fatalf("a non-approver's tap decided: %+v", r)
 	}
 
-	ws.send <- envelope("env-alice", slackE2EAlice)
+	ws.Send <- envelope("env-alice", slackE2EAlice)
 	ack("env-alice")
 	code, res := wait()
 	if code != 0 || res["status"] != "approved" || res["request_id"] != id {
@@ -711,5 +494,5 @@ func TestSlackSocketModeEndToEnd(t *testing.T) {
 	if r.DecidedBy != "slack:"+slackE2ETeam+"/"+slackE2EAlice || r.DecidedVia != "ops-slack" {
 		t.Fatalf("request after approval: %+v", r)
 	}
-	slackFinal(t, fake.waitCalls("chat.update", 1)[0], post.TS, "Approved", "<@"+slackE2EAlice+">")
+	slackFinal(t, fake.WaitCalls(t, "chat.update", 1)[0], post.TS, "Approved", "<@"+slackE2EAlice+">")
 }
