@@ -2,16 +2,14 @@ package feishu
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/channel/feishu/feishutest"
 	"github.com/gatehouse-dev/gatehouse/gate"
 )
 
@@ -19,25 +17,11 @@ const reqID = "01JTESTREQUEST0000000000001"
 
 // tap is a card.action.trigger callback shaped as Feishu sends it.
 func tap(eventID, choice, reason string) map[string]any {
-	return map[string]any{
-		"schema": "2.0",
-		"header": map[string]any{
-			"event_id": eventID, "token": "v-token", "create_time": "1777636800000000",
-			"event_type": "card.action.trigger", "tenant_key": "tk_1", "app_id": "cli_test",
-		},
-		"event": map[string]any{
-			"operator": map[string]any{"tenant_key": "tk_1", "user_id": "u_alice", "open_id": "ou_alice", "union_id": "on_alice"},
-			"token":    "c-0123456789",
-			"action": map[string]any{
-				"value":      map[string]any{"request_id": reqID, "choice": choice},
-				"tag":        "button",
-				"name":       "gatehouse_" + choice,
-				"form_value": map[string]any{"reason": reason},
-			},
-			"host":    "im_message",
-			"context": map[string]any{"open_message_id": "om_1", "open_chat_id": "oc_chat"},
-		},
-	}
+	return feishutest.CardAction(feishutest.Tap{
+		EventID: eventID, Token: "v-token", AppID: "cli_test", TenantKey: "tk_1", At: testNow,
+		OpenID: "ou_alice", UserID: "u_alice", UnionID: "on_alice",
+		RequestID: reqID, Choice: choice, Reason: reason, MessageID: "om_1", ChatID: "oc_chat",
+	})
 }
 
 // feishuRequest builds a callback as Feishu delivers it: the JSON
@@ -45,19 +29,11 @@ func tap(eventID, choice, reason string) map[string]any {
 // signed over timestamp, nonce, key and the raw body.
 func feishuRequest(t *testing.T, payload any, key string, at time.Time) *http.Request {
 	t.Helper()
-	plain, err := json.Marshal(payload)
-	if err != nil {
-		t.Fatal(err)
+	d := feishutest.Callback(payload, key, key, at)
+	r := httptest.NewRequest(http.MethodPost, "/callbacks/feishu", bytes.NewReader(d.Body))
+	for k, v := range d.Header {
+		r.Header[k] = v
 	}
-	body, _ := json.Marshal(map[string]string{"encrypt": encryptLikeFeishu(t, plain, key)})
-	nb := make([]byte, 8)
-	rand.Read(nb)
-	ts, nonce := strconv.FormatInt(at.Unix(), 10), hex.EncodeToString(nb)
-	r := httptest.NewRequest(http.MethodPost, "/callbacks/feishu", bytes.NewReader(body))
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set(headerTimestamp, ts)
-	r.Header.Set(headerNonce, nonce)
-	r.Header.Set(headerSignature, signature(ts, nonce, key, body))
 	return r
 }
 
@@ -286,7 +262,7 @@ func TestURLChallenge(t *testing.T) {
 
 	// Encrypted, as Feishu sends it when an encrypt key is set (unsigned).
 	plain, _ := json.Marshal(ch)
-	body, _ := json.Marshal(map[string]string{"encrypt": encryptLikeFeishu(t, plain, "e-key")})
+	body := feishutest.Encrypted(ch, "e-key")
 	code, a, raw := serve(t, h, httptest.NewRequest(http.MethodPost, "/callbacks/feishu", bytes.NewReader(body)))
 	if code != 200 || a.Challenge != "ajls384kdjx98XX" || strings.TrimSpace(raw) != `{"challenge":"ajls384kdjx98XX"}` {
 		t.Errorf("encrypted challenge: %d %s", code, raw)

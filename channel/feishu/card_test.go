@@ -96,8 +96,8 @@ func TestPostSendsCardJSON2(t *testing.T) {
 		t.Fatalf("message calls = %d", len(msgs))
 	}
 	m := msgs[0]
-	if m.Path != "/open-apis/im/v1/messages?receive_id_type=chat_id" || m.Auth != "Bearer t-1" {
-		t.Errorf("send: path %q auth %q", m.Path, m.Auth)
+	if m.Path != "/open-apis/im/v1/messages" || m.Query != "receive_id_type=chat_id" || m.Auth != "Bearer t-1" {
+		t.Errorf("send: path %q query %q auth %q", m.Path, m.Query, m.Auth)
 	}
 	body, card, _ := decodeBody(t, m.Body)
 	if body["receive_id"] != "oc_chat" || body["msg_type"] != "interactive" {
@@ -271,8 +271,8 @@ func TestUpdateShowsFinalState(t *testing.T) {
 				t.Fatalf("patch calls = %d", len(calls))
 			}
 			c := calls[0]
-			if c.Path != "/open-apis/im/v1/messages/om_9" || c.Auth != "Bearer t-1" {
-				t.Errorf("patch: path %q auth %q", c.Path, c.Auth)
+			if c.Path != "/open-apis/im/v1/messages/om_9" || c.Query != "" || c.Auth != "Bearer t-1" {
+				t.Errorf("patch: path %q query %q auth %q", c.Path, c.Query, c.Auth)
 			}
 			body, card, _ := decodeBody(t, c.Body)
 			if len(body) != 1 {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/channel/feishu/feishutest"
 )
 
 func TestTenantTokenIsCachedUntilNearExpiry(t *testing.T) {
@@ -35,21 +37,21 @@ func TestDeliveryRetries(t *testing.T) {
 	const send = "POST /open-apis/im/v1/messages"
 	cases := []struct {
 		name      string
-		script    []fakeResp
+		script    []feishutest.Answer
 		wantErr   string
 		wantSends int
 	}{
-		{"rate limited by HTTP 429", []fakeResp{{status: 429, body: `{"code":99991400,"msg":"request trigger frequency limit"}`, header: map[string]string{"X-Ogw-Ratelimit-Reset": "0"}}}, "", 2},
-		{"message rate limit code", []fakeResp{{status: 400, body: `{"code":230020,"msg":"This operation triggers the frequency limit."}`}}, "", 2},
-		{"server errors then success", []fakeResp{{status: 502, body: `bad gateway`}, {status: 503, body: `{}`}}, "", 3},
-		{"stale token is refreshed", []fakeResp{{status: 400, body: `{"code":99991663,"msg":"Invalid access token for authorization."}`}}, "", 2},
-		{"server errors exhaust the tries", []fakeResp{{status: 500, body: `{}`}, {status: 500, body: `{}`}, {status: 500, body: `{}`}}, "HTTP 500", 3},
-		{"permanent error is not retried", []fakeResp{{status: 400, body: `{"code":230002,"msg":"Bot/User can NOT be out of the chat."}`}}, "code 230002", 1},
+		{"rate limited by HTTP 429", []feishutest.Answer{{Status: 429, Body: `{"code":99991400,"msg":"request trigger frequency limit"}`, Header: map[string]string{"X-Ogw-Ratelimit-Reset": "0"}}}, "", 2},
+		{"message rate limit code", []feishutest.Answer{{Status: 400, Body: `{"code":230020,"msg":"This operation triggers the frequency limit."}`}}, "", 2},
+		{"server errors then success", []feishutest.Answer{{Status: 502, Body: `bad gateway`}, {Status: 503, Body: `{}`}}, "", 3},
+		{"stale token is refreshed", []feishutest.Answer{{Status: 400, Body: `{"code":99991663,"msg":"Invalid access token for authorization."}`}}, "", 2},
+		{"server errors exhaust the tries", []feishutest.Answer{{Status: 500, Body: `{}`}, {Status: 500, Body: `{}`}, {Status: 500, Body: `{}`}}, "HTTP 500", 3},
+		{"permanent error is not retried", []feishutest.Answer{{Status: 400, Body: `{"code":230002,"msg":"Bot/User can NOT be out of the chat."}`}}, "code 230002", 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newTestEnv(t)
-			e.api.fail(send, tc.script...)
+			e.api.FailNext(send, tc.script...)
 			ref, err := e.ch.Post(context.Background(), sampleRequest())
 			if tc.wantErr == "" && (err != nil || ref == "") {
 				t.Fatalf("Post = %q, %v; want success after retries", ref, err)
@@ -77,11 +79,11 @@ func TestUpdateRetriesAndReportsFailure(t *testing.T) {
 	e := newTestEnv(t)
 	r := sampleRequest()
 	r.Status = "approved"
-	e.api.fail("PATCH /open-apis/im/v1/messages/om_7", fakeResp{status: 429, body: `{"code":99991400,"msg":"limit"}`})
+	e.api.FailNext("PATCH /open-apis/im/v1/messages/om_7", feishutest.Answer{Status: 429, Body: `{"code":99991400,"msg":"limit"}`})
 	if err := e.ch.Update(context.Background(), r, "om_7"); err != nil {
 		t.Fatalf("Update after one 429: %v", err)
 	}
-	e.api.fail("PATCH /open-apis/im/v1/messages/om_8", fakeResp{status: 400, body: `{"code":230031,"msg":"message too old to update"}`})
+	e.api.FailNext("PATCH /open-apis/im/v1/messages/om_8", feishutest.Answer{Status: 400, Body: `{"code":230031,"msg":"message too old to update"}`})
 	err := e.ch.Update(context.Background(), r, "om_8")
 	if err == nil || !strings.Contains(err.Error(), "230031") || !strings.HasPrefix(err.Error(), "feishu: update card") {
 		t.Errorf("Update error = %v, want the platform's code for the gate to record", err)
@@ -90,7 +92,7 @@ func TestUpdateRetriesAndReportsFailure(t *testing.T) {
 
 func TestTokenFailureIsReported(t *testing.T) {
 	e := newTestEnv(t)
-	e.api.fail("POST /open-apis/auth/v3/tenant_access_token/internal", fakeResp{status: 400, body: `{"code":10014,"msg":"app secret invalid"}`})
+	e.api.FailNext("POST /open-apis/auth/v3/tenant_access_token/internal", feishutest.Answer{Status: 400, Body: `{"code":10014,"msg":"app secret invalid"}`})
 	_, err := e.ch.Post(context.Background(), sampleRequest())
 	if err == nil || !strings.Contains(err.Error(), "10014") {
 		t.Fatalf("Post error = %v, want the token failure", err)

@@ -2,32 +2,12 @@ package feishu
 
 import (
 	"bytes"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"testing"
-)
 
-// encryptLikeFeishu encrypts plain the way Feishu encrypts callbacks: a
-// random IV, AES-256-CBC under SHA-256(key), PKCS#7, base64(IV+ciphertext).
-func encryptLikeFeishu(t *testing.T, plain []byte, key string) string {
-	t.Helper()
-	k := sha256.Sum256([]byte(key))
-	block, err := aes.NewCipher(k[:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	pad := aes.BlockSize - len(plain)%aes.BlockSize
-	data := append(bytes.Clone(plain), bytes.Repeat([]byte{byte(pad)}, pad)...)
-	out := make([]byte, aes.BlockSize+len(data))
-	if _, err := rand.Read(out[:aes.BlockSize]); err != nil {
-		t.Fatal(err)
-	}
-	cipher.NewCBCEncrypter(block, out[:aes.BlockSize]).CryptBlocks(out[aes.BlockSize:], data)
-	return base64.StdEncoding.EncodeToString(out)
-}
+	"github.com/gatehouse-dev/gatehouse/channel/feishu/feishutest"
+)
 
 func TestDecryptDocumentedVector(t *testing.T) {
 	got, err := decrypt("P37w+VZImNgPEO1RBhJ6RtKl7n6zymIbEG1pReEzghk=", "test key")
@@ -41,11 +21,11 @@ func TestDecryptDocumentedVector(t *testing.T) {
 
 func TestDecrypt(t *testing.T) {
 	plain := []byte(`{"challenge":"abc","token":"v-token","type":"url_verification"}`)
-	enc := encryptLikeFeishu(t, plain, "e-key")
+	enc := feishutest.Encrypt(plain, "e-key")
 	if got, err := decrypt(enc, "e-key"); err != nil || !bytes.Equal(got, plain) {
 		t.Fatalf("round trip = %q, %v", got, err)
 	}
-	if enc2 := encryptLikeFeishu(t, plain, "e-key"); enc2 == enc {
+	if enc2 := feishutest.Encrypt(plain, "e-key"); enc2 == enc {
 		t.Error("the IV is not random")
 	}
 	for name, in := range map[string]string{

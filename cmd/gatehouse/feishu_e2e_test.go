@@ -6,22 +6,16 @@ package main
 
 import (
 	"bytes"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/channel/feishu/feishutest"
 )
 
 const (
@@ -34,108 +28,6 @@ const (
 	feishuE2EMallory = "ou_mallory"
 	feishuE2EPublic  = "https://gate.example.test"
 )
-
-// feishuCall is one request the fake Feishu API received.
-type feishuCall struct {
-	Method string
-	Path   string // without the query
-	Query  string
-	Auth   string
-	Body   map[string]any
-}
-
-// card decodes the card a message create or patch carries in "content".
-func (c feishuCall) card(t *testing.T) map[string]any {
-	t.Helper()
-	s, _ := c.Body["content"].(string)
-	var card map[string]any
-	if err := json.Unmarshal([]byte(s), &card); err != nil {
-		t.Fatalf("%s %s: content %q is not card JSON: %v", c.Method, c.Path, s, err)
-	}
-	return card
-}
-
-// feishuFake is a local Feishu Open API: the tenant token endpoint, message
-// create and message patch. It checks credentials and records every call.
-type feishuFake struct {
-	t     *testing.T
-	srv   *httptest.Server
-	mu    sync.Mutex
-	calls []feishuCall
-	msgs  int
-}
-
-func newFeishuFake(t *testing.T) *feishuFake {
-	f := &feishuFake{t: t}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *feishuFake) serve(w http.ResponseWriter, r *http.Request) {
-	raw, _ := io.ReadAll(r.Body)
-	c := feishuCall{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Auth: r.Header.Get("Authorization")}
-	if err := json.Unmarshal(raw, &c.Body); err != nil {
-		f.t.Errorf("fake feishu: %s %s: body is not JSON: %q", r.Method, r.URL.Path, raw)
-	}
-	f.mu.Lock()
-	f.calls = append(f.calls, c)
-	f.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	answer := func(status int, v map[string]any) {
-		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(v)
-	}
-	switch {
-	case r.Method == http.MethodPost && r.URL.Path == "/open-apis/auth/v3/tenant_access_token/internal":
-		if c.Body["app_id"] != feishuE2EAppID || c.Body["app_secret"] != feishuE2ESecret {
-			answer(400, map[string]any{"code": 10014, "msg": "app secret invalid"})
-			return
-		}
-		answer(200, map[string]any{"code": 0, "msg": "ok", "tenant_access_token": "t-e2e", "expire": 7200})
-	case c.Auth != "Bearer t-e2e":
-		answer(400, map[string]any{"code": 99991661, "msg": "Missing access token"})
-	case r.Method == http.MethodPost && r.URL.Path == "/open-apis/im/v1/messages" && r.URL.Query().Get("receive_id_type") == "chat_id":
-		f.mu.Lock()
-		f.msgs++
-		id := "om_e2e" + strconv.Itoa(f.msgs)
-		f.mu.Unlock()
-		answer(200, map[string]any{"code": 0, "msg": "success", "data": map[string]any{"message_id": id, "msg_type": "interactive"}})
-	case r.Method == http.MethodPatch && strings.HasPrefix(r.URL.Path, "/open-apis/im/v1/messages/om_e2e"):
-		answer(200, map[string]any{"code": 0, "msg": "success", "data": map[string]any{}})
-	default:
-		f.t.Errorf("fake feishu: unexpected %s %s", r.Method, r.URL.Path)
-		answer(404, map[string]any{"code": 404, "msg": "not found"})
-	}
-}
-
-// callsOf returns the calls whose "METHOD path" starts with prefix.
-func (f *feishuFake) callsOf(prefix string) []feishuCall {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []feishuCall
-	for _, c := range f.calls {
-		if strings.HasPrefix(c.Method+" "+c.Path, prefix) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func (f *feishuFake) waitCalls(prefix string, n int) []feishuCall {
-	f.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got := f.callsOf(prefix)
-		if len(got) >= n {
-			return got
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("fake feishu saw %d calls %q, want %d", len(got), prefix, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 const (
 	feishuSend  = "POST /open-apis/im/v1/messages"
@@ -166,72 +58,11 @@ routes:
 // feishuTap is a card.action.trigger callback (schema 2.0) as Feishu sends
 // it when operator taps the button for choice on request id's card.
 func feishuTap(eventID, id, choice, operator, reason string) map[string]any {
-	return map[string]any{
-		"schema": "2.0",
-		"header": map[string]any{
-			"event_id": eventID, "token": feishuE2EVerify, "create_time": strconv.FormatInt(time.Now().UnixMicro(), 10),
-			"event_type": "card.action.trigger", "tenant_key": "tk_e2e", "app_id": feishuE2EAppID,
-		},
-		"event": map[string]any{
-			"operator": map[string]any{"tenant_key": "tk_e2e", "user_id": "u_" + operator, "open_id": operator, "union_id": "on_" + operator},
-			"token":    "c-e2e-card-token",
-			"action": map[string]any{
-				"value":      map[string]any{"request_id": id, "choice": choice},
-				"tag":        "button",
-				"name":       "gatehouse_" + choice,
-				"form_value": map[string]any{"reason": reason},
-			},
-			"host":    "im_message",
-			"context": map[string]any{"open_message_id": "om_e2e1", "open_chat_id": feishuE2EChat},
-		},
-	}
-}
-
-// feishuEncrypt encrypts as Feishu does: AES-256-CBC under SHA-256(key),
-// a random IV in front, PKCS#7 padding, base64.
-func feishuEncrypt(t *testing.T, plain []byte, key string) string {
-	t.Helper()
-	k := sha256.Sum256([]byte(key))
-	block, err := aes.NewCipher(k[:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	pad := aes.BlockSize - len(plain)%aes.BlockSize
-	data := append(bytes.Clone(plain), bytes.Repeat([]byte{byte(pad)}, pad)...)
-	out := make([]byte, aes.BlockSize+len(data))
-	if _, err := rand.Read(out[:aes.BlockSize]); err != nil {
-		t.Fatal(err)
-	}
-	cipher.NewCBCEncrypter(block, out[:aes.BlockSize]).CryptBlocks(out[aes.BlockSize:], data)
-	return base64.StdEncoding.EncodeToString(out)
-}
-
-// feishuDelivery is one callback delivery: the body and its headers, kept
-// so that a test can send the very same bytes again.
-type feishuDelivery struct {
-	body   []byte
-	header http.Header
-}
-
-// feishuBuild encrypts payload under encryptKey and signs it, at time at,
-// with signKey: X-Lark-Signature = hex(sha256(ts + nonce + key + body)).
-func feishuBuild(t *testing.T, payload any, encryptKey, signKey string, at time.Time) feishuDelivery {
-	t.Helper()
-	plain, err := json.Marshal(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := json.Marshal(map[string]string{"encrypt": feishuEncrypt(t, plain, encryptKey)})
-	nb := make([]byte, 8)
-	rand.Read(nb)
-	ts, nonce := strconv.FormatInt(at.Unix(), 10), hex.EncodeToString(nb)
-	sum := sha256.Sum256([]byte(ts + nonce + signKey + string(body)))
-	return feishuDelivery{body: body, header: http.Header{
-		"Content-Type":             {"application/json; charset=utf-8"},
-		"X-Lark-Request-Timestamp": {ts},
-		"X-Lark-Request-Nonce":     {nonce},
-		"X-Lark-Signature":         {hex.EncodeToString(sum[:])},
-	}}
+	return feishutest.CardAction(feishutest.Tap{
+		EventID: eventID, Token: feishuE2EVerify, AppID: feishuE2EAppID, TenantKey: "tk_e2e", At: time.Now(),
+		OpenID: operator, UserID: "u_" + operator, UnionID: "on_" + operator,
+		RequestID: id, Choice: choice, Reason: reason, MessageID: "om_1", ChatID: feishuE2EChat,
+	})
 }
 
 // feishuAnswer is the callback's HTTP answer.
@@ -251,10 +82,10 @@ type feishuAnswer struct {
 }
 
 // feishuDeliver POSTs d to /callbacks/feishu.
-func feishuDeliver(t *testing.T, base string, d feishuDelivery) (int, feishuAnswer, string) {
+func feishuDeliver(t *testing.T, base string, d feishutest.Delivery) (int, feishuAnswer, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, base+"/callbacks/feishu", bytes.NewReader(d.body))
-	for k, v := range d.header {
+	req, _ := http.NewRequest(http.MethodPost, base+"/callbacks/feishu", bytes.NewReader(d.Body))
+	for k, v := range d.Header {
 		req.Header[k] = v
 	}
 	start := time.Now()
@@ -273,8 +104,8 @@ func feishuDeliver(t *testing.T, base string, d feishuDelivery) (int, feishuAnsw
 }
 
 // feishuSigned is a fresh, correctly encrypted and signed delivery.
-func feishuSigned(t *testing.T, payload any) feishuDelivery {
-	return feishuBuild(t, payload, feishuE2EKey, feishuE2EKey, time.Now())
+func feishuSigned(payload any) feishutest.Delivery {
+	return feishutest.Callback(payload, feishuE2EKey, feishuE2EKey, time.Now())
 }
 
 // feishuWalk calls fn on every object of a card.
@@ -355,17 +186,17 @@ func feishuFinal(t *testing.T, card map[string]any, title string, want ...string
 // approves, and the answer carries the final card; the agent gets the
 // verdict with her Feishu identity; a replay of her callback is refused.
 func TestFeishuApproveEndToEnd(t *testing.T) {
-	fake := newFeishuFake(t)
+	fake := feishutest.NewServer(t, feishuE2EAppID, feishuE2ESecret)
 	dir := t.TempDir()
-	srv := startServer(t, e2eConfig(t, dir, 0, feishuConfig(fake.srv.URL)))
+	srv := startServer(t, e2eConfig(t, dir, 0, feishuConfig(fake.URL)))
 
 	// Feishu's URL check when the callback URL is saved, encrypted.
 	challenge := map[string]any{"type": "url_verification", "challenge": "ch-e2e-42", "token": feishuE2EVerify}
-	if code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(t, challenge)); code != 200 || a.Challenge != "ch-e2e-42" {
+	if code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(challenge)); code != 200 || a.Challenge != "ch-e2e-42" {
 		t.Fatalf("URL verification: %d %s", code, raw)
 	}
 	challenge["token"] = "not-the-token"
-	if code, _, raw := feishuDeliver(t, srv.URL, feishuSigned(t, challenge)); code != http.StatusUnauthorized {
+	if code, _, raw := feishuDeliver(t, srv.URL, feishuSigned(challenge)); code != http.StatusUnauthorized {
 		t.Fatalf("URL verification with a wrong token: %d %s", code, raw)
 	}
 
@@ -375,14 +206,14 @@ func TestFeishuApproveEndToEnd(t *testing.T) {
 
 	// The card: one message to the configured chat, with a tenant token
 	// fetched with the app's credentials.
-	send := fake.waitCalls(feishuSend, 1)[0]
-	if tok := fake.callsOf("POST /open-apis/auth/v3/tenant_access_token/internal"); len(tok) != 1 {
+	send := fake.WaitCalls(t, feishuSend, 1)[0]
+	if tok := fake.Calls("POST /open-apis/auth/v3/tenant_access_token/internal"); len(tok) != 1 {
 		t.Errorf("%d token fetches before the first send, want 1", len(tok))
 	}
-	if send.Query != "receive_id_type=chat_id" || send.Body["receive_id"] != feishuE2EChat || send.Body["msg_type"] != "interactive" || send.Body["uuid"] == "" {
-		t.Fatalf("message create: ?%s %v", send.Query, send.Body)
+	if send.Query != "receive_id_type=chat_id" || send.JSON["receive_id"] != feishuE2EChat || send.JSON["msg_type"] != "interactive" || send.JSON["uuid"] == "" {
+		t.Fatalf("message create: ?%s %v", send.Query, send.JSON)
 	}
-	card := send.card(t)
+	card := send.Card(t)
 	if card["schema"] != "2.0" || feishuTitle(card) != "Approval needed" {
 		t.Fatalf("card: %v", card)
 	}
@@ -422,19 +253,19 @@ func TestFeishuApproveEndToEnd(t *testing.T) {
 	// Refused with 401 before any decision.
 	wrongToken := approve("ev_wrong_token")
 	wrongToken["header"].(map[string]any)["token"] = "not-the-verification-token"
-	unsigned := feishuSigned(t, approve("ev_unsigned"))
-	unsigned.header.Del("X-Lark-Signature")
-	tampered := feishuSigned(t, approve("ev_tampered"))
-	tampered.header.Set("X-Lark-Request-Nonce", "another-nonce")
+	unsigned := feishuSigned(approve("ev_unsigned"))
+	unsigned.Header.Del("X-Lark-Signature")
+	tampered := feishuSigned(approve("ev_tampered"))
+	tampered.Header.Set("X-Lark-Request-Nonce", "another-nonce")
 	for _, tc := range []struct {
 		name string
-		d    feishuDelivery
+		d    feishutest.Delivery
 	}{
-		{"bad signature", feishuBuild(t, approve("ev_badsig"), feishuE2EKey, "not-the-encrypt-key", time.Now())},
+		{"bad signature", feishutest.Callback(approve("ev_badsig"), feishuE2EKey, "not-the-encrypt-key", time.Now())},
 		{"tampered nonce", tampered},
 		{"unsigned", unsigned},
-		{"wrong verification token", feishuSigned(t, wrongToken)},
-		{"stale timestamp", feishuBuild(t, approve("ev_stale"), feishuE2EKey, feishuE2EKey, time.Now().Add(-10*time.Minute))},
+		{"wrong verification token", feishuSigned(wrongToken)},
+		{"stale timestamp", feishutest.Callback(approve("ev_stale"), feishuE2EKey, feishuE2EKey, time.Now().Add(-10*time.Minute))},
 	} {
 		code, a, raw := feishuDeliver(t, srv.URL, tc.d)
 		if code != http.StatusUnauthorized || a.Card != nil || a.Toast != nil {
@@ -453,7 +284,7 @@ func TestFeishuApproveEndToEnd(t *testing.T) {
 		{"non-approver", "not an approver", feishuTap("ev_mallory", id, "approve", feishuE2EMallory, "")},
 		{"another chat", "approvals chat", offChat},
 	} {
-		code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(t, tc.payload))
+		code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(tc.payload))
 		if code != 200 || a.Toast == nil || a.Toast.Type != "error" || !strings.Contains(a.Toast.Content, tc.want) || a.Card != nil {
 			t.Fatalf("%s: %d %s, want an error toast saying %q", tc.name, code, raw, tc.want)
 		}
@@ -470,7 +301,7 @@ func TestFeishuApproveEndToEnd(t *testing.T) {
 	}
 
 	// Alice approves; the answer carries the final card.
-	tap := feishuSigned(t, approve("ev_alice_approves"))
+	tap := feishuSigned(approve("ev_alice_approves"))
 	code, a, raw := feishuDeliver(t, srv.URL, tap)
 	if code != 200 || a.Toast == nil || a.Toast.Type != "success" || a.Card == nil || a.Card.Type != "raw" {
 		t.Fatalf("approval: %d %s", code, raw)
@@ -496,7 +327,7 @@ func TestFeishuApproveEndToEnd(t *testing.T) {
 
 	// The answer was the card's update: one send, no patch.
 	time.Sleep(300 * time.Millisecond)
-	if n, m := len(fake.callsOf(feishuSend)), len(fake.callsOf(feishuPatch)); n != 1 || m != 0 {
+	if n, m := len(fake.Calls(feishuSend)), len(fake.Calls(feishuPatch)); n != 1 || m != 0 {
 		t.Errorf("fake feishu saw %d sends and %d patches, want 1 and 0", n, m)
 	}
 	evs := slackEvents(t, srv.URL, id)
@@ -510,15 +341,15 @@ func TestFeishuApproveEndToEnd(t *testing.T) {
 // cancelled get their card patched to its final form; a tap on a cancelled
 // card changes nothing and shows the final card.
 func TestFeishuFinalFormsEndToEnd(t *testing.T) {
-	fake := newFeishuFake(t)
+	fake := feishutest.NewServer(t, feishuE2EAppID, feishuE2ESecret)
 	dir := t.TempDir()
-	srv := startServer(t, e2eConfig(t, dir, 0, feishuConfig(fake.srv.URL)))
+	srv := startServer(t, e2eConfig(t, dir, 0, feishuConfig(fake.URL)))
 
 	t.Run("rejected, then its event_id replayed onto another request", func(t *testing.T) {
 		wait := slackAgent(t, srv.URL, "--tool", "pay", "--args", `{"amount":1}`)
 		first := waitPending(t, srv.URL).ID
-		fake.waitCalls(feishuSend, 1)
-		code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(t, feishuTap("ev_shared", first, "reject", feishuE2EAlice, "  over budget ")))
+		fake.WaitCalls(t, feishuSend, 1)
+		code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(feishuTap("ev_shared", first, "reject", feishuE2EAlice, "  over budget ")))
 		if code != 200 || a.Card == nil {
 			t.Fatalf("rejection: %d %s", code, raw)
 		}
@@ -529,15 +360,15 @@ func TestFeishuFinalFormsEndToEnd(t *testing.T) {
 
 		wait = slackAgent(t, srv.URL, "--tool", "pay", "--args", `{"amount":2}`)
 		second := waitPending(t, srv.URL).ID
-		fake.waitCalls(feishuSend, 2)
-		code, _, raw = feishuDeliver(t, srv.URL, feishuSigned(t, feishuTap("ev_shared", second, "approve", feishuE2EAlice, "")))
+		fake.WaitCalls(t, feishuSend, 2)
+		code, _, raw = feishuDeliver(t, srv.URL, feishuSigned(feishuTap("ev_shared", second, "approve", feishuE2EAlice, "")))
 		if code != http.StatusUnauthorized {
 			t.Fatalf("replayed event_id: %d %s, want 401", code, raw)
 		}
 		if r := slackGet(t, srv.URL, second); r.Status != "pending" {
 			t.Fatalf("a replayed event_id decided: %+v", r)
 		}
-		code, a, raw = feishuDeliver(t, srv.URL, feishuSigned(t, feishuTap("ev_fresh", second, "approve", feishuE2EAlice, "")))
+		code, a, raw = feishuDeliver(t, srv.URL, feishuSigned(feishuTap("ev_fresh", second, "approve", feishuE2EAlice, "")))
 		if code != 200 || a.Toast == nil || a.Toast.Type != "success" {
 			t.Fatalf("approval with a fresh event_id: %d %s", code, raw)
 		}
@@ -551,35 +382,35 @@ func TestFeishuFinalFormsEndToEnd(t *testing.T) {
 		if exit, res := wait(); exit != 2 || res["status"] != "expired" || res["allow"] != false {
 			t.Fatalf("agent exit %d, printed %v", exit, res)
 		}
-		sends := fake.waitCalls(feishuSend, 3)
-		msg := "om_e2e" + strconv.Itoa(len(sends))
-		patch := fake.waitCalls(feishuPatch, 1)[0]
+		sends := fake.WaitCalls(t, feishuSend, 3)
+		msg := "om_" + strconv.Itoa(len(sends))
+		patch := fake.WaitCalls(t, feishuPatch, 1)[0]
 		if patch.Path != "/open-apis/im/v1/messages/"+msg {
 			t.Fatalf("patched %s, want the expired request's card %s", patch.Path, msg)
 		}
-		feishuFinal(t, patch.card(t), "Expired", "with no verdict; on timeout: deny")
+		feishuFinal(t, patch.Card(t), "Expired", "with no verdict; on timeout: deny")
 	})
 
 	t.Run("cancelled", func(t *testing.T) {
 		wait := slackAgent(t, srv.URL, "--tool", "pay", "--args", `{"amount":4}`)
 		id := waitPending(t, srv.URL).ID
-		sends := fake.waitCalls(feishuSend, 4)
-		msg := "om_e2e" + strconv.Itoa(len(sends))
+		sends := fake.WaitCalls(t, feishuSend, 4)
+		msg := "om_" + strconv.Itoa(len(sends))
 		if code := api(t, "POST", srv.URL+"/api/v1/approvals/"+id+"/cancel", nil, nil); code != 200 {
 			t.Fatalf("cancel: %d", code)
 		}
 		if exit, res := wait(); exit != 2 || res["status"] != "cancelled" {
 			t.Fatalf("agent exit %d, printed %v", exit, res)
 		}
-		patch := fake.waitCalls(feishuPatch, 2)[1]
+		patch := fake.WaitCalls(t, feishuPatch, 2)[1]
 		if patch.Path != "/open-apis/im/v1/messages/"+msg {
 			t.Fatalf("patched %s, want the cancelled request's card %s", patch.Path, msg)
 		}
-		feishuFinal(t, patch.card(t), "Cancelled", "Cancelled by the agent")
+		feishuFinal(t, patch.Card(t), "Cancelled", "Cancelled by the agent")
 
 		// A tap on the stale card: nothing changes; the answer shows the
 		// final card again.
-		code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(t, feishuTap("ev_late", id, "approve", feishuE2EAlice, "")))
+		code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(feishuTap("ev_late", id, "approve", feishuE2EAlice, "")))
 		if code != 200 || a.Toast == nil || a.Toast.Type != "info" || a.Card == nil {
 			t.Fatalf("tap on a cancelled card: %d %s", code, raw)
 		}
@@ -590,7 +421,7 @@ func TestFeishuFinalFormsEndToEnd(t *testing.T) {
 	})
 
 	// One card per request; patches only for the two decided elsewhere.
-	if n, m := len(fake.callsOf(feishuSend)), len(fake.callsOf(feishuPatch)); n != 4 || m != 2 {
+	if n, m := len(fake.Calls(feishuSend)), len(fake.Calls(feishuPatch)); n != 4 || m != 2 {
 		t.Errorf("fake feishu saw %d sends and %d patches, want 4 and 2", n, m)
 	}
 }
