@@ -37,23 +37,11 @@ func feishuRequest(t *testing.T, payload any, key string, at time.Time) *http.Re
 	return r
 }
 
-type answer struct {
-	Toast struct {
-		Type    string `json:"type"`
-		Content string `json:"content"`
-	} `json:"toast"`
-	Card *struct {
-		Type string         `json:"type"`
-		Data map[string]any `json:"data"`
-	} `json:"card"`
-	Challenge string `json:"challenge"`
-}
-
-func serve(t *testing.T, h http.Handler, r *http.Request) (int, answer, string) {
+func serve(t *testing.T, h http.Handler, r *http.Request) (int, feishutest.Reply, string) {
 	t.Helper()
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
-	var a answer
+	var a feishutest.Reply
 	_ = json.Unmarshal(w.Body.Bytes(), &a)
 	return w.Code, a, w.Body.String()
 }
@@ -87,7 +75,7 @@ func TestCallbackApproveAndReject(t *testing.T) {
 			if d.Reason != strings.TrimSpace(tc.reason) {
 				t.Errorf("reason = %q", d.Reason)
 			}
-			if a.Toast.Type != "success" || a.Card == nil || a.Card.Type != "raw" {
+			if a.Toast == nil || a.Toast.Type != "success" || a.Card == nil || a.Card.Type != "raw" {
 				t.Fatalf("answer = %s", raw)
 			}
 			if a.Card.Data["schema"] != "2.0" || tags(a.Card.Data)["button"] != 0 {
@@ -232,7 +220,7 @@ func TestCallbackGateAnswers(t *testing.T) {
 			if code != 200 {
 				t.Fatalf("status %d: %s", code, raw)
 			}
-			if a.Toast.Type != tc.toastType || !strings.Contains(a.Toast.Content, tc.toast) {
+			if a.Toast == nil || a.Toast.Type != tc.toastType || !strings.Contains(a.Toast.Content, tc.toast) {
 				t.Errorf("toast = %+v, want %s %q", a.Toast, tc.toastType, tc.toast)
 			}
 			if (a.Card != nil) != tc.card {
@@ -250,7 +238,7 @@ func TestCallbackOutsideTheChat(t *testing.T) {
 	p := tap("ev_1", "approve", "")
 	p["event"].(map[string]any)["context"].(map[string]any)["open_chat_id"] = "oc_elsewhere"
 	code, a, _ := serve(t, NewCallbackHandler([]*Channel{e.ch}), feishuRequest(t, p, "e-key", testNow))
-	if code != 200 || a.Toast.Type != "error" || len(e.decider.Decisions()) != 0 || len(e.decider.Refusals()) != 1 {
+	if code != 200 || a.Toast == nil || a.Toast.Type != "error" || len(e.decider.Decisions()) != 0 || len(e.decider.Refusals()) != 1 {
 		t.Errorf("status %d toast %+v decisions %d refusals %v", code, a.Toast, len(e.decider.Decisions()), e.decider.Refusals())
 	}
 }

@@ -65,24 +65,8 @@ func feishuTap(eventID, id, choice, operator, reason string) map[string]any {
 	})
 }
 
-// feishuAnswer is the callback's HTTP answer.
-type feishuAnswer struct {
-	Toast *struct {
-		Type    string `json:"type"`
-		Content string `json:"content"`
-	} `json:"toast"`
-	Card *struct {
-		Type string         `json:"type"`
-		Data map[string]any `json:"data"`
-	} `json:"card"`
-	Challenge string `json:"challenge"`
-	Error     *struct {
-		Code, Message string
-	} `json:"error"`
-}
-
 // feishuDeliver POSTs d to /callbacks/feishu.
-func feishuDeliver(t *testing.T, base string, d feishutest.Delivery) (int, feishuAnswer, string) {
+func feishuDeliver(t *testing.T, base string, d feishutest.Delivery) (int, feishutest.Reply, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, base+"/callbacks/feishu", bytes.NewReader(d.Body))
 	for k, v := range d.Header {
@@ -98,7 +82,7 @@ func feishuDeliver(t *testing.T, base string, d feishutest.Delivery) (int, feish
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("the callback took %v; Feishu gives up after 3 s", took)
 	}
-	var a feishuAnswer
+	var a feishutest.Reply
 	_ = json.Unmarshal(raw, &a)
 	return resp.StatusCode, a, string(raw)
 }

@@ -242,6 +242,22 @@ func Callback(payload any, encryptKey, signKey string, at time.Time) Delivery {
 	}}
 }
 
+// Reply is Gatehouse's HTTP answer to a callback, as Feishu reads it.
+type Reply struct {
+	Toast *struct {
+		Type    string `json:"type"`
+		Content string `json:"content"`
+	} `json:"toast"`
+	Card *struct {
+		Type string         `json:"type"`
+		Data map[string]any `json:"data"`
+	} `json:"card"`
+	Challenge string `json:"challenge"`
+	Error     *struct {
+		Code, Message string
+	} `json:"error"`
+}
+
 // Tap describes a tap on a card's button (a card.action.trigger callback,
 // schema 2.0).
 type Tap struct {
