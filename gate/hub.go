@@ -9,12 +9,32 @@ type hub struct {
 	waiters map[string]map[*waiter]struct{}
 }
 
-type waiter struct{ ch chan struct{} }
+// waiter is one agent waiting on a request: a blocking Wait (ch) or a
+// parked one (park), which has no goroutine of its own.
+type waiter struct {
+	ch   chan struct{}
+	park *Parked
+
+	mu  sync.Mutex
+	row *Request // the settled row handed over with the wake-up, if any
+}
+
+// handed returns the settled row a wake-up carried, if any.
+func (w *waiter) handed() *Request {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.row
+}
 
 func newHub() *hub { return &hub{waiters: map[string]map[*waiter]struct{}{}} }
 
 func (h *hub) add(id string) *waiter {
 	w := &waiter{ch: make(chan struct{}, 1)}
+	h.put(id, w)
+	return w
+}
+
+func (h *hub) put(id string, w *waiter) {
 	h.mu.Lock()
 	set := h.waiters[id]
 	if set == nil {
@@ -23,7 +43,6 @@ func (h *hub) add(id string) *waiter {
 	}
 	set[w] = struct{}{}
 	h.mu.Unlock()
-	return w
 }
 
 func (h *hub) remove(id string, w *waiter) {
@@ -39,9 +58,26 @@ func (h *hub) remove(id string, w *waiter) {
 
 // wake signals every waiter of id. The signal is a level, not an edge: a
 // waiter busy re-reading the row sees it on its next select.
-func (h *hub) wake(id string) {
+func (h *hub) wake(id string) { h.wakeWith(id, nil) }
+
+// wakeWith signals every waiter of id and, when r is the row as a
+// transition on this process left it (final), hands it over so the waiter
+// answers without reading the database again.
+func (h *hub) wakeWith(id string, r *Request) {
+	if r != nil && !r.Status.Final() {
+		r = nil
+	}
 	h.mu.Lock()
 	for w := range h.waiters[id] {
+		if r != nil {
+			w.mu.Lock()
+			w.row = r
+			w.mu.Unlock()
+		}
+		if w.park != nil {
+			w.park.signal(r)
+			continue
+		}
 		select {
 		case w.ch <- struct{}{}:
 		default:
@@ -57,6 +93,21 @@ func (h *hub) ids() []string {
 	out := make([]string, 0, len(h.waiters))
 	for id := range h.waiters {
 		out = append(out, id)
+	}
+	return out
+}
+
+// parked lists the parked waiters now.
+func (h *hub) parked() []*Parked {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []*Parked
+	for _, set := range h.waiters {
+		for w := range set {
+			if w.park != nil {
+				out = append(out, w.park)
+			}
+		}
 	}
 	return out
 }

@@ -166,7 +166,14 @@ func (s *Service) Start(ctx context.Context) {
 // Stop tells every waiter to return now with what it has, so long-polling
 // agents come back (to this replica after a restart, or to another) instead
 // of being cut off.
-func (s *Service) Stop() { s.stopOnce.Do(func() { close(s.stopping) }) }
+func (s *Service) Stop() {
+	s.stopOnce.Do(func() {
+		close(s.stopping)
+		for _, p := range s.hub.parked() {
+			p.stop()
+		}
+	})
+}
 
 func (s *Service) loop(ctx context.Context, every time.Duration, extra <-chan struct{}, fn func(context.Context)) {
 	t := time.NewTicker(every)
@@ -460,6 +467,12 @@ func (s *Service) Wait(ctx context.Context, id string, d time.Duration) (*Reques
 			return r, nil
 		}
 		expiry.Stop()
+		if h := w.handed(); h != nil {
+			// A transition on this process handed its row over with the
+			// wake-up: no second read, and no wait behind the card work.
+			cp := *h
+			return &cp, nil
+		}
 		if r, err = s.store.Get(ctx, id); err != nil || r.Status.Final() {
 			return r, err
 		}
@@ -626,7 +639,7 @@ func (s *Service) transition(ctx context.Context, t Transition) (*Request, error
 }
 
 func (s *Service) settled(ctx context.Context, r *Request) {
-	s.hub.wake(r.ID)
+	s.hub.wakeWith(r.ID, r)
 	if s.notifier != nil {
 		if err := s.notifier.Publish(ctx, r.ID); err != nil {
 			s.log.Warn("publish failed; other replicas will re-read", "request_id", r.ID, "err", err)
