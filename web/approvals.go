@@ -145,14 +145,20 @@ func (s *Server) getApproval(c echo.Context) error {
 	if err != nil {
 		return s.apiError(c, err)
 	}
-	r, err := s.svc.Wait(c.Request().Context(), c.Param("id"), wait)
-	if err != nil {
-		return s.apiError(c, err)
-	}
-	if wait > 0 && r.Status == gate.StatusPending {
-		c.Response().Header().Set("Retry-After", "0")
-	}
-	return c.JSON(http.StatusOK, r)
+	method, path := c.Request().Method, c.Path()
+	return s.longPoll(c, c.Param("id"), wait, func(h http.Header, r *gate.Request, err error) (int, any) {
+		if err != nil {
+			code := gate.ErrorCode(err)
+			if code == gate.EINTERNAL || code == gate.EUNAVAILABLE {
+				s.log.Error("request failed", "method", method, "path", path, "err", err)
+			}
+			return statusOf(code), newErrorBody(code, gate.ErrorMessage(err))
+		}
+		if wait > 0 && r.Status == gate.StatusPending {
+			h.Set("Retry-After", "0")
+		}
+		return http.StatusOK, r
+	})
 }
 
 func (s *Server) cancelApproval(c echo.Context) error {
@@ -304,9 +310,10 @@ func (s *Server) gate(c echo.Context) error {
 	if err != nil {
 		return c.JSON(statusOf(gate.ErrorCode(err)), denied("", err))
 	}
-	got, err := s.svc.Wait(ctx, r.ID, wait)
-	if err != nil {
-		return c.JSON(statusOf(gate.ErrorCode(err)), denied(r.ID, err))
-	}
-	return c.JSON(http.StatusOK, ResultOf(got, s.now()))
+	return s.longPoll(c, r.ID, wait, func(_ http.Header, got *gate.Request, err error) (int, any) {
+		if err != nil {
+			return statusOf(gate.ErrorCode(err)), denied(r.ID, err)
+		}
+		return http.StatusOK, ResultOf(got, s.now())
+	})
 }

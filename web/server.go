@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -61,6 +62,9 @@ type Server struct {
 	tokens []tokenHash
 	pages  *pages
 	http   *http.Server
+	// parkedN counts long polls parked off their connection's goroutine
+	// (web/park.go); Shutdown waits for their answers.
+	parkedN atomic.Int64
 }
 
 type tokenHash struct {
@@ -157,7 +161,11 @@ func (s *Server) Serve(ln net.Listener) error {
 // Shutdown stops taking connections and waits for the ones in flight. The
 // service should be stopped first, so long polls return at once with
 // "still pending, come back" rather than be cut.
-func (s *Server) Shutdown(ctx context.Context) error { return s.http.Shutdown(ctx) }
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.http.Shutdown(ctx)
+	s.waitParked(ctx)
+	return err
+}
 
 func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
