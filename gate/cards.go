@@ -37,53 +37,20 @@ func (s *Service) work(ctx context.Context) {
 		if len(cards) == 0 {
 			return
 		}
-		s.busy.Add(int64(len(cards)))
-		s.startCards(ctx, nil, cards)
+		for _, c := range cards {
+			s.busy.Add(1)
+			s.workers.Add(1)
+			go func() {
+				defer s.workers.Done()
+				defer func() {
+					if s.busy.Add(-1) == int64(s.opts.CardWorkers-1) {
+						s.kickWork() // were all busy: more may be due
+					}
+				}()
+				s.workCard(ctx, c)
+			}()
+		}
 	}
-}
-
-// startCards works on cards leased to this service, one goroutine each; the
-// caller has counted them in busy already. r, when set, is their request as
-// it stands now, so the workers need not read it again.
-func (s *Service) startCards(ctx context.Context, r *Request, cards []Card) {
-	for _, c := range cards {
-		s.workers.Add(1)
-		go func() {
-			defer s.workers.Done()
-			defer s.release(1)
-			s.workCard(ctx, c, r)
-		}()
-	}
-}
-
-// reserve takes n worker slots for card work leased inside a transaction,
-// when n are free; release gives slots back, and asks for more work when
-// all were busy before.
-func (s *Service) reserve(n int) bool {
-	if n <= 0 || s.runCtx == nil || s.leaser == nil {
-		return false
-	}
-	if s.busy.Add(int64(n)) > int64(s.opts.CardWorkers) {
-		s.release(n)
-		return false
-	}
-	return true
-}
-
-func (s *Service) release(n int) {
-	if n <= 0 {
-		return
-	}
-	after := s.busy.Add(-int64(n))
-	if after < int64(s.opts.CardWorkers) && after+int64(n) >= int64(s.opts.CardWorkers) {
-		s.kickWork() // were all busy: more may be due
-	}
-}
-
-// lease is the lease a transaction takes for card work it hands to this
-// service's workers.
-func (s *Service) lease() Lease {
-	return Lease{Owner: s.owner, Until: s.now().Add(s.opts.CardLease)}
 }
 
 // Drain waits, at most until ctx ends, for the card posts and updates in
@@ -101,35 +68,20 @@ func (s *Service) Drain(ctx context.Context) {
 // workCard brings one card up to date with its request: post it, update it
 // to its final form, or, for a request that ended before its card went out,
 // record that no card is needed.
-func (s *Service) workCard(parent context.Context, c Card, r *Request) {
-	ctx, cancel := context.WithTimeout(parent, s.opts.CardLease*3/4)
+func (s *Service) workCard(ctx context.Context, c Card) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CardLease*3/4)
 	defer cancel()
-	var next *Card // the same card, still lagging and leased again
-	defer func() {
-		if next != nil {
-			s.workCard(parent, *next, nil)
-		}
-	}()
 	res := CardResult{ID: c.ID, Owner: s.owner}
 	finish := func() {
 		res.At = s.now().UTC().Truncate(time.Microsecond)
 		if res.Event != nil {
 			res.Event.At = res.At
 		}
-		var err error
-		if s.leaser != nil && s.runCtx != nil {
-			next, err = s.leaser.FinishCardLeased(context.WithoutCancel(ctx), res, s.lease())
-		} else {
-			err = s.store.FinishCard(context.WithoutCancel(ctx), res)
-		}
-		if err != nil {
+		if err := s.store.FinishCard(context.WithoutCancel(ctx), res); err != nil {
 			s.log.Error("recording card outcome failed", "request_id", c.RequestID, "channel", c.Channel, "err", err)
 		}
 	}
-	var err error
-	if r == nil || r.ID != c.RequestID {
-		r, err = s.store.Get(ctx, c.RequestID)
-	}
+	r, err := s.store.Get(ctx, c.RequestID)
 	if err != nil {
 		res.Have, res.Err = c.Have, err.Error()
 		res.NextAttempt = s.now().Add(backoff(c.Attempts))
@@ -173,9 +125,8 @@ func (s *Service) workCard(parent context.Context, c Card, r *Request) {
 		}
 		res.Event = &Event{RequestID: r.ID, Type: typ, Channel: c.Channel, Detail: detail}
 		finish()
-		if op == "post" && r.Status == StatusPending && next == nil && (s.leaser == nil || s.runCtx == nil) {
+		if op == "post" && r.Status == StatusPending {
 			// The request may have ended while the post was in flight.
-			// (With a Leaser, finish re-leased the card if it did.)
 			s.kickWork()
 		}
 		return
@@ -205,26 +156,4 @@ func (s *Service) workCard(parent context.Context, c Card, r *Request) {
 func backoff(attempts int) time.Duration {
 	d := time.Second << min(max(attempts-1, 0), 9)
 	return min(d, 5*time.Minute)
-}
-
-// Lease asks a store to lease the card work a transaction makes due to
-// Owner until Until, inside that same transaction. The zero Lease leases
-// nothing.
-type Lease struct {
-	Owner string
-	Until time.Time
-}
-
-// Leaser is implemented by stores that can lease card work inside the
-// transaction that makes it due (creating a request, settling it, or
-// recording a post made while the request was settled), so the card worker
-// gets it without a ClaimCards round trip of its own. Each returned card is
-// leased to l.Owner, exactly as ClaimCards would have leased it.
-type Leaser interface {
-	CreateLeased(ctx context.Context, r *Request, channels []string, events []Event, l Lease) (*Request, bool, []Card, error)
-	TransitionLeased(ctx context.Context, t Transition, l Lease) (*Request, bool, []Card, error)
-	// FinishCardLeased is FinishCard; when the card still lags behind its
-	// request after a successful attempt (the request was settled while it
-	// was being posted), it keeps the card leased to l.Owner and returns it.
-	FinishCardLeased(ctx context.Context, res CardResult, l Lease) (*Card, error)
 }

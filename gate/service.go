@@ -71,12 +71,6 @@ type Service struct {
 	stopOnce sync.Once
 	owner    string
 
-	// runCtx is Start's context, which card workers started from a
-	// request's own transaction run under; leaser is the store, when it can
-	// lease card work inside those transactions.
-	runCtx context.Context
-	leaser Leaser
-
 	idMu sync.Mutex
 	ids  *ulid.MonotonicEntropy
 }
@@ -144,8 +138,6 @@ func (s *Service) Channel(name string) (Channel, bool) {
 // re-reads, cross-replica listener) until ctx ends. It first expires what
 // became overdue while the server was down.
 func (s *Service) Start(ctx context.Context) {
-	s.leaser, _ = s.store.(Leaser)
-	s.runCtx = ctx
 	s.sweep(ctx)
 	go s.loop(ctx, s.opts.SweepInterval, nil, s.sweep)
 	go s.loop(ctx, s.opts.SafetyInterval, nil, s.recheck)
@@ -366,22 +358,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		events = []Event{{Type: EventAutoAllowed, At: now, Actor: ActorSystem, Channel: ViaPolicy,
 			Detail: fmt.Sprintf("route %s: no confirmation required", r.Route)}}
 	}
-	var (
-		got     *Request
-		created bool
-		leased  []Card
-	)
-	if reserved := len(channels); s.reserve(reserved) {
-		// The new cards are leased in the creating transaction and worked on
-		// at once, with the row in hand: no claim, no re-read.
-		got, created, leased, err = s.leaser.CreateLeased(ctx, r, channels, events, s.lease())
-		s.release(reserved - len(leased))
-		if created && len(leased) > 0 {
-			s.startCards(s.runCtx, got, leased)
-		}
-	} else {
-		got, created, err = s.store.Create(ctx, r, channels, events)
-	}
+	got, created, err := s.store.Create(ctx, r, channels, events)
 	if err != nil {
 		return nil, false, err
 	}
@@ -393,9 +370,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		s.obs.RequestFinished(got.Route, got.Status, 0)
 	}
 	s.log.Info("request created", "request_id", got.ID, "tool", got.ToolName, "route", got.Route, "status", got.Status)
-	if len(leased) < len(channels) {
-		s.kickWork()
-	}
+	s.kickWork()
 	return got, true, nil
 }
 
@@ -581,7 +556,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 	if d.CardUpdated {
 		t.InlineCard = d.Via
 	}
-	got, err := s.transitionCards(ctx, t, len(r.Channels))
+	got, err := s.transition(ctx, t)
 	if err != nil {
 		if e := (*Error)(nil); errors.As(err, &e) && got != nil {
 			return refuse(e)
@@ -634,35 +609,16 @@ func (s *Service) Expire(ctx context.Context, id string) (*Request, error) {
 		return nil, err
 	}
 	reason := fmt.Sprintf("no verdict within %s; on timeout: %s", r.ExpiresAt.Sub(r.CreatedAt).Round(time.Second), r.OnTimeout)
-	return s.transitionCards(ctx, Transition{ID: id, To: StatusExpired, Kind: AfterDeadline, At: now, By: ActorSystem, Via: "timeout",
-		Reason: reason, Event: Event{Type: EventExpired, Actor: ActorSystem, Detail: reason}}, len(r.Channels))
+	return s.transition(ctx, Transition{ID: id, To: StatusExpired, Kind: AfterDeadline, At: now, By: ActorSystem, Via: "timeout",
+		Reason: reason, Event: Event{Type: EventExpired, Actor: ActorSystem, Detail: reason}})
 }
 
 // transition runs a compare-and-set and, when it took, wakes the waiters
 // everywhere and queues the card updates. When it did not take, the error
 // says what the request became instead.
 func (s *Service) transition(ctx context.Context, t Transition) (*Request, error) {
-	return s.transitionCards(ctx, t, 0)
-}
-
-// transitionCards is transition for a request with cards cards: when the
-// store can, the transaction leases their final updates and this service's
-// workers make them at once, with the settled row in hand.
-func (s *Service) transitionCards(ctx context.Context, t Transition, cards int) (*Request, error) {
 	t.Event.RequestID, t.Event.At = t.ID, t.At
-	var (
-		got     *Request
-		changed bool
-		leased  []Card
-		err     error
-	)
-	leasing := t.InlineCard == "" && s.reserve(cards)
-	if leasing {
-		got, changed, leased, err = s.leaser.TransitionLeased(ctx, t, s.lease())
-		s.release(cards - len(leased))
-	} else {
-		got, changed, err = s.store.Transition(ctx, t)
-	}
+	got, changed, err := s.store.Transition(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -678,16 +634,11 @@ func (s *Service) transitionCards(ctx context.Context, t Transition, cards int) 
 		}
 		return got, Errorf(ECONFLICT, "not yet due to expire")
 	}
-	// With the cards leased here, no claim is needed: a card not leased
-	// is held by a worker, which sees the new want when it finishes.
-	s.settled(ctx, got, !leasing)
-	if len(leased) > 0 {
-		s.startCards(s.runCtx, got, leased)
-	}
+	s.settled(ctx, got)
 	return got, nil
 }
 
-func (s *Service) settled(ctx context.Context, r *Request, kick bool) {
+func (s *Service) settled(ctx context.Context, r *Request) {
 	s.hub.wakeWith(r.ID, r)
 	if s.notifier != nil {
 		if err := s.notifier.Publish(ctx, r.ID); err != nil {
@@ -696,9 +647,7 @@ func (s *Service) settled(ctx context.Context, r *Request, kick bool) {
 	}
 	s.obs.RequestFinished(r.Route, r.Status, r.Waited(s.now()))
 	s.log.Info("request "+string(r.Status), "request_id", r.ID, "by", r.DecidedBy, "via", r.DecidedVia)
-	if kick {
-		s.kickWork()
-	}
+	s.kickWork()
 }
 
 // Refuse audits a callback that was not accepted.

@@ -61,7 +61,7 @@ func (s *DB) ClaimCards(ctx context.Context, now time.Time, lease time.Duration,
 			WHERE lease_until <= ? AND want <> have AND abandoned = FALSE AND id IN (
 				SELECT id FROM cards WHERE want <> have AND abandoned = FALSE AND next_attempt_at <= ? AND lease_until <= ?
 				ORDER BY next_attempt_at LIMIT ?`+lock+`)
-			RETURNING `+cardCols,
+			RETURNING id, request_id, channel, ref, want, have, attempts, last_error, abandoned, next_attempt_at, lease_until, lease_owner, updated_at`,
 		owner, now.Add(lease), now, now, now, limit).Scan(&rows).Error
 	if err != nil {
 		return nil, wrap("claim cards", err)
@@ -73,53 +73,8 @@ func (s *DB) ClaimCards(ctx context.Context, now time.Time, lease time.Duration,
 	return out, nil
 }
 
-// cardCols are the cards columns RETURNING hands back.
-const cardCols = `id, request_id, channel, ref, want, have, attempts, last_error, abandoned, next_attempt_at, lease_until, lease_owner, updated_at`
-
 // FinishCard records a claimed card's outcome, if the claim is still ours.
 func (s *DB) FinishCard(ctx context.Context, r gate.CardResult) error {
-	_, err := s.FinishCardLeased(ctx, r, gate.Lease{})
-	return err
-}
-
-// FinishCardLeased is FinishCard that, after a successful attempt which
-// leaves the card still behind its request (settled while the card was
-// being posted), keeps the card leased to l.Owner and returns it.
-func (s *DB) FinishCardLeased(ctx context.Context, r gate.CardResult, l gate.Lease) (*gate.Card, error) {
-	if l.Owner == "" || r.Err != "" || r.Abandoned || r.Have == "" {
-		return nil, s.finishCard(ctx, r)
-	}
-	until := utc(l.Until)
-	tsParam := "?"
-	if s.driver == Postgres {
-		tsParam = "CAST(? AS TIMESTAMPTZ)" // both arms are parameters: say their type
-	}
-	var rows []cardRow
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if r.Event != nil {
-			if err := tx.Create(toEventRow(*r.Event)).Error; err != nil {
-				return err
-			}
-		}
-		return tx.Raw(`UPDATE cards SET have = ?, ref = CASE WHEN ? <> '' THEN ? ELSE ref END, last_error = '',
-		abandoned = FALSE, next_attempt_at = ?, updated_at = ?,
-		lease_owner = CASE WHEN want <> ? THEN ? ELSE '' END,
-		lease_until = CASE WHEN want <> ? THEN `+tsParam+` ELSE `+tsParam+` END,
-		attempts = CASE WHEN want <> ? THEN 1 ELSE 0 END
-		WHERE id = ? AND lease_owner = ? RETURNING `+cardCols,
-			r.Have, r.Ref, r.Ref, never, utc(r.At), r.Have, l.Owner, r.Have, until, never, r.Have, r.ID, r.Owner).Scan(&rows).Error
-	})
-	if err != nil {
-		return nil, wrap("finish card", err)
-	}
-	if len(rows) == 1 && rows[0].Want != rows[0].Have && rows[0].LeaseOwner == l.Owner {
-		c := rows[0].toCard()
-		return &c, nil
-	}
-	return nil, nil
-}
-
-func (s *DB) finishCard(ctx context.Context, r gate.CardResult) error {
 	next := never
 	if !r.NextAttempt.IsZero() {
 		next = utc(r.NextAttempt)

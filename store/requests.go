@@ -125,16 +125,8 @@ func toEventRow(e gate.Event) *eventRow {
 // transaction; an idempotency key already taken inserts nothing and returns
 // the request that holds it.
 func (s *DB) Create(ctx context.Context, r *gate.Request, channels []string, events []gate.Event) (*gate.Request, bool, error) {
-	got, created, _, err := s.CreateLeased(ctx, r, channels, events, gate.Lease{})
-	return got, created, err
-}
-
-// CreateLeased is Create that also leases the new cards to l.Owner (when
-// set), as ClaimCards would: the caller works on them at once.
-func (s *DB) CreateLeased(ctx context.Context, r *gate.Request, channels []string, events []gate.Event, l gate.Lease) (*gate.Request, bool, []gate.Card, error) {
 	row := toRow(r)
 	created := false
-	var leased []gate.Card
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "idempotency_key"}}, DoNothing: true}).Create(row)
 		if res.Error != nil {
@@ -147,14 +139,8 @@ func (s *DB) CreateLeased(ctx context.Context, r *gate.Request, channels []strin
 		now := utc(r.CreatedAt)
 		for _, ch := range channels {
 			c := &cardRow{RequestID: r.ID, Channel: ch, Want: gate.CardPosted, NextAttemptAt: now, LeaseUntil: never, UpdatedAt: now}
-			if l.Owner != "" {
-				c.LeaseOwner, c.LeaseUntil, c.Attempts = l.Owner, utc(l.Until), 1
-			}
 			if err := tx.Create(c).Error; err != nil {
 				return err
-			}
-			if l.Owner != "" {
-				leased = append(leased, c.toCard())
 			}
 		}
 		for _, e := range events {
@@ -166,17 +152,17 @@ func (s *DB) CreateLeased(ctx context.Context, r *gate.Request, channels []strin
 		return nil
 	})
 	if err != nil {
-		return nil, false, nil, wrap("create request", err)
+		return nil, false, wrap("create request", err)
 	}
 	if created {
 		got := row.toRequest()
-		return got, true, leased, nil
+		return got, true, nil
 	}
 	var existing requestRow
 	if err := s.rdb.WithContext(ctx).Where("idempotency_key = ?", r.IdempotencyKey).Take(&existing).Error; err != nil {
-		return nil, false, nil, wrap("read request by idempotency key", err)
+		return nil, false, wrap("read request by idempotency key", err)
 	}
-	return existing.toRequest(), false, nil, nil
+	return existing.toRequest(), false, nil
 }
 
 // Get returns one request.
@@ -267,21 +253,9 @@ func globToLike(g string) string {
 // matches only a pending row on the right side of its deadline, so of any
 // number of concurrent verdicts, on any number of replicas, one wins.
 func (s *DB) Transition(ctx context.Context, t gate.Transition) (*gate.Request, bool, error) {
-	got, changed, _, err := s.TransitionLeased(ctx, t, gate.Lease{})
-	return got, changed, err
-}
-
-// TransitionLeased is Transition that also leases, to l.Owner (when set),
-// the cards the transition makes due and no one else holds, as ClaimCards
-// would. A transition with an InlineCard leases nothing.
-func (s *DB) TransitionLeased(ctx context.Context, t gate.Transition, l gate.Lease) (*gate.Request, bool, []gate.Card, error) {
 	var row requestRow
 	changed := false
 	at := utc(t.At)
-	var leased []gate.Card
-	if t.InlineCard != "" {
-		l = gate.Lease{}
-	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		deadline := "expires_at > ?"
 		if t.Kind == gate.AfterDeadline {
@@ -305,25 +279,7 @@ func (s *DB) TransitionLeased(ctx context.Context, t gate.Transition, l gate.Lea
 			if err := tx.Create(toEventRow(t.Event)).Error; err != nil {
 				return err
 			}
-			if l.Owner != "" {
-				// The cards no worker holds are leased to us (attempts 1, as
-				// a claim leaves them); one held (a post in flight) keeps its
-				// lease, and its worker sees the new want when it finishes.
-				until := utc(l.Until)
-				var rows []cardRow
-				if err := tx.Raw(`UPDATE cards SET want = ?, last_error = '', abandoned = FALSE, next_attempt_at = ?, updated_at = ?,
-					attempts = CASE WHEN lease_until <= ? THEN 1 ELSE 0 END,
-					lease_owner = CASE WHEN lease_until <= ? THEN ? ELSE lease_owner END,
-					lease_until = CASE WHEN lease_until <= ? THEN ? ELSE lease_until END
-					WHERE request_id = ? RETURNING `+cardCols, string(t.To), at, at, at, at, l.Owner, at, until, t.ID).Scan(&rows).Error; err != nil {
-					return err
-				}
-				for i := range rows {
-					if rows[i].LeaseOwner == l.Owner && rows[i].LeaseUntil.Equal(until) && rows[i].Want != rows[i].Have {
-						leased = append(leased, rows[i].toCard())
-					}
-				}
-			} else if err := tx.Exec(`UPDATE cards SET want = ?, attempts = 0, last_error = '', abandoned = FALSE, next_attempt_at = ?, updated_at = ?
+			if err := tx.Exec(`UPDATE cards SET want = ?, attempts = 0, last_error = '', abandoned = FALSE, next_attempt_at = ?, updated_at = ?
 				WHERE request_id = ?`, string(t.To), at, at, t.ID).Error; err != nil {
 				return err
 			}
@@ -351,11 +307,11 @@ func (s *DB) TransitionLeased(ctx context.Context, t gate.Transition, l gate.Lea
 	})
 	if err != nil {
 		if gate.ErrorCode(err) == gate.ENOTFOUND {
-			return nil, false, nil, err
+			return nil, false, err
 		}
-		return nil, false, nil, wrap("transition", err)
+		return nil, false, wrap("transition", err)
 	}
-	return row.toRequest(), changed, leased, nil
+	return row.toRequest(), changed, nil
 }
 
 // AddEvent appends to the audit trail.
