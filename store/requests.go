@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -166,43 +165,11 @@ func (s *DB) Create(ctx context.Context, r *gate.Request, channels []string, eve
 	return existing.toRequest(), false, nil
 }
 
-// requestCols are the requests columns in requestRow's order, for Scan.
-const requestCols = `id, status, tool_name, tool_args, requires_confirmation, summary, agent_id, user_id, session_id, tool_call_id,
-	metadata, route, idempotency_key, channels, approvers, quorum, on_timeout, created_at, expires_at, decided_at, decided_by,
-	decided_via, reason, modified_args`
-
-func (row *requestRow) scan(sc interface{ Scan(...any) error }) error {
-	return sc.Scan(&row.ID, &row.Status, &row.ToolName, &row.ToolArgs, &row.RequiresConfirmation, &row.Summary, &row.AgentID,
-		&row.UserID, &row.SessionID, &row.ToolCallID, &row.Metadata, &row.Route, &row.IdempotencyKey, &row.Channels,
-		&row.Approvers, &row.Quorum, &row.OnTimeout, &row.CreatedAt, &row.ExpiresAt, &row.DecidedAt, &row.DecidedBy,
-		&row.DecidedVia, &row.Reason, &row.ModifiedArgs)
-}
-
-// getStmt is Get's statement, prepared once on the read pool (database/sql
-// keeps it prepared per connection): the hottest read, without gorm's
-// reflection.
-func (s *DB) getStmt() (*sql.Stmt, error) {
-	s.getOnce.Do(func() {
-		ph := "?"
-		if s.driver == Postgres {
-			ph = "$1"
-		}
-		var sqlDB *sql.DB
-		if sqlDB, s.getErr = s.rdb.DB(); s.getErr == nil {
-			s.get, s.getErr = sqlDB.Prepare("SELECT " + requestCols + " FROM requests WHERE id = " + ph)
-		}
-	})
-	return s.get, s.getErr
-}
-
 // Get returns one request.
 func (s *DB) Get(ctx context.Context, id string) (*gate.Request, error) {
 	var row requestRow
-	stmt, err := s.getStmt()
-	if err == nil {
-		err = row.scan(stmt.QueryRowContext(ctx, id))
-	}
-	if errors.Is(err, sql.ErrNoRows) {
+	err := s.rdb.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, gate.Errorf(gate.ENOTFOUND, "no request %q", id)
 	}
 	if err != nil {

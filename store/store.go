@@ -5,14 +5,12 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"gorm.io/driver/postgres"
@@ -47,10 +45,6 @@ type DB struct {
 	driver string
 	dsn    string
 	log    *slog.Logger
-
-	getOnce sync.Once
-	get     *sql.Stmt
-	getErr  error
 }
 
 var _ gate.Store = (*DB)(nil)
@@ -197,9 +191,6 @@ func (s *DB) Ping(ctx context.Context) error {
 
 // Close closes the pools.
 func (s *DB) Close() error {
-	if s.get != nil {
-		s.get.Close()
-	}
 	if s.rdb != nil && s.rdb != s.db {
 		if r, err := s.rdb.DB(); err == nil {
 			r.Close()
