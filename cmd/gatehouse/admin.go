@@ -41,15 +41,8 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 }
 
 func migrate(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("config", os.Getenv("GATEHOUSE_CONFIG"), "config file")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	cfg, err := config.Load(*path)
-	if err != nil {
-		fmt.Fprintf(stderr, "gatehouse: invalid config:\n%s\n", indent(err))
+	cfg, ok := loadConfig("migrate", args, stderr)
+	if !ok {
 		return 2
 	}
 	db, err := store.Open(context.Background(), store.Options{Driver: cfg.Database.Driver, DSN: cfg.Database.DSN, Migrate: true,

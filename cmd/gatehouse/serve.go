@@ -23,16 +23,26 @@ import (
 	"github.com/gatehouse-dev/gatehouse/web"
 )
 
-func serve(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+// loadConfig parses a subcommand's --config flag (GATEHOUSE_CONFIG by
+// default) and loads the file, printing every problem when it is invalid.
+func loadConfig(name string, args []string, stderr io.Writer) (*config.Config, bool) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", os.Getenv("GATEHOUSE_CONFIG"), "config file (default: built-in: SQLite gatehouse.db, 127.0.0.1:8080, web approvals)")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return nil, false
 	}
 	cfg, err := config.Load(*path)
 	if err != nil {
 		fmt.Fprintf(stderr, "gatehouse: invalid config:\n%s\n", indent(err))
+		return nil, false
+	}
+	return cfg, true
+}
+
+func serve(args []string, stderr io.Writer) int {
+	cfg, ok := loadConfig("serve", args, stderr)
+	if !ok {
 		return 2
 	}
 	log := newLogger(cfg.Log, stderr)
