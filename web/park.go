@@ -67,6 +67,14 @@ func (s *Server) longPoll(c echo.Context, id string, wait time.Duration, answer 
 		}
 		// pollParked: conn and hdr were set before the state changed.
 		defer s.parkedN.Add(-1)
+		defer func() {
+			// No echo Recover out here: a bug must not take the server
+			// down, and the agent gets an explicit failure, never silence.
+			if v := recover(); v != nil {
+				s.log.Error("parked answer failed", "request_id", id, "panic", v)
+				writeRaw(conn, http.StatusInternalServerError, hdr, newErrorBody(gate.EINTERNAL, "internal error"))
+			}
+		}()
 		st, body := answer(hdr, r, err)
 		writeRaw(conn, st, hdr, body)
 	})
