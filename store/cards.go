@@ -90,7 +90,17 @@ func (s *DB) FinishCard(ctx context.Context, r gate.CardResult) error {
 			r.Have, r.Ref, r.Ref, r.Err, r.Abandoned, next, never, utc(r.At), r.ID, r.Owner).Error
 	}
 	var err error
-	if r.Event == nil {
+	if r.Event != nil && s.driver == Postgres {
+		// One statement for the event and the card: the event is written
+		// whether or not the claim is still ours, as in the transaction.
+		e := toEventRow(*r.Event)
+		err = s.db.WithContext(ctx).Exec(`WITH e AS (INSERT INTO events (request_id, at, type, actor, channel, detail) VALUES (?, ?, ?, ?, ?, ?))
+		UPDATE cards SET have = ?, ref = CASE WHEN ? <> '' THEN ? ELSE ref END, last_error = ?,
+		abandoned = ?, next_attempt_at = ?, lease_until = ?, lease_owner = '', attempts = `+attempts+`, updated_at = ?
+		WHERE id = ? AND lease_owner = ?`,
+			e.RequestID, e.At, e.Type, e.Actor, e.Channel, e.Detail,
+			r.Have, r.Ref, r.Ref, r.Err, r.Abandoned, next, never, utc(r.At), r.ID, r.Owner).Error
+	} else if r.Event == nil {
 		err = finish(s.db.WithContext(ctx))
 	} else {
 		// One transaction for the card and its event: one trip to the

@@ -127,7 +127,29 @@ func toEventRow(e gate.Event) *eventRow {
 func (s *DB) Create(ctx context.Context, r *gate.Request, channels []string, events []gate.Event) (*gate.Request, bool, error) {
 	row := toRow(r)
 	created := false
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	var err error
+	if s.driver == Postgres {
+		created, err = s.createPG(ctx, row, channels, events)
+	} else {
+		err = s.createTx(ctx, row, r, channels, events, &created)
+	}
+	if err != nil {
+		return nil, false, wrap("create request", err)
+	}
+	if created {
+		got := row.toRequest()
+		return got, true, nil
+	}
+	var existing requestRow
+	if err := s.rdb.WithContext(ctx).Where("idempotency_key = ?", r.IdempotencyKey).Take(&existing).Error; err != nil {
+		return nil, false, wrap("read request by idempotency key", err)
+	}
+	return existing.toRequest(), false, nil
+}
+
+// createTx is Create's write as one transaction (SQLite).
+func (s *DB) createTx(ctx context.Context, row *requestRow, r *gate.Request, channels []string, events []gate.Event, created *bool) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "idempotency_key"}}, DoNothing: true}).Create(row)
 		if res.Error != nil {
 			return res.Error
@@ -135,7 +157,7 @@ func (s *DB) Create(ctx context.Context, r *gate.Request, channels []string, eve
 		if res.RowsAffected == 0 {
 			return nil
 		}
-		created = true
+		*created = true
 		now := utc(r.CreatedAt)
 		for _, ch := range channels {
 			c := &cardRow{RequestID: r.ID, Channel: ch, Want: gate.CardPosted, NextAttemptAt: now, LeaseUntil: never, UpdatedAt: now}
@@ -151,18 +173,6 @@ func (s *DB) Create(ctx context.Context, r *gate.Request, channels []string, eve
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, false, wrap("create request", err)
-	}
-	if created {
-		got := row.toRequest()
-		return got, true, nil
-	}
-	var existing requestRow
-	if err := s.rdb.WithContext(ctx).Where("idempotency_key = ?", r.IdempotencyKey).Take(&existing).Error; err != nil {
-		return nil, false, wrap("read request by idempotency key", err)
-	}
-	return existing.toRequest(), false, nil
 }
 
 // Get returns one request.
@@ -253,6 +263,16 @@ func globToLike(g string) string {
 // matches only a pending row on the right side of its deadline, so of any
 // number of concurrent verdicts, on any number of replicas, one wins.
 func (s *DB) Transition(ctx context.Context, t gate.Transition) (*gate.Request, bool, error) {
+	if s.driver == Postgres {
+		row, changed, err := s.transitionPG(ctx, t)
+		if err != nil {
+			if gate.ErrorCode(err) == gate.ENOTFOUND {
+				return nil, false, err
+			}
+			return nil, false, wrap("transition", err)
+		}
+		return row.toRequest(), changed, nil
+	}
 	var row requestRow
 	changed := false
 	at := utc(t.At)

@@ -1,0 +1,126 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+)
+
+// On PostgreSQL the multi-statement write transactions of Create,
+// Transition and FinishCard are each sent as one statement with
+// data-modifying CTEs: one round trip instead of BEGIN, n statements and
+// COMMIT, and a single statement is atomic on its own. The CTEs run on one
+// snapshot, so each writes a row at most once; foreign keys are checked at
+// the end of the statement. SQLite keeps the transactions.
+
+// createPG is Create's write on PostgreSQL: the request, its cards and its
+// events, the last two only if the request was inserted. It reports whether
+// the request was inserted.
+func (s *DB) createPG(ctx context.Context, row *requestRow, channels []string, events []gate.Event) (bool, error) {
+	var q strings.Builder
+	args := []any{row.ID, row.Status, row.ToolName, row.ToolArgs, row.RequiresConfirmation, row.Summary, row.AgentID,
+		row.UserID, row.SessionID, row.ToolCallID, row.Metadata, row.Route, row.IdempotencyKey, row.Channels, row.Approvers,
+		row.Quorum, row.OnTimeout, row.CreatedAt, row.ExpiresAt, row.DecidedAt, row.DecidedBy, row.DecidedVia, row.Reason,
+		row.ModifiedArgs}
+	q.WriteString(`WITH r AS (INSERT INTO requests (id, status, tool_name, tool_args, requires_confirmation, summary, agent_id,
+		user_id, session_id, tool_call_id, metadata, route, idempotency_key, channels, approvers, quorum, on_timeout,
+		created_at, expires_at, decided_at, decided_by, decided_via, reason, modified_args)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (idempotency_key) DO NOTHING RETURNING id)`)
+	if len(channels) > 0 {
+		now := row.CreatedAt
+		q.WriteString(`, c AS (INSERT INTO cards (request_id, channel, ref, want, have, attempts, last_error, abandoned,
+			next_attempt_at, lease_until, lease_owner, updated_at)
+			SELECT r.id, v.channel, '', ?::text, '', 0, '', FALSE, ?::timestamptz, ?::timestamptz, '', ?::timestamptz
+			FROM r, (VALUES `)
+		args = append(args, gate.CardPosted, now, never, now)
+		for i, ch := range channels {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?::text, ?::int)")
+			args = append(args, ch, i)
+		}
+		q.WriteString(`) AS v (channel, n) ORDER BY v.n)`)
+	}
+	if len(events) > 0 {
+		q.WriteString(`, e AS (INSERT INTO events (request_id, at, type, actor, channel, detail)
+			SELECT r.id, v.at, v.type, v.actor, v.channel, v.detail FROM r, (VALUES `)
+		for i, e := range events {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?::timestamptz, ?::text, ?::text, ?::text, ?::text, ?::int)")
+			args = append(args, utc(e.At), e.Type, e.Actor, e.Channel, e.Detail, i)
+		}
+		q.WriteString(`) AS v (at, type, actor, channel, detail, n) ORDER BY v.n)`)
+	}
+	q.WriteString(` SELECT id FROM r`)
+	var ids []string
+	res := s.db.WithContext(ctx).Raw(q.String(), args...).Scan(&ids)
+	if res.Error != nil {
+		return false, res.Error
+	}
+	return len(ids) == 1, nil
+}
+
+// transitionPG is Transition on PostgreSQL. The cards UPDATE folds in the
+// inline card's have = want (want being the new status), and the one
+// events INSERT writes the transition's event and then, if the inline card
+// was updated, its card_updated event, in that order.
+func (s *DB) transitionPG(ctx context.Context, t gate.Transition) (*requestRow, bool, error) {
+	var row requestRow
+	at := utc(t.At)
+	deadline := "expires_at > ?"
+	if t.Kind == gate.AfterDeadline {
+		deadline = "expires_at <= ?"
+	}
+	var mod *string
+	if len(t.ModifiedArgs) > 0 {
+		m := string(t.ModifiedArgs)
+		mod = &m
+	}
+	to := string(t.To)
+	ev := toEventRow(t.Event)
+	args := []any{to, at, t.By, t.Via, t.Reason, mod, t.ID, at}
+	var q strings.Builder
+	q.WriteString(`WITH t AS (UPDATE requests SET status = ?, decided_at = ?, decided_by = ?, decided_via = ?, reason = ?, modified_args = ?
+		WHERE id = ? AND status = 'pending' AND ` + deadline + ` RETURNING *),
+		c AS (UPDATE cards SET want = ?, attempts = 0, last_error = '', abandoned = FALSE, next_attempt_at = ?, updated_at = ?`)
+	args = append(args, to, at, at)
+	if t.InlineCard != "" {
+		q.WriteString(`, have = CASE WHEN channel = ? AND have <> '' THEN ? ELSE have END
+			WHERE request_id IN (SELECT id FROM t) RETURNING channel = ? AND have <> '' AS inline)`)
+		args = append(args, t.InlineCard, to, t.InlineCard)
+	} else {
+		q.WriteString(` WHERE request_id IN (SELECT id FROM t) RETURNING FALSE AS inline)`)
+	}
+	q.WriteString(`, e AS (INSERT INTO events (request_id, at, type, actor, channel, detail)
+		SELECT ?::text, ?::timestamptz, ?::text, ?::text, ?::text, ?::text FROM t`)
+	args = append(args, ev.RequestID, ev.At, ev.Type, ev.Actor, ev.Channel, ev.Detail)
+	if t.InlineCard != "" {
+		q.WriteString(` UNION ALL SELECT ?::text, ?::timestamptz, ?::text, '', ?::text, ?::text WHERE EXISTS (SELECT 1 FROM c WHERE c.inline)`)
+		args = append(args, t.ID, at, gate.EventUpdated, t.InlineCard, "card updated to "+to+" in the callback answer")
+	}
+	q.WriteString(`) SELECT * FROM t`)
+	res := s.db.WithContext(ctx).Raw(q.String(), args...).Scan(&row)
+	if res.Error != nil {
+		return nil, false, res.Error
+	}
+	if res.RowsAffected == 1 {
+		return &row, true, nil
+	}
+	row = requestRow{}
+	err := s.db.WithContext(ctx).Where("id = ?", t.ID).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, false, gate.Errorf(gate.ENOTFOUND, "no request %q", t.ID)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return &row, false, nil
+}
