@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -29,17 +28,6 @@ const HookWait = 590 * time.Second
 // a bad token, a body over the limit, bad JSON, a database error or a panic
 // all answer 200 with the client's explicit deny.
 func (s *Server) hookRoutes(e *echo.Echo) {
-	// The global body limit answers 413 (which Claude Code reads as
-	// "proceed") before any route runs; make it fail the read instead, which
-	// the handler turns into a deny.
-	e.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if r := c.Request(); strings.HasPrefix(r.URL.Path, "/hooks/") && r.ContentLength > MaxBody {
-				r.ContentLength = -1
-			}
-			return next(c)
-		}
-	})
 	e.POST("/hooks/:client", s.hookCall, s.hookToken)
 }
 

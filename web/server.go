@@ -108,7 +108,7 @@ func New(o Options) (*Server, error) {
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.httpErrorHandler
 	s.e.Use(middleware.Recover())
-	s.e.Use(middleware.BodyLimit("1M"))
+	s.e.Use(limitBody)
 	s.e.Use(s.accessLog)
 	s.routes()
 	s.http = &http.Server{
@@ -192,4 +192,16 @@ func (s *Server) readyz(c echo.Context) error {
 		return c.JSON(http.StatusServiceUnavailable, newErrorBody(gate.EUNAVAILABLE, "database unreachable"))
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// limitBody caps every request body at MaxBody by failing the read, not by
+// answering 413 up front: each handler then answers in its own shape (the
+// API's error JSON, /api/v1/gate's hook result, a hook client's deny, which
+// must never be a bare 413 that some clients read as "proceed").
+func limitBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, MaxBody)
+		return next(c)
+	}
 }
