@@ -128,12 +128,6 @@ func NewService(o Options) *Service {
 // Register adds a channel. Call it before Start.
 func (s *Service) Register(ch Channel) { s.channels[ch.Name()] = ch }
 
-// Channel returns a registered channel by name.
-func (s *Service) Channel(name string) (Channel, bool) {
-	ch, ok := s.channels[name]
-	return ch, ok
-}
-
 // Start runs the background loops (expiry sweeper, card worker, safety-net
 // re-reads, cross-replica listener) until ctx ends. It first expires what
 // became overdue while the server was down.

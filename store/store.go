@@ -203,10 +203,6 @@ func (s *DB) Close() error {
 	return sqlDB.Close()
 }
 
-// DSN returns the connection string, for components (a LISTEN connection)
-// that need their own.
-func (s *DB) DSN() string { return s.dsn }
-
 // utc normalises a time for storage: UTC, microseconds (PostgreSQL's
 // precision), so a row reads back equal to what was written on both drivers.
 func utc(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }

@@ -280,9 +280,9 @@ func TestSessionCookieFlags(t *testing.T) {
 		t.Run(tc.publicURL, func(t *testing.T) {
 			e := newEnvAt(t, tc.publicURL)
 			b := e.browser()
-			res, page := b.get("/login")
+			_, page := b.get("/login")
 			m := csrfField.FindStringSubmatch(page)
-			res, _ = b.post("/login", url.Values{"csrf": {m[1]}, "username": {"alice"}, "password": {testPassword}})
+			res, _ := b.post("/login", url.Values{"csrf": {m[1]}, "username": {"alice"}, "password": {testPassword}})
 			var session *http.Cookie
 			for _, c := range res.Cookies() {
 				if c.Name == "gatehouse_session" {
