@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/gatehouse-dev/gatehouse/gate"
 )
 
@@ -52,17 +50,13 @@ func (s *DB) Cards(ctx context.Context, requestID string) ([]gate.Card, error) {
 // SQLite has a single writer, which gives the same.
 func (s *DB) ClaimCards(ctx context.Context, now time.Time, lease time.Duration, owner string, limit int) ([]gate.Card, error) {
 	now = utc(now)
-	lock := ""
-	if s.driver == Postgres {
-		lock = " FOR UPDATE SKIP LOCKED"
-	}
 	var rows []cardRow
-	err := s.db.WithContext(ctx).Raw(`UPDATE cards SET lease_owner = ?, lease_until = ?, attempts = attempts + 1
-			WHERE lease_until <= ? AND want <> have AND abandoned = FALSE AND id IN (
-				SELECT id FROM cards WHERE want <> have AND abandoned = FALSE AND next_attempt_at <= ? AND lease_until <= ?
-				ORDER BY next_attempt_at LIMIT ?`+lock+`)
-			RETURNING id, request_id, channel, ref, want, have, attempts, last_error, abandoned, next_attempt_at, lease_until, lease_owner, updated_at`,
-		owner, now.Add(lease), now, now, now, limit).Scan(&rows).Error
+	var err error
+	if s.w != nil {
+		rows, err = s.claimSQLite(ctx, now, lease, owner, limit)
+	} else {
+		err = s.db.WithContext(ctx).Raw(claimCardsPG, owner, now.Add(lease), now, now, now, limit).Scan(&rows).Error
+	}
 	if err != nil {
 		return nil, wrap("claim cards", err)
 	}
@@ -79,38 +73,21 @@ func (s *DB) FinishCard(ctx context.Context, r gate.CardResult) error {
 	if !r.NextAttempt.IsZero() {
 		next = utc(r.NextAttempt)
 	}
-	attempts := "attempts"
-	if r.Err == "" {
-		attempts = "0"
+	if s.w != nil {
+		return wrap("finish card", s.finishSQLite(ctx, r, next))
 	}
-	finish := func(tx *gorm.DB) error {
-		return tx.Exec(`UPDATE cards SET have = ?, ref = CASE WHEN ? <> '' THEN ? ELSE ref END, last_error = ?,
-		abandoned = ?, next_attempt_at = ?, lease_until = ?, lease_owner = '', attempts = `+attempts+`, updated_at = ?
-		WHERE id = ? AND lease_owner = ?`,
-			r.Have, r.Ref, r.Ref, r.Err, r.Abandoned, next, never, utc(r.At), r.ID, r.Owner).Error
+	// PostgreSQL: one statement for the event and the card; the event is
+	// written whether or not the claim is still ours.
+	var e eventRow
+	if r.Event != nil {
+		e = *toEventRow(*r.Event)
 	}
-	var err error
-	if r.Event != nil && s.driver == Postgres {
-		// One statement for the event and the card: the event is written
-		// whether or not the claim is still ours, as in the transaction.
-		e := toEventRow(*r.Event)
-		err = s.db.WithContext(ctx).Exec(`WITH e AS (INSERT INTO events (request_id, at, type, actor, channel, detail) VALUES (?, ?, ?, ?, ?, ?))
-		UPDATE cards SET have = ?, ref = CASE WHEN ? <> '' THEN ? ELSE ref END, last_error = ?,
-		abandoned = ?, next_attempt_at = ?, lease_until = ?, lease_owner = '', attempts = `+attempts+`, updated_at = ?
-		WHERE id = ? AND lease_owner = ?`,
-			e.RequestID, e.At, e.Type, e.Actor, e.Channel, e.Detail,
-			r.Have, r.Ref, r.Ref, r.Err, r.Abandoned, next, never, utc(r.At), r.ID, r.Owner).Error
-	} else if r.Event == nil {
-		err = finish(s.db.WithContext(ctx))
-	} else {
-		// One transaction for the card and its event: one trip to the
-		// writer instead of two.
-		err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			if err := tx.Create(toEventRow(*r.Event)).Error; err != nil {
-				return err
-			}
-			return finish(tx)
-		})
-	}
+	err := s.db.WithContext(ctx).Exec(`WITH e AS (INSERT INTO events (request_id, at, type, actor, channel, detail)
+		SELECT ?::text, ?::timestamptz, ?::text, ?::text, ?::text, ?::text WHERE ?)
+	UPDATE cards SET have = ?, ref = CASE WHEN ? <> '' THEN ? ELSE ref END, last_error = ?,
+		abandoned = ?, next_attempt_at = ?, lease_until = ?, lease_owner = '', attempts = CASE WHEN ? THEN 0 ELSE attempts END, updated_at = ?
+	WHERE id = ? AND lease_owner = ?`,
+		e.RequestID, utc(e.At), e.Type, e.Actor, e.Channel, e.Detail, r.Event != nil,
+		r.Have, r.Ref, r.Ref, r.Err, r.Abandoned, next, never, r.Err == "", utc(r.At), r.ID, r.Owner).Error
 	return wrap("finish card", err)
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
 )
@@ -131,7 +130,7 @@ func (s *DB) Create(ctx context.Context, r *gate.Request, channels []string, eve
 	if s.driver == Postgres {
 		created, err = s.createPG(ctx, row, channels, events)
 	} else {
-		err = s.createTx(ctx, row, r, channels, events, &created)
+		created, err = s.createSQLite(ctx, row, channels, events)
 	}
 	if err != nil {
 		return nil, false, wrap("create request", err)
@@ -145,34 +144,6 @@ func (s *DB) Create(ctx context.Context, r *gate.Request, channels []string, eve
 		return nil, false, wrap("read request by idempotency key", err)
 	}
 	return existing.toRequest(), false, nil
-}
-
-// createTx is Create's write as one transaction (SQLite).
-func (s *DB) createTx(ctx context.Context, row *requestRow, r *gate.Request, channels []string, events []gate.Event, created *bool) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "idempotency_key"}}, DoNothing: true}).Create(row)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return nil
-		}
-		*created = true
-		now := utc(r.CreatedAt)
-		for _, ch := range channels {
-			c := &cardRow{RequestID: r.ID, Channel: ch, Want: gate.CardPosted, NextAttemptAt: now, LeaseUntil: never, UpdatedAt: now}
-			if err := tx.Create(c).Error; err != nil {
-				return err
-			}
-		}
-		for _, e := range events {
-			e.RequestID = r.ID
-			if err := tx.Create(toEventRow(e)).Error; err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }
 
 // Get returns one request.
@@ -263,68 +234,14 @@ func globToLike(g string) string {
 // matches only a pending row on the right side of its deadline, so of any
 // number of concurrent verdicts, on any number of replicas, one wins.
 func (s *DB) Transition(ctx context.Context, t gate.Transition) (*gate.Request, bool, error) {
+	var row *requestRow
+	var changed bool
+	var err error
 	if s.driver == Postgres {
-		row, changed, err := s.transitionPG(ctx, t)
-		if err != nil {
-			if gate.ErrorCode(err) == gate.ENOTFOUND {
-				return nil, false, err
-			}
-			return nil, false, wrap("transition", err)
-		}
-		return row.toRequest(), changed, nil
+		row, changed, err = s.transitionPG(ctx, t)
+	} else {
+		row, changed, err = s.transitionSQLite(ctx, t)
 	}
-	var row requestRow
-	changed := false
-	at := utc(t.At)
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		deadline := "expires_at > ?"
-		if t.Kind == gate.AfterDeadline {
-			deadline = "expires_at <= ?"
-		}
-		var mod *string
-		if len(t.ModifiedArgs) > 0 {
-			m := string(t.ModifiedArgs)
-			mod = &m
-		}
-		// RETURNING hands back the row as it now stands, so the common
-		// case needs no second read.
-		res := tx.Raw(`UPDATE requests SET status = ?, decided_at = ?, decided_by = ?, decided_via = ?, reason = ?, modified_args = ?
-			WHERE id = ? AND status = 'pending' AND `+deadline+` RETURNING *`,
-			string(t.To), at, t.By, t.Via, t.Reason, mod, t.ID, at).Scan(&row)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 1 {
-			changed = true
-			if err := tx.Create(toEventRow(t.Event)).Error; err != nil {
-				return err
-			}
-			if err := tx.Exec(`UPDATE cards SET want = ?, attempts = 0, last_error = '', abandoned = FALSE, next_attempt_at = ?, updated_at = ?
-				WHERE request_id = ?`, string(t.To), at, at, t.ID).Error; err != nil {
-				return err
-			}
-			if t.InlineCard != "" {
-				res := tx.Exec(`UPDATE cards SET have = want, updated_at = ? WHERE request_id = ? AND channel = ? AND have <> ''`, at, t.ID, t.InlineCard)
-				if res.Error != nil {
-					return res.Error
-				}
-				if res.RowsAffected > 0 {
-					e := gate.Event{RequestID: t.ID, At: at, Type: gate.EventUpdated, Channel: t.InlineCard, Detail: "card updated to " + string(t.To) + " in the callback answer"}
-					if err := tx.Create(toEventRow(e)).Error; err != nil {
-						return err
-					}
-				}
-			}
-		}
-		if changed {
-			return nil
-		}
-		err := tx.Where("id = ?", t.ID).Take(&row).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return gate.Errorf(gate.ENOTFOUND, "no request %q", t.ID)
-		}
-		return err
-	})
 	if err != nil {
 		if gate.ErrorCode(err) == gate.ENOTFOUND {
 			return nil, false, err
@@ -336,6 +253,9 @@ func (s *DB) Transition(ctx context.Context, t gate.Transition) (*gate.Request, 
 
 // AddEvent appends to the audit trail.
 func (s *DB) AddEvent(ctx context.Context, e gate.Event) error {
+	if s.w != nil {
+		return wrap("add event", s.addEventSQLite(ctx, e))
+	}
 	return wrap("add event", s.db.WithContext(ctx).Create(toEventRow(e)).Error)
 }
 

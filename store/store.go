@@ -42,6 +42,7 @@ type Options struct {
 type DB struct {
 	db     *gorm.DB // writes (and reads inside write transactions)
 	rdb    *gorm.DB // reads outside transactions: its own pool on SQLite, db on PostgreSQL
+	w      *writer  // SQLite: the group-commit writer of the life-cycle writes
 	driver string
 	dsn    string
 	log    *slog.Logger
@@ -126,6 +127,12 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		s.Close()
 		return nil, err
 	}
+	if o.Driver == SQLite {
+		if s.w, err = newWriter(pctx, sqlDB, hotQueries); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("store: %w", err)
+		}
+	}
 	return s, nil
 }
 
@@ -189,8 +196,11 @@ func (s *DB) Ping(ctx context.Context) error {
 	return sqlDB.PingContext(ctx)
 }
 
-// Close closes the pools.
+// Close finishes the queued writes and closes the pools.
 func (s *DB) Close() error {
+	if s.w != nil {
+		s.w.close()
+	}
 	if s.rdb != nil && s.rdb != s.db {
 		if r, err := s.rdb.DB(); err == nil {
 			r.Close()

@@ -1,0 +1,220 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+)
+
+// The writes of a request's life cycle on SQLite, through the group-commit
+// writer with statements prepared once. Every other write, and every read,
+// goes through gorm.
+
+const requestColumns = `id, status, tool_name, tool_args, requires_confirmation, summary, agent_id, user_id, session_id,
+	tool_call_id, metadata, route, idempotency_key, channels, approvers, quorum, on_timeout, created_at, expires_at,
+	decided_at, decided_by, decided_via, reason, modified_args`
+
+const (
+	qInsertRequest = `INSERT INTO requests (` + requestColumns + `)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (idempotency_key) DO NOTHING`
+	qInsertCard = `INSERT INTO cards (request_id, channel, ref, want, have, attempts, last_error, abandoned,
+	next_attempt_at, lease_until, lease_owner, updated_at) VALUES (?, ?, '', ?, '', 0, '', FALSE, ?, ?, '', ?)`
+	qInsertEvent = `INSERT INTO events (request_id, at, type, actor, channel, detail) VALUES (?, ?, ?, ?, ?, ?)`
+	qDecide      = `UPDATE requests SET status = ?, decided_at = ?, decided_by = ?, decided_via = ?, reason = ?, modified_args = ?
+	WHERE id = ? AND status = 'pending' AND expires_at > ? RETURNING ` + requestColumns
+	qExpire = `UPDATE requests SET status = ?, decided_at = ?, decided_by = ?, decided_via = ?, reason = ?, modified_args = ?
+	WHERE id = ? AND status = 'pending' AND expires_at <= ? RETURNING ` + requestColumns
+	qRequest   = `SELECT ` + requestColumns + ` FROM requests WHERE id = ?`
+	qCardsWant = `UPDATE cards SET want = ?, attempts = 0, last_error = '', abandoned = FALSE, next_attempt_at = ?, updated_at = ?
+	WHERE request_id = ?`
+	qCardInline = `UPDATE cards SET have = want, updated_at = ? WHERE request_id = ? AND channel = ? AND have <> ''`
+	qClaimCards = claimCards + `)` + claimReturning
+	qFinishCard = `UPDATE cards SET have = ?, ref = CASE WHEN ? <> '' THEN ? ELSE ref END, last_error = ?,
+	abandoned = ?, next_attempt_at = ?, lease_until = ?, lease_owner = '', attempts = CASE WHEN ? THEN 0 ELSE attempts END, updated_at = ?
+	WHERE id = ? AND lease_owner = ?`
+)
+
+// The claim of due card work; PostgreSQL's skips the rows other replicas
+// hold, and the outer WHERE re-checks the lease.
+const (
+	claimCards = `UPDATE cards SET lease_owner = ?, lease_until = ?, attempts = attempts + 1
+	WHERE lease_until <= ? AND want <> have AND abandoned = FALSE AND id IN (
+		SELECT id FROM cards WHERE want <> have AND abandoned = FALSE AND next_attempt_at <= ? AND lease_until <= ?
+		ORDER BY next_attempt_at LIMIT ?`
+	claimReturning = `
+	RETURNING id, request_id, channel, ref, want, have, attempts, last_error, abandoned, next_attempt_at, lease_until, lease_owner, updated_at`
+	claimCardsPG = claimCards + ` FOR UPDATE SKIP LOCKED)` + claimReturning
+)
+
+// hotQueries are prepared on the write connection at open.
+var hotQueries = []string{qInsertRequest, qInsertCard, qInsertEvent, qDecide, qExpire, qRequest, qCardsWant,
+	qCardInline, qClaimCards, qFinishCard}
+
+func insertEvent(t *wtx, e *eventRow) error {
+	_, err := t.exec(qInsertEvent, e.RequestID, e.At, e.Type, e.Actor, e.Channel, e.Detail)
+	return err
+}
+
+// createSQLite is Create's write: the request and, if it was inserted,
+// its cards and events.
+func (s *DB) createSQLite(ctx context.Context, row *requestRow, channels []string, events []gate.Event) (bool, error) {
+	created := false
+	err := s.w.do(ctx, func(t *wtx) error {
+		created = false
+		res, err := t.exec(qInsertRequest, row.ID, row.Status, row.ToolName, row.ToolArgs, row.RequiresConfirmation,
+			row.Summary, row.AgentID, row.UserID, row.SessionID, row.ToolCallID, row.Metadata, row.Route, row.IdempotencyKey,
+			row.Channels, row.Approvers, row.Quorum, row.OnTimeout, row.CreatedAt, row.ExpiresAt, row.DecidedAt,
+			row.DecidedBy, row.DecidedVia, row.Reason, row.ModifiedArgs)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		now := row.CreatedAt
+		for _, ch := range channels {
+			if _, err := t.exec(qInsertCard, row.ID, ch, gate.CardPosted, now, never, now); err != nil {
+				return err
+			}
+		}
+		for _, e := range events {
+			e.RequestID = row.ID
+			if err := insertEvent(t, toEventRow(e)); err != nil {
+				return err
+			}
+		}
+		created = true
+		return nil
+	})
+	return created, err
+}
+
+// transitionSQLite is Transition's compare-and-set and, when it took, the
+// event and the cards' new want, in one write.
+func (s *DB) transitionSQLite(ctx context.Context, t gate.Transition) (*requestRow, bool, error) {
+	var row *requestRow
+	changed := false
+	at := utc(t.At)
+	q := qDecide
+	if t.Kind == gate.AfterDeadline {
+		q = qExpire
+	}
+	var mod *string
+	if len(t.ModifiedArgs) > 0 {
+		m := string(t.ModifiedArgs)
+		mod = &m
+	}
+	err := s.w.do(ctx, func(tx *wtx) error {
+		changed = false
+		rows, err := tx.query(q, string(t.To), at, t.By, t.Via, t.Reason, mod, t.ID, at)
+		if err != nil {
+			return err
+		}
+		row, err = scanRequest(rows)
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			// Not pending, or on the wrong side of its deadline: read it
+			// as it stands, for the caller to say why.
+			if rows, err = tx.query(qRequest, t.ID); err != nil {
+				return err
+			}
+			if row, err = scanRequest(rows); err != nil {
+				return err
+			}
+			if row == nil {
+				return gate.Errorf(gate.ENOTFOUND, "no request %q", t.ID)
+			}
+			return nil
+		}
+		if err := insertEvent(tx, toEventRow(t.Event)); err != nil {
+			return err
+		}
+		if _, err := tx.exec(qCardsWant, string(t.To), at, at, t.ID); err != nil {
+			return err
+		}
+		if t.InlineCard != "" {
+			res, err := tx.exec(qCardInline, at, t.ID, t.InlineCard)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				e := gate.Event{RequestID: t.ID, At: at, Type: gate.EventUpdated, Channel: t.InlineCard, Detail: "card updated to " + string(t.To) + " in the callback answer"}
+				if err := insertEvent(tx, toEventRow(e)); err != nil {
+					return err
+				}
+			}
+		}
+		changed = true
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return row, changed, nil
+}
+
+// claimSQLite is ClaimCards on SQLite.
+func (s *DB) claimSQLite(ctx context.Context, now time.Time, lease time.Duration, owner string, limit int) ([]cardRow, error) {
+	var out []cardRow
+	err := s.w.do(ctx, func(t *wtx) error {
+		out = out[:0]
+		rows, err := t.query(qClaimCards, owner, now.Add(lease), now, now, now, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c cardRow
+			if err := rows.Scan(&c.ID, &c.RequestID, &c.Channel, &c.Ref, &c.Want, &c.Have, &c.Attempts, &c.LastError,
+				&c.Abandoned, &c.NextAttemptAt, &c.LeaseUntil, &c.LeaseOwner, &c.UpdatedAt); err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// finishSQLite is FinishCard on SQLite: the event (written whether or not
+// the claim is still ours) and the card.
+func (s *DB) finishSQLite(ctx context.Context, r gate.CardResult, next time.Time) error {
+	return s.w.do(ctx, func(t *wtx) error {
+		if r.Event != nil {
+			if err := insertEvent(t, toEventRow(*r.Event)); err != nil {
+				return err
+			}
+		}
+		_, err := t.exec(qFinishCard, r.Have, r.Ref, r.Ref, r.Err, r.Abandoned, next, never, r.Err == "", utc(r.At), r.ID, r.Owner)
+		return err
+	})
+}
+
+// addEventSQLite is AddEvent on SQLite.
+func (s *DB) addEventSQLite(ctx context.Context, e gate.Event) error {
+	return s.w.do(ctx, func(t *wtx) error { return insertEvent(t, toEventRow(e)) })
+}
+
+// scanRequest reads at most one request from rows and closes them.
+func scanRequest(rows *sql.Rows) (*requestRow, error) {
+	defer rows.Close()
+	if !rows.Next() {
+		return nil, rows.Err()
+	}
+	var r requestRow
+	if err := rows.Scan(&r.ID, &r.Status, &r.ToolName, &r.ToolArgs, &r.RequiresConfirmation, &r.Summary, &r.AgentID,
+		&r.UserID, &r.SessionID, &r.ToolCallID, &r.Metadata, &r.Route, &r.IdempotencyKey, &r.Channels, &r.Approvers,
+		&r.Quorum, &r.OnTimeout, &r.CreatedAt, &r.ExpiresAt, &r.DecidedAt, &r.DecidedBy, &r.DecidedVia, &r.Reason,
+		&r.ModifiedArgs); err != nil {
+		return nil, err
+	}
+	if rows.Next() {
+		return nil, errors.New("more than one request with one id")
+	}
+	return &r, rows.Err()
+}
