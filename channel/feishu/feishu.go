@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/channel"
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
 )
@@ -100,7 +101,7 @@ func New(o Options) (*Channel, error) {
 		o.Now = time.Now
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+		o.HTTPClient = channel.HTTPClient(10 * time.Second)
 	}
 	log := o.Logger.With("channel", o.Name)
 	return &Channel{

@@ -16,6 +16,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/gatehouse-dev/gatehouse/channel"
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
 )
@@ -81,7 +82,7 @@ func New(o Options) (*Channel, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: 15 * time.Second}
+		o.HTTPClient = channel.HTTPClient(15 * time.Second)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
