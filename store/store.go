@@ -5,6 +5,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -43,6 +44,7 @@ type DB struct {
 	db     *gorm.DB // writes (and reads inside write transactions)
 	rdb    *gorm.DB // reads outside transactions: its own pool on SQLite, db on PostgreSQL
 	w      *writer  // SQLite: the group-commit writer of the life-cycle writes
+	get    *sql.Stmt
 	driver string
 	dsn    string
 	log    *slog.Logger
@@ -127,6 +129,18 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		s.Close()
 		return nil, err
 	}
+	get := qRequest
+	if o.Driver == Postgres {
+		get = strings.Replace(get, "?", "$1", 1)
+	}
+	rsql, err := rdb.DB()
+	if err == nil {
+		s.get, err = rsql.PrepareContext(pctx, get)
+	}
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
 	if o.Driver == SQLite {
 		if s.w, err = newWriter(pctx, sqlDB, hotQueries); err != nil {
 			s.Close()
@@ -200,6 +214,9 @@ func (s *DB) Ping(ctx context.Context) error {
 func (s *DB) Close() error {
 	if s.w != nil {
 		s.w.close()
+	}
+	if s.get != nil {
+		s.get.Close()
 	}
 	if s.rdb != nil && s.rdb != s.db {
 		if r, err := s.rdb.DB(); err == nil {
