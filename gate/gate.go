@@ -23,7 +23,9 @@ type Store interface {
 	// pending and its deadline allows it, marks its cards for their final
 	// update and appends the transition's event, in one transaction. It
 	// returns the request as it stands afterwards and whether this call made
-	// the change.
+	// the change. A store shared by replicas also signals the change to
+	// their Notifiers' listeners in that transaction, so the signal goes
+	// out exactly when the change commits.
 	Transition(ctx context.Context, t Transition) (*Request, bool, error)
 	// AddEvent appends one event to a request's audit trail.
 	AddEvent(ctx context.Context, e Event) error
@@ -137,11 +139,11 @@ type Decision struct {
 }
 
 // Notifier carries "request changed" signals between replicas so that a
-// waiter on one wakes when another decides. Without one, waking is
-// in-process only (and the periodic re-read catches the rest).
+// waiter on one wakes when another decides; the store's Transition sends
+// them. Without one, waking is in-process only (and the periodic re-read
+// catches the rest).
 type Notifier interface {
-	Publish(ctx context.Context, requestID string) error
-	// Listen calls fn for every published id until ctx ends.
+	// Listen calls fn for every changed request's id until ctx ends.
 	Listen(ctx context.Context, fn func(requestID string)) error
 }
 

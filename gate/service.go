@@ -634,11 +634,6 @@ func (s *Service) transition(ctx context.Context, t Transition) (*Request, error
 
 func (s *Service) settled(ctx context.Context, r *Request) {
 	s.hub.wakeWith(r.ID, r)
-	if s.notifier != nil {
-		if err := s.notifier.Publish(ctx, r.ID); err != nil {
-			s.log.Warn("publish failed; other replicas will re-read", "request_id", r.ID, "err", err)
-		}
-	}
 	s.obs.RequestFinished(r.Route, r.Status, r.Waited(s.now()))
 	s.log.Info("request "+string(r.Status), "request_id", r.ID, "by", r.DecidedBy, "via", r.DecidedVia)
 	s.kickWork()

@@ -13,10 +13,12 @@ import (
 
 // PGNotifier carries "request changed" signals between replicas through
 // PostgreSQL LISTEN/NOTIFY, so a verdict taken on one replica wakes the
-// waiters on every other at once. Publish goes through the store's pool;
-// Listen holds one dedicated connection of its own. A signal lost while
-// the listening connection is down is caught by the gate's periodic
-// re-read.
+// waiters on every other at once. Once a store has a notifier, its
+// Transition sends pg_notify in the statement that makes the change:
+// PostgreSQL delivers it at commit, never for a change rolled back, and a
+// crash right after the commit cannot lose it. Listen holds one dedicated
+// connection of its own. A signal lost while the listening connection is
+// down is caught by the gate's periodic re-read.
 type PGNotifier struct {
 	db      *DB
 	channel string
@@ -39,18 +41,12 @@ func NewNotifier(ctx context.Context, db *DB) (*PGNotifier, error) {
 	if len(ch) > 63 { // PostgreSQL truncates identifiers at 63 bytes
 		ch = ch[:63]
 	}
+	db.notify.Store(&ch)
 	return &PGNotifier{db: db, channel: ch}, nil
 }
 
 // Channel is the NOTIFY channel in use.
 func (n *PGNotifier) Channel() string { return n.channel }
-
-// Publish tells every listening replica (this one included) that a request
-// changed. One round trip; PostgreSQL folds duplicate payloads within a
-// transaction.
-func (n *PGNotifier) Publish(ctx context.Context, requestID string) error {
-	return wrap("notify", n.db.db.WithContext(ctx).Exec("SELECT pg_notify(?, ?)", n.channel, requestID).Error)
-}
 
 // Listen opens a dedicated connection, LISTENs on the channel and calls fn
 // with every payload until ctx ends (nil) or the connection fails (the

@@ -106,7 +106,13 @@ func (s *DB) transitionPG(ctx context.Context, t gate.Transition) (*requestRow, 
 		q.WriteString(` UNION ALL SELECT ?::text, ?::timestamptz, ?::text, '', ?::text, ?::text WHERE EXISTS (SELECT 1 FROM c WHERE c.inline)`)
 		args = append(args, t.ID, at, gate.EventUpdated, t.InlineCard, "card updated to "+to+" in the callback answer")
 	}
-	q.WriteString(`) SELECT * FROM t`)
+	if ch := s.notify.Load(); ch != nil {
+		// Delivered at commit; the listeners re-read the row.
+		q.WriteString(`) SELECT t.* FROM t CROSS JOIN LATERAL (SELECT pg_notify(?, t.id)) n`)
+		args = append(args, *ch)
+	} else {
+		q.WriteString(`) SELECT * FROM t`)
+	}
 	res := s.db.WithContext(ctx).Raw(q.String(), args...).Scan(&row)
 	if res.Error != nil {
 		return nil, false, res.Error

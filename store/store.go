@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/driver/postgres"
@@ -45,6 +46,7 @@ type DB struct {
 	rdb    *gorm.DB // reads outside transactions: its own pool on SQLite, db on PostgreSQL
 	w      *writer  // SQLite: the group-commit writer of the life-cycle writes
 	get    *sql.Stmt
+	notify atomic.Pointer[string] // PostgreSQL: the NOTIFY channel of transitions, once a notifier exists
 	driver string
 	dsn    string
 	log    *slog.Logger
