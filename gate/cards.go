@@ -34,9 +34,6 @@ func (s *Service) work(ctx context.Context) {
 			}
 			return
 		}
-		if len(cards) == 0 {
-			return
-		}
 		for _, c := range cards {
 			s.busy.Add(1)
 			s.workers.Add(1)
@@ -49,6 +46,12 @@ func (s *Service) work(ctx context.Context) {
 				}()
 				s.workCard(ctx, c)
 			}()
+		}
+		if len(cards) < free {
+			// Nothing more is due now. Work that comes due later kicks
+			// (a new request, a verdict, a card released still lagging)
+			// or waits for the tick (a retry's time).
+			return
 		}
 	}
 }
@@ -77,8 +80,12 @@ func (s *Service) workCard(ctx context.Context, c Card) {
 		if res.Event != nil {
 			res.Event.At = res.At
 		}
-		if err := s.store.FinishCard(context.WithoutCancel(ctx), res); err != nil {
+		due, err := s.store.FinishCard(context.WithoutCancel(ctx), res)
+		if err != nil {
 			s.log.Error("recording card outcome failed", "request_id", c.RequestID, "channel", c.Channel, "err", err)
+		}
+		if due {
+			s.kickWork()
 		}
 	}
 	r, err := s.store.Get(ctx, c.RequestID)
@@ -125,10 +132,6 @@ func (s *Service) workCard(ctx context.Context, c Card) {
 		}
 		res.Event = &Event{RequestID: r.ID, Type: typ, Channel: c.Channel, Detail: detail}
 		finish()
-		if op == "post" && r.Status == StatusPending {
-			// The request may have ended while the post was in flight.
-			s.kickWork()
-		}
 		return
 	}
 	res.Have, res.Err = c.Have, err.Error()

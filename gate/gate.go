@@ -44,8 +44,11 @@ type Store interface {
 	// (want != have) and whose retry time has come, so that exactly one
 	// worker, on any replica, posts or updates each.
 	ClaimCards(ctx context.Context, now time.Time, lease time.Duration, owner string, limit int) ([]Card, error)
-	// FinishCard records the outcome of a claimed card's work and releases it.
-	FinishCard(ctx context.Context, res CardResult) error
+	// FinishCard records the outcome of a claimed card's work and releases
+	// it. due reports that the card still lags behind its request and may be
+	// worked on now (its request ended while it was being posted): the
+	// caller looks for work again rather than waiting for its next tick.
+	FinishCard(ctx context.Context, res CardResult) (due bool, err error)
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 }

@@ -68,13 +68,17 @@ func (s *DB) ClaimCards(ctx context.Context, now time.Time, lease time.Duration,
 }
 
 // FinishCard records a claimed card's outcome, if the claim is still ours.
-func (s *DB) FinishCard(ctx context.Context, r gate.CardResult) error {
+func (s *DB) FinishCard(ctx context.Context, r gate.CardResult) (bool, error) {
 	next := never
 	if !r.NextAttempt.IsZero() {
 		next = utc(r.NextAttempt)
 	}
+	at := utc(r.At)
+	var due []bool
+	var err error
 	if s.w != nil {
-		return wrap("finish card", s.finishSQLite(ctx, r, next))
+		due, err = s.finishSQLite(ctx, r, next, at)
+		return len(due) == 1 && due[0], wrap("finish card", err)
 	}
 	// PostgreSQL: one statement for the event and the card; the event is
 	// written whether or not the claim is still ours.
@@ -82,12 +86,11 @@ func (s *DB) FinishCard(ctx context.Context, r gate.CardResult) error {
 	if r.Event != nil {
 		e = *toEventRow(*r.Event)
 	}
-	err := s.db.WithContext(ctx).Exec(`WITH e AS (INSERT INTO events (request_id, at, type, actor, channel, detail)
+	err = s.db.WithContext(ctx).Raw(`WITH e AS (INSERT INTO events (request_id, at, type, actor, channel, detail)
 		SELECT ?::text, ?::timestamptz, ?::text, ?::text, ?::text, ?::text WHERE ?)
-	UPDATE cards SET have = ?, ref = CASE WHEN ? <> '' THEN ? ELSE ref END, last_error = ?,
-		abandoned = ?, next_attempt_at = ?, lease_until = ?, lease_owner = '', attempts = CASE WHEN ? THEN 0 ELSE attempts END, updated_at = ?
-	WHERE id = ? AND lease_owner = ?`,
+	UPDATE cards SET `+finishSet+`
+	WHERE id = ? AND lease_owner = ? RETURNING `+finishDue,
 		e.RequestID, utc(e.At), e.Type, e.Actor, e.Channel, e.Detail, r.Event != nil,
-		r.Have, r.Ref, r.Ref, r.Err, r.Abandoned, next, never, r.Err == "", utc(r.At), r.ID, r.Owner).Error
-	return wrap("finish card", err)
+		r.Have, r.Ref, r.Ref, r.Err, r.Abandoned, next, never, r.Err == "", at, r.ID, r.Owner, at).Scan(&due).Error
+	return len(due) == 1 && due[0], wrap("finish card", err)
 }

@@ -43,6 +43,8 @@ type fakeChannel struct {
 	failPost atomic.Int32
 	failAll  bool
 	calls    *atomic.Int32 // shared across fakes when several services post
+	posting  chan struct{} // when set, Post signals it on entry...
+	release  chan struct{} // ...and returns once this is closed
 }
 
 func newFake(name string) *fakeChannel {
@@ -53,6 +55,10 @@ func (f *fakeChannel) Name() string { return f.name }
 
 func (f *fakeChannel) Post(_ context.Context, r *gate.Request) (string, error) {
 	f.calls.Add(1)
+	if f.posting != nil {
+		f.posting <- struct{}{}
+		<-f.release
+	}
 	if f.failAll || f.failPost.Add(-1) >= 0 {
 		return "", errors.New("platform says 503")
 	}

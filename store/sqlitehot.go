@@ -32,9 +32,15 @@ const (
 	WHERE request_id = ?`
 	qCardInline = `UPDATE cards SET have = want, updated_at = ? WHERE request_id = ? AND channel = ? AND have <> ''`
 	qClaimCards = claimCards + `)` + claimReturning
-	qFinishCard = `UPDATE cards SET have = ?, ref = CASE WHEN ? <> '' THEN ? ELSE ref END, last_error = ?,
-	abandoned = ?, next_attempt_at = ?, lease_until = ?, lease_owner = '', attempts = CASE WHEN ? THEN 0 ELSE attempts END, updated_at = ?
-	WHERE id = ? AND lease_owner = ?`
+	qFinishCard = `UPDATE cards SET ` + finishSet + ` WHERE id = ? AND lease_owner = ? RETURNING ` + finishDue
+)
+
+// A card's outcome, and whether it is still due: lagging behind its
+// request (which ended while it was posted) and free to be worked on now.
+const (
+	finishSet = `have = ?, ref = CASE WHEN ? <> '' THEN ? ELSE ref END, last_error = ?, abandoned = ?, next_attempt_at = ?,
+	lease_until = ?, lease_owner = '', attempts = CASE WHEN ? THEN 0 ELSE attempts END, updated_at = ?`
+	finishDue = `want <> have AND abandoned = FALSE AND next_attempt_at <= ?`
 )
 
 // The claim of due card work; PostgreSQL's skips the rows other replicas
@@ -183,16 +189,30 @@ func (s *DB) claimSQLite(ctx context.Context, now time.Time, lease time.Duration
 
 // finishSQLite is FinishCard on SQLite: the event (written whether or not
 // the claim is still ours) and the card.
-func (s *DB) finishSQLite(ctx context.Context, r gate.CardResult, next time.Time) error {
-	return s.w.do(ctx, func(t *wtx) error {
+func (s *DB) finishSQLite(ctx context.Context, r gate.CardResult, next, at time.Time) ([]bool, error) {
+	var due []bool
+	err := s.w.do(ctx, func(t *wtx) error {
+		due = due[:0]
 		if r.Event != nil {
 			if err := insertEvent(t, toEventRow(*r.Event)); err != nil {
 				return err
 			}
 		}
-		_, err := t.exec(qFinishCard, r.Have, r.Ref, r.Ref, r.Err, r.Abandoned, next, never, r.Err == "", utc(r.At), r.ID, r.Owner)
-		return err
+		rows, err := t.query(qFinishCard, r.Have, r.Ref, r.Ref, r.Err, r.Abandoned, next, never, r.Err == "", at, r.ID, r.Owner, at)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var d bool
+			if err := rows.Scan(&d); err != nil {
+				return err
+			}
+			due = append(due, d)
+		}
+		return rows.Err()
 	})
+	return due, err
 }
 
 // addEventSQLite is AddEvent on SQLite.

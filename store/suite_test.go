@@ -386,6 +386,34 @@ func TestCardsFollowTheRequest(t *testing.T) {
 	})
 }
 
+// A verdict that lands while the card is being posted reaches the card as
+// soon as the post is recorded, not at the card worker's next tick.
+func TestVerdictDuringThePost(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		fake := newFake("fake")
+		fake.posting, fake.release = make(chan struct{}, 1), make(chan struct{})
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{fake}})
+		r := submit(t, svc, gate.Submission{Timeout: time.Hour})
+		<-fake.posting
+		if _, err := svc.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: true, Actor: "web:a", Via: "fake"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1100 * time.Millisecond) // the tick that comes while the card is leased finds nothing
+		released := time.Now()
+		close(fake.release)
+		deadline := released.Add(5 * time.Second)
+		for fake.shown(r.ID) != "approved" && time.Now().Before(deadline) {
+			time.Sleep(2 * time.Millisecond)
+		}
+		if fake.shown(r.ID) != "approved" {
+			t.Fatal("the card was never updated")
+		}
+		if took := time.Since(released); took > 300*time.Millisecond {
+			t.Errorf("the card was updated %s after its post was recorded: it waited for a tick", took)
+		}
+	})
+}
+
 func TestCardRetriesThenAbandons(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		flaky, dead := newFake("flaky"), newFake("dead")
