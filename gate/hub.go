@@ -67,6 +67,7 @@ func (h *hub) wakeWith(id string, r *Request) {
 	if r != nil && !r.Status.Final() {
 		r = nil
 	}
+	var answer []*Parked
 	h.mu.Lock()
 	for w := range h.waiters[id] {
 		if r != nil {
@@ -75,7 +76,9 @@ func (h *hub) wakeWith(id string, r *Request) {
 			w.mu.Unlock()
 		}
 		if w.park != nil {
-			w.park.signal(r)
+			if w.park.signal(r) {
+				answer = append(answer, w.park)
+			}
 			continue
 		}
 		select {
@@ -84,6 +87,18 @@ func (h *hub) wakeWith(id string, r *Request) {
 		}
 	}
 	h.mu.Unlock()
+	// Parked agents with the final row in hand are answered right here, on
+	// the goroutine that made the verdict: no hand-off between the commit
+	// and the agent's socket. Answering is an encode and a write into the
+	// socket's buffer; a second and later waiter on one request (rare) get
+	// goroutines of their own, so one slow reader cannot hold up another.
+	if len(answer) == 0 {
+		return
+	}
+	for _, p := range answer[1:] {
+		go p.fire(r, nil)
+	}
+	answer[0].fire(r, nil)
 }
 
 // ids lists the requests that have waiters now.

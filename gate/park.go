@@ -125,7 +125,9 @@ func (p *Parked) arm() {
 }
 
 // signal is the hub's wake-up (under the hub's lock: it only starts work).
-func (p *Parked) signal(r *Request) {
+// true means "answer with r now", which the hub does once it has let go of
+// its lock.
+func (p *Parked) signal(r *Request) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
@@ -133,13 +135,14 @@ func (p *Parked) signal(r *Request) {
 	case !p.armed:
 		p.woken = true
 	case r != nil:
-		go p.fire(r, nil)
+		return true
 	case p.busy:
 		p.again = true
 	default:
 		p.busy = true
 		go p.reread()
 	}
+	return false
 }
 
 // reread reads the row after a wake-up without a row: answers when it is

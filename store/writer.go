@@ -11,11 +11,13 @@ import (
 
 // writer is SQLite's group commit. SQLite has one writer at a time, and on
 // the hot path a write transaction is a few short statements around a
-// COMMIT that writes every page it touched to the WAL. The writer is one
-// goroutine that takes whatever writes are queued, runs them in one
-// transaction, each inside its own savepoint, and commits once: under load
-// n writes share one BEGIN, one COMMIT and the index pages they both touch;
-// alone, a write runs at once, as before.
+// COMMIT that writes every page it touched to the WAL. Writes queue; the
+// caller that finds nobody writing becomes the leader and runs whatever is
+// queued (its own write first) in one transaction, each write inside its
+// own savepoint, and commits once; then it hands the lead to the first
+// write that queued meanwhile. Under load n writes share one BEGIN, one
+// COMMIT and the index pages they touch; alone, a write runs at once on
+// its caller's goroutine, with no hand-off to wait for.
 //
 // Its statements are prepared once on the write connection and reused.
 // A write that fails rolls back to its savepoint and fails alone; a batch
@@ -24,20 +26,22 @@ import (
 type writer struct {
 	db    *sql.DB // the pool of one write connection
 	stmts map[string]*sql.Stmt
-	jobs  chan *writeJob
+
+	mu      sync.Mutex
+	queue   []*writeJob
+	leading bool // a caller is running a batch; it hands over or clears this
+	closed  bool
+	idle    *sync.Cond // signalled when leading clears
 	// batches counts the transactions begun, for tests.
 	batches atomic.Int64
-
-	mu     sync.RWMutex // closed and sends on jobs
-	closed bool
-	done   chan struct{}
 }
 
 type writeJob struct {
-	ctx  context.Context
-	fn   func(*wtx) error
-	err  error
-	done chan struct{}
+	ctx context.Context
+	fn  func(*wtx) error
+	err error
+	// wake says "done" (false) or "lead now" (true) to a queued write.
+	wake chan bool
 }
 
 // wtx is a write's view of the batch transaction.
@@ -53,10 +57,10 @@ const maxBatch = 128
 // errWriterClosed answers writes made after Close.
 var errWriterClosed = errors.New("the database is closed")
 
-// newWriter prepares the hot statements on db's connection and starts the
-// writer goroutine.
+// newWriter prepares the hot statements on db's connection.
 func newWriter(ctx context.Context, db *sql.DB, queries []string) (*writer, error) {
-	w := &writer{db: db, stmts: make(map[string]*sql.Stmt, len(queries)), jobs: make(chan *writeJob, 1024), done: make(chan struct{})}
+	w := &writer{db: db, stmts: make(map[string]*sql.Stmt, len(queries))}
+	w.idle = sync.NewCond(&w.mu)
 	for _, q := range append([]string{"SAVEPOINT w", "ROLLBACK TO w", "RELEASE w"}, queries...) {
 		st, err := db.PrepareContext(ctx, q)
 		if err != nil {
@@ -65,73 +69,77 @@ func newWriter(ctx context.Context, db *sql.DB, queries []string) (*writer, erro
 		}
 		w.stmts[q] = st
 	}
-	go w.loop()
 	return w, nil
 }
 
-// do runs fn in the next batch and returns once that batch has committed
-// (nil) or fn or the batch failed (the error).
+// do runs fn in a batch and returns once that batch has committed (nil) or
+// fn or the batch failed (the error).
 func (w *writer) do(ctx context.Context, fn func(*wtx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	j := &writeJob{ctx: ctx, fn: fn, done: make(chan struct{})}
-	w.mu.RLock()
-	if w.closed {
-		w.mu.RUnlock()
-		return errWriterClosed
-	}
-	w.jobs <- j
-	w.mu.RUnlock()
-	// Once queued a write is waited for even if ctx ends: it may already
-	// be in a transaction that commits, and the caller must know.
-	<-j.done
-	return j.err
-}
-
-// close stops taking writes, finishes the queued ones and releases the
-// statements.
-func (w *writer) close() {
+	j := &writeJob{ctx: ctx, fn: fn, wake: make(chan bool, 1)}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
-		return
+		return errWriterClosed
 	}
-	w.closed = true
-	close(w.jobs)
+	w.queue = append(w.queue, j)
+	lead := !w.leading
+	w.leading = true
 	w.mu.Unlock()
-	<-w.done
+	// Once queued a write is waited for even if ctx ends: it may already
+	// be in a transaction that commits, and the caller must know.
+	if !lead && !<-j.wake {
+		return j.err
+	}
+	// Leading: nobody was writing, or the last leader handed over. Either
+	// way j is first in the queue, so the batch taken here holds it.
+	w.mu.Lock()
+	n := min(len(w.queue), maxBatch)
+	batch := w.queue[:n:n]
+	w.queue = w.queue[n:]
+	w.mu.Unlock()
+	w.run(batch)
+	for _, o := range batch[1:] {
+		o.wake <- false
+	}
+	w.mu.Lock()
+	if len(w.queue) > 0 {
+		next := w.queue[0]
+		w.mu.Unlock()
+		next.wake <- true
+	} else {
+		w.leading = false
+		w.queue = nil
+		w.idle.Broadcast()
+		w.mu.Unlock()
+	}
+	return j.err
+}
+
+// queued is how many writes wait for a batch (tests).
+func (w *writer) queued() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.queue)
+}
+
+// close stops taking writes, waits for the queued ones and releases the
+// statements.
+func (w *writer) close() {
+	w.mu.Lock()
+	w.closed = true
+	for w.leading {
+		w.idle.Wait()
+	}
+	w.mu.Unlock()
 	w.closeStmts()
 }
 
 func (w *writer) closeStmts() {
 	for _, st := range w.stmts {
 		st.Close()
-	}
-}
-
-func (w *writer) loop() {
-	defer close(w.done)
-	batch := make([]*writeJob, 0, maxBatch)
-	for j := range w.jobs {
-		batch = append(batch[:0], j)
-	more:
-		for len(batch) < maxBatch {
-			select {
-			case j, ok := <-w.jobs:
-				if !ok {
-					break more
-				}
-				batch = append(batch, j)
-			default:
-				break more
-			}
-		}
-		w.run(batch)
-		for i := range batch {
-			close(batch[i].done)
-			batch[i] = nil
-		}
 	}
 }
 

@@ -73,11 +73,11 @@ func TestWriterGroupCommitIsolatesFailures(t *testing.T) {
 	}
 	// All n queued behind the held write.
 	deadline := time.Now().Add(5 * time.Second)
-	for len(db.w.jobs) < n && time.Now().Before(deadline) {
+	for db.w.queued() < n && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if len(db.w.jobs) < n {
-		t.Fatalf("only %d writes queued", len(db.w.jobs))
+	if db.w.queued() < n {
+		t.Fatalf("only %d writes queued", db.w.queued())
 	}
 	batchesBefore := db.w.batches.Load()
 	close(release)
@@ -122,7 +122,7 @@ func TestWriterContextAndClose(t *testing.T) {
 	queued := make(chan error, 1)
 	did := false
 	go func() { queued <- db.w.do(ctx, func(*wtx) error { did = true; return nil }) }()
-	for len(db.w.jobs) < 2 {
+	for db.w.queued() < 2 {
 		time.Sleep(time.Millisecond)
 	}
 	cancel()
