@@ -101,12 +101,27 @@ func gateCall(ctx context.Context, base, key string, wait time.Duration) (hookRe
 
 // tap sends a signed Slack button tap for request id.
 func tap(ctx context.Context, base, id string) error {
-	body := tapBody(id, true)
-	req, err := http.NewRequestWithContext(ctx, "POST", base+"/callbacks/slack", strings.NewReader(body))
+	req, err := newTap(ctx, base, id)
 	if err != nil {
 		return err
 	}
+	return sendTap(req, id)
+}
+
+// newTap is the signed Slack request of an Approve tap on request id,
+// built as Slack builds it before sending.
+func newTap(ctx context.Context, base, id string) (*http.Request, error) {
+	body := tapBody(id, true)
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/callbacks/slack", strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
 	sign(req, body)
+	return req, nil
+}
+
+// sendTap sends a tap built by newTap and checks Slack would see an ack.
+func sendTap(req *http.Request, id string) error {
 	resp, err := client.Do(req)
 	if err != nil {
 		return err
