@@ -12,15 +12,6 @@ import (
 	"time"
 )
 
-// client is shared by every simulated agent and approver: keep-alive
-// connections on loopback, as many as the agents need.
-var client = &http.Client{Transport: &http.Transport{
-	MaxIdleConns:        20000,
-	MaxIdleConnsPerHost: 20000,
-	IdleConnTimeout:     90 * time.Second,
-	DisableCompression:  true,
-}}
-
 type approval struct {
 	ID     string `json:"id"`
 	Status string `json:"status"`
@@ -46,14 +37,9 @@ func call(ctx context.Context, method, url string, body any, out any) (int, erro
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := client.Do(req)
+	resp, data, err := roundTrip(req, nil)
 	if err != nil {
 		return 0, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, err
 	}
 	if resp.StatusCode >= 300 {
 		return resp.StatusCode, fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, strings.TrimSpace(string(data)))
@@ -105,7 +91,7 @@ func tap(ctx context.Context, base, id string) error {
 	if err != nil {
 		return err
 	}
-	return sendTap(req, id)
+	return sendTap(req, id, nil)
 }
 
 // newTap is the signed Slack request of an Approve tap on request id,
@@ -120,14 +106,13 @@ func newTap(ctx context.Context, base, id string) (*http.Request, error) {
 	return req, nil
 }
 
-// sendTap sends a tap built by newTap and checks Slack would see an ack.
-func sendTap(req *http.Request, id string) error {
-	resp, err := client.Do(req)
+// sendTap sends a tap built by newTap and checks Slack would see an ack;
+// sent, when not nil, is called as its bytes go onto the socket.
+func sendTap(req *http.Request, id string, sent func()) error {
+	resp, _, err := roundTrip(req, sent)
 	if err != nil {
 		return err
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("tap %s: %d", id, resp.StatusCode)
 	}
@@ -150,12 +135,10 @@ func waiters(ctx context.Context, base string) (int, error) {
 // scrape reads unlabelled series from /metrics.
 func scrape(ctx context.Context, base string, names ...string) (map[string]float64, error) {
 	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
-	resp, err := client.Do(req)
+	_, b, err := roundTrip(req, nil)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
 	out := map[string]float64{}
 	for _, line := range strings.Split(string(b), "\n") {
 		for _, n := range names {

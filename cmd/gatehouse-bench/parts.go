@@ -116,7 +116,7 @@ func measureLatency(ctx context.Context, fake *fakeSlack, n int, spacing time.Du
 		if lp[i] == "" || pl[i] == "" {
 			continue
 		}
-		// The clock starts as each tap leaves "Slack", built and signed.
+		// The clock starts as each tap, built and signed, goes onto the socket.
 		base := tapOn(i).URL
 		for k, id := range []string{lp[i], pl[i]} {
 			req, err := newTap(ctx, base, id)
@@ -124,10 +124,11 @@ func measureLatency(ctx context.Context, fake *fakeSlack, n int, spacing time.Du
 				errs.Add(1)
 				continue
 			}
-			tmu.Lock()
-			tapped[2*i+k] = time.Now()
-			tmu.Unlock()
-			if err := sendTap(req, id); err != nil {
+			if err := sendTap(req, id, func() {
+				tmu.Lock()
+				tapped[2*i+k] = time.Now()
+				tmu.Unlock()
+			}); err != nil {
 				errs.Add(1)
 			}
 		}
