@@ -88,7 +88,13 @@ func (s *Service) workCard(ctx context.Context, c Card) {
 			s.kickWork()
 		}
 	}
-	r, err := s.store.Get(ctx, c.RequestID)
+	// A cached row serves when it cannot mislead: a final one, or a
+	// pending one for a card that is to be posted.
+	r, ok := s.rows.get(c.RequestID)
+	var err error
+	if !ok || !(r.Status.Final() || c.Want == CardPosted) {
+		r, err = s.store.Get(ctx, c.RequestID)
+	}
 	if err != nil {
 		res.Have, res.Err = c.Have, err.Error()
 		res.NextAttempt = s.now().Add(backoff(c.Attempts))
@@ -108,6 +114,7 @@ func (s *Service) workCard(ctx context.Context, c Card) {
 	case c.Have == "" && r.Status.Final():
 		// Ended before its card went out: nothing to announce or update.
 		res.Have = string(r.Status)
+		s.rows.drop(r.ID)
 		finish()
 		return
 	case c.Have == "":
@@ -131,6 +138,9 @@ func (s *Service) workCard(ctx context.Context, c Card) {
 			typ, detail = EventUpdated, "card updated to "+string(r.Status)
 		}
 		res.Event = &Event{RequestID: r.ID, Type: typ, Channel: c.Channel, Detail: detail}
+		if op == "update" {
+			s.rows.drop(r.ID)
+		}
 		finish()
 		return
 	}

@@ -64,6 +64,7 @@ type Service struct {
 
 	channels map[string]Channel
 	hub      *hub
+	rows     *rowCache
 	kick     chan struct{}
 	busy     atomic.Int64   // card workers at work
 	workers  sync.WaitGroup // the same, for Drain
@@ -118,6 +119,7 @@ func NewService(o Options) *Service {
 		notifier: o.Notifier, obs: o.Observer, opts: o,
 		channels: map[string]Channel{},
 		hub:      newHub(),
+		rows:     newRowCache(),
 		kick:     make(chan struct{}, 1),
 		stopping: make(chan struct{}),
 		owner:    ulid.Make().String(),
@@ -359,6 +361,9 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 	if !created {
 		return s.attach(got, &in)
 	}
+	if len(channels) > 0 {
+		s.rows.put(got)
+	}
 	s.obs.RequestCreated(got.Route)
 	if got.Status.Final() {
 		s.obs.RequestFinished(got.Route, got.Status, 0)
@@ -478,7 +483,7 @@ func (s *Service) Wait(ctx context.Context, id string, d time.Duration) (*Reques
 // does not name EFORBIDDEN. Refusals are audited. With a quorum above one,
 // approvals are counted and the request is approved by the last one needed.
 func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
-	r, err := s.store.Get(ctx, d.RequestID)
+	r, err := s.row(ctx, d.RequestID)
 	if err != nil {
 		return nil, err
 	}
@@ -553,6 +558,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 	got, err := s.transition(ctx, t)
 	if err != nil {
 		if e := (*Error)(nil); errors.As(err, &e) && got != nil {
+			r = got // as it stands, which the row read above may not have been
 			return refuse(e)
 		}
 		return nil, err
@@ -598,7 +604,7 @@ func (s *Service) Cancel(ctx context.Context, id, by, reason string) (*Request, 
 // across replicas: the compare-and-set lets exactly one caller do it.
 func (s *Service) Expire(ctx context.Context, id string) (*Request, error) {
 	now := s.now().UTC().Truncate(time.Microsecond)
-	r, err := s.store.Get(ctx, id)
+	r, err := s.row(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -617,6 +623,10 @@ func (s *Service) transition(ctx context.Context, t Transition) (*Request, error
 		return nil, err
 	}
 	if !changed {
+		s.rows.drop(t.ID) // whatever was cached is behind
+		if got.Status.Final() {
+			s.rows.put(got)
+		}
 		if got.Status.Final() {
 			return got, finalError(got)
 		}
@@ -634,6 +644,9 @@ func (s *Service) transition(ctx context.Context, t Transition) (*Request, error
 
 func (s *Service) settled(ctx context.Context, r *Request) {
 	s.hub.wakeWith(r.ID, r)
+	if len(r.Channels) > 0 {
+		s.rows.put(r) // for the cards' final update
+	}
 	s.obs.RequestFinished(r.Route, r.Status, r.Waited(s.now()))
 	s.log.Info("request "+string(r.Status), "request_id", r.ID, "by", r.DecidedBy, "via", r.DecidedVia)
 	s.kickWork()
@@ -646,7 +659,7 @@ func (s *Service) Refuse(ctx context.Context, requestID, channel, actor, detail 
 	if requestID == "" {
 		return
 	}
-	if _, err := s.store.Get(ctx, requestID); err != nil {
+	if _, err := s.row(ctx, requestID); err != nil {
 		return
 	}
 	s.addEvent(ctx, Event{RequestID: requestID, Type: EventCallbackRefused, Actor: actor, Channel: channel, Detail: detail})
@@ -704,4 +717,9 @@ func (s *Service) recheck(ctx context.Context) {
 
 // Wake wakes the local waiters of a request; the cross-replica listener and
 // tests call it.
-func (s *Service) Wake(id string) { s.hub.wake(id) }
+func (s *Service) Wake(id string) {
+	if r, ok := s.rows.get(id); ok && !r.Status.Final() {
+		s.rows.drop(id) // changed elsewhere; a final row cannot change
+	}
+	s.hub.wake(id)
+}

@@ -440,6 +440,32 @@ func TestCardRetriesThenAbandons(t *testing.T) {
 	})
 }
 
+// A replica that created a request keeps its row; a verdict taken on
+// another replica since must still win over a later one on the first, and
+// the first replica's card must show the real outcome.
+func TestVerdictElsewhereBeatsTheCreatorsRow(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		fa, fb := newFake("fake"), newFake("fake")
+		fb.calls = fa.calls
+		a := newService(t, db, svcOpts{chans: []gate.Channel{fa}})
+		b := newService(t, db, svcOpts{chans: []gate.Channel{fb}})
+		ctx := context.Background()
+		r := submit(t, a, gate.Submission{Timeout: time.Hour})
+		eventually(t, "card posted", func() bool { return fa.postCount(r.ID)+fb.postCount(r.ID) == 1 })
+		if _, err := b.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "web:bob", Via: "fake"}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := a.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: false, Actor: "web:alice", Via: "fake"})
+		if gate.ErrorCode(err) != gate.ECONFLICT || got == nil || got.Status != gate.StatusApproved || got.DecidedBy != "web:bob" {
+			t.Fatalf("a later reject on the creating replica: %+v, %v; want ECONFLICT with the approved row", got, err)
+		}
+		if now, _ := a.Get(ctx, r.ID); now.Status != gate.StatusApproved {
+			t.Fatalf("row is %s, want approved", now.Status)
+		}
+		eventually(t, "card shows approved", func() bool { return fa.shown(r.ID) == "approved" || fb.shown(r.ID) == "approved" })
+	})
+}
+
 // TestTwoServicesPostEachCardOnce runs two services (as two replicas would)
 // over one database: the leases let exactly one post each card.
 func TestTwoServicesPostEachCardOnce(t *testing.T) {
