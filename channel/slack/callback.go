@@ -177,9 +177,23 @@ func (h *callbackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad payload", http.StatusBadRequest)
 		return
 	}
-	c.interact(r.Context(), ic)
+	if done := c.interact(r.Context(), ic); done != nil {
+		// The verdict usually lands within a millisecond. Waiting for it
+		// here hands this goroutine's CPU to it at once, instead of after
+		// the ack has been written, and the ack goes out well inside
+		// Slack's 3 seconds however long the verdict takes.
+		t := time.NewTimer(ackWait)
+		select {
+		case <-done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	w.WriteHeader(http.StatusOK)
 }
+
+// ackWait bounds how long an HTTP tap's ack waits for its verdict.
+const ackWait = 1500 * time.Millisecond
 
 // parsePayload reads the form field "payload" of an interactivity request.
 func parsePayload(body []byte) (slack.InteractionCallback, error) {

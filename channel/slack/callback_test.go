@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -287,4 +288,50 @@ func TestReplayCacheIsBounded(t *testing.T) {
 	if _, ok := rc.seen["4"]; ok {
 		t.Error("stale entry kept")
 	}
+}
+
+// slowDecider holds every Decide until release is closed.
+type slowDecider struct {
+	*fakeDecider
+	release chan struct{}
+}
+
+func (d slowDecider) Decide(ctx context.Context, dec gate.Decision) (*gate.Request, error) {
+	<-d.release
+	return d.fakeDecider.Decide(ctx, dec)
+}
+
+// The ack of an HTTP tap waits for a quick verdict (so it follows the
+// verdict), and for a verdict that hangs no longer than ackWait: well
+// inside Slack's 3 seconds, with the verdict still taken afterwards.
+func TestCallbackAckWaitsBriefly(t *testing.T) {
+	t.Run("quick verdict", func(t *testing.T) {
+		f := newFakeSlack(t)
+		d := newFakeDecider(fixed(t0), testRequest("01JREQ", t0))
+		c := newTestChannel(t, f, d, fixed(t0))
+		body := blockActions("T1", "U1", actionApprove, "approve:01JREQ")
+		if code := post(NewCallbackHandler([]*Channel{c}), body, slacktest.Sign(secret, t0, body)); code != http.StatusOK {
+			t.Fatalf("status %d", code)
+		}
+		if n := len(d.taken()); n != 1 {
+			t.Fatalf("acked before the verdict: %d decisions at ack time", n)
+		}
+	})
+	t.Run("hung verdict", func(t *testing.T) {
+		f := newFakeSlack(t)
+		d := slowDecider{newFakeDecider(fixed(t0), testRequest("01JREQ", t0)), make(chan struct{})}
+		c := newTestChannel(t, f, d, fixed(t0))
+		body := blockActions("T1", "U1", actionApprove, "approve:01JREQ")
+		start := time.Now()
+		code := post(NewCallbackHandler([]*Channel{c}), body, slacktest.Sign(secret, t0, body))
+		took := time.Since(start)
+		if code != http.StatusOK || took < ackWait || took > ackWait+time.Second {
+			t.Fatalf("status %d after %s; want 200 after about %s", code, took, ackWait)
+		}
+		close(d.release)
+		c.Flush()
+		if n := len(d.taken()); n != 1 {
+			t.Fatalf("%d decisions after the hung one went through, want 1", n)
+		}
+	})
 }

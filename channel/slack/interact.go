@@ -23,15 +23,39 @@ type reasonMeta struct {
 }
 
 // interact handles one verified interaction, from HTTP or Socket Mode, and
-// returns at once so the caller can ack within Slack's 3 seconds.
+// returns at once so the caller can ack within Slack's 3 seconds; the
+// channel it returns, if not nil, closes when the work it started is done.
 //
-// Everything, Decide included, runs after the ack. Decide is usually a
-// millisecond of SQL, but on a busy PostgreSQL or a replica that is
-// catching up it has no upper bound, and a missed ack shows the approver
+// Everything, Decide included, runs detached from the ack. Decide is
+// usually a millisecond of SQL, but on a busy PostgreSQL or a replica that
+// is catching up it has no upper bound, and a missed ack shows the approver
 // an error although the verdict may land. The approver learns the outcome
 // from the card (updated by the gate's card worker) or from an ephemeral
 // message when the tap was refused.
-func (c *Channel) interact(ctx context.Context, ic slack.InteractionCallback) {
+func (c *Channel) interact(ctx context.Context, ic slack.InteractionCallback) <-chan struct{} {
+	var started []<-chan struct{}
+	later := func(ctx context.Context, fn func(ctx context.Context)) {
+		started = append(started, c.later(ctx, fn))
+	}
+	c.dispatch(ctx, ic, later)
+	switch len(started) {
+	case 0:
+		return nil
+	case 1:
+		return started[0]
+	}
+	all := make(chan struct{})
+	go func() {
+		for _, d := range started {
+			<-d
+		}
+		close(all)
+	}()
+	return all
+}
+
+// dispatch starts the work of one interaction through later.
+func (c *Channel) dispatch(ctx context.Context, ic slack.InteractionCallback, later func(context.Context, func(context.Context))) {
 	actor, ids := identity(ic)
 	switch ic.Type {
 	case slack.InteractionTypeBlockActions:
@@ -44,7 +68,7 @@ func (c *Channel) interact(ctx context.Context, ic slack.InteractionCallback) {
 				c.decider.Refuse(ctx, "", c.name, actor, fmt.Sprintf("malformed button value %q", a.Value))
 				continue
 			}
-			c.later(ctx, func(ctx context.Context) { c.tap(ctx, ic, actor, ids, choice, id) })
+			later(ctx, func(ctx context.Context) { c.tap(ctx, ic, actor, ids, choice, id) })
 		}
 	case slack.InteractionTypeViewSubmission:
 		if ic.View.CallbackID != reasonCallback {
@@ -59,7 +83,7 @@ func (c *Channel) interact(ctx context.Context, ic slack.InteractionCallback) {
 		if ic.View.State != nil {
 			reason = strings.TrimSpace(ic.View.State.Values[reasonBlock][reasonAction].Value)
 		}
-		c.later(ctx, func(ctx context.Context) {
+		later(ctx, func(ctx context.Context) {
 			c.decide(ctx, meta.Channel, ic.User.ID, gate.Decision{RequestID: meta.ID, Approve: false,
 				Actor: actor, Identities: ids, Via: c.name, Reason: reason})
 		})
@@ -68,16 +92,20 @@ func (c *Channel) interact(ctx context.Context, ic slack.InteractionCallback) {
 	}
 }
 
-// later runs fn after the ack, detached from the request's context (which
-// ends with the response) but bounded in time.
-func (c *Channel) later(ctx context.Context, fn func(ctx context.Context)) {
+// later runs fn on its own goroutine, detached from the request's context
+// (which ends with the response) but bounded in time; the channel closes
+// when fn returns.
+func (c *Channel) later(ctx context.Context, fn func(ctx context.Context)) <-chan struct{} {
+	done := make(chan struct{})
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
+		defer close(done)
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterAckTimeout)
 		defer cancel()
 		fn(ctx)
 	}()
+	return done
 }
 
 // tap acts on one button: approve and reject go to the gate; "reject with
