@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,9 +48,12 @@ type DB struct {
 	w      *writer  // SQLite: the group-commit writer of the life-cycle writes
 	get    *sql.Stmt
 	notify atomic.Pointer[string] // PostgreSQL: the NOTIFY channel of transitions, once a notifier exists
-	driver string
-	dsn    string
-	log    *slog.Logger
+
+	stopCkpt, ckptDone chan struct{} // SQLite: the background checkpointer
+	ckptOnce           sync.Once
+	driver             string
+	dsn                string
+	log                *slog.Logger
 }
 
 var _ gate.Store = (*DB)(nil)
@@ -64,7 +68,8 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 	switch o.Driver {
 	case SQLite, "":
 		o.Driver = SQLite
-		dial = sqlite.Open(sqliteDSN(o.DSN))
+		registerSQLite()
+		dial = sqlite.New(sqlite.Config{DriverName: sqliteDriver, DSN: sqliteDSN(o.DSN)})
 	case Postgres:
 		dial = postgres.New(postgres.Config{DSN: o.DSN})
 	default:
@@ -97,7 +102,7 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		sqlDB.SetMaxIdleConns(1)
 		// Reads are prepared once per connection and reused (preparing was
 		// a seventh of the server's CPU); no transaction holds a reader.
-		if rdb, err = gorm.Open(sqlite.Open(sqliteDSN(o.DSN)), cfg(true)); err != nil {
+		if rdb, err = gorm.Open(sqlite.New(sqlite.Config{DriverName: sqliteDriver, DSN: sqliteDSN(o.DSN)}), cfg(true)); err != nil {
 			sqlDB.Close()
 			return nil, fmt.Errorf("store: cannot reach the %s database: %w", o.Driver, redact(err, o.DSN))
 		}
@@ -148,6 +153,8 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 			s.Close()
 			return nil, fmt.Errorf("store: %w", err)
 		}
+		s.stopCkpt, s.ckptDone = make(chan struct{}), make(chan struct{})
+		go checkpointer(rsql, s.stopCkpt, s.ckptDone)
 	}
 	return s, nil
 }
@@ -214,6 +221,10 @@ func (s *DB) Ping(ctx context.Context) error {
 
 // Close finishes the queued writes and closes the pools.
 func (s *DB) Close() error {
+	if s.stopCkpt != nil {
+		s.ckptOnce.Do(func() { close(s.stopCkpt) })
+		<-s.ckptDone
+	}
 	if s.w != nil {
 		s.w.close()
 	}

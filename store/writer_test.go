@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -139,4 +141,47 @@ func TestWriterContextAndClose(t *testing.T) {
 	if err := db.w.do(ctx, func(*wtx) error { return nil }); !errors.Is(err, errWriterClosed) {
 		t.Errorf("write after close: %v, want %v", err, errWriterClosed)
 	}
+}
+
+// Commits never checkpoint below walSafetyPages; the background
+// checkpointer copies the WAL back into the database file all the same.
+func TestBackgroundCheckpoint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	db, err := Open(context.Background(), Options{Driver: SQLite, DSN: path, Migrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var auto int
+	if err := db.db.Raw("PRAGMA wal_autocheckpoint").Scan(&auto).Error; err != nil || auto != walSafetyPages {
+		t.Fatalf("writer's wal_autocheckpoint = %d (%v), want %d", auto, err, walSafetyPages)
+	}
+	ctx := context.Background()
+	now := time.Now()
+	r := &gate.Request{ID: "req-1", Status: gate.StatusPending, ToolName: "t", ToolArgs: []byte(`{}`), Metadata: []byte(`{}`),
+		Route: "default", OnTimeout: gate.VerdictDeny, Quorum: 1, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	if _, _, err := db.Create(ctx, r, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * checkpointEvery)
+	before := fileSize(t, path)
+	detail := strings.Repeat("x", 400)
+	for i := range 1500 { // ~600 KB of rows, thousands of WAL frames
+		if err := db.AddEvent(ctx, gate.Event{RequestID: "req-1", At: now, Type: "note", Detail: fmt.Sprint(i, detail)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(3 * checkpointEvery)
+	if after := fileSize(t, path); after < before+400<<10 {
+		t.Fatalf("database file %d bytes before, %d after 600 KB of commits: the WAL was not checkpointed", before, after)
+	}
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
 }
