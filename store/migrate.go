@@ -94,6 +94,17 @@ CREATE TABLE sessions (
 	expires_at {{ts}} NOT NULL
 );
 CREATE INDEX sessions_expires ON sessions (expires_at)`},
+	// A verdict used to move the request in two indexes: from the pending
+	// part of (status, expires_at) to its final status, and from the ''
+	// part of decided_by to its approver, each a delete and an insert on
+	// other pages. Only pending rows are looked up by deadline (the
+	// sweeper), and only decided rows by approver (the history filter), so
+	// both become partial: a verdict deletes one entry and adds one.
+	{2, "partial indexes for the sweeper and the approver filter", `
+DROP INDEX requests_status_expires;
+CREATE INDEX requests_pending_expires ON requests (expires_at) WHERE status = 'pending';
+DROP INDEX requests_decided_by;
+CREATE INDEX requests_decided_by ON requests (decided_by) WHERE decided_by <> ''`},
 }
 
 // SchemaVersion is the newest migration this binary knows.

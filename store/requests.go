@@ -192,7 +192,9 @@ func (s *DB) List(ctx context.Context, f gate.Filter) ([]*gate.Request, string, 
 		q = q.Where("agent_id = ?", f.Agent)
 	}
 	if f.DecidedBy != "" {
-		q = q.Where("decided_by = ?", f.DecidedBy)
+		// The second term is the partial index's own condition, which
+		// lets the planner use it.
+		q = q.Where("decided_by = ? AND decided_by <> ''", f.DecidedBy)
 	}
 	if f.Route != "" {
 		q = q.Where("route = ?", f.Route)

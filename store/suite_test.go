@@ -374,7 +374,12 @@ func TestCardsFollowTheRequest(t *testing.T) {
 					t.Fatal(err)
 				}
 				eventually(t, "card shows "+want, func() bool { return fake.shown(r.ID) == want })
-				cards, _ := svc.Cards(ctx, r.ID)
+				// The row follows the platform call that made it true.
+				var cards []gate.Card
+				eventually(t, "card row says "+want, func() bool {
+					cards, _ = svc.Cards(ctx, r.ID)
+					return len(cards) == 1 && cards[0].Have == want
+				})
 				if len(cards) != 1 || cards[0].Have != want || cards[0].Ref != "msg-"+r.ID {
 					t.Fatalf("card row: %+v", cards)
 				}
