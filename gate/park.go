@@ -40,18 +40,60 @@ type Parked struct {
 // otherwise the pending row and a *Parked on which the caller must call Arm
 // or Cancel. Wake-ups that come in between are not lost.
 func (s *Service) Park(ctx context.Context, id string, d time.Duration) (*Parked, *Request, error) {
-	p := &Parked{s: s, id: id, limit: s.now().Add(d)}
-	p.w = &waiter{park: p}
-	s.hub.put(id, p.w)
-	s.obs.WaitersChanged(1)
+	p := s.register(id, d)
 	r, err := s.store.Get(ctx, id)
 	if err != nil || r.Status.Final() || d <= 0 {
-		s.hub.remove(id, p.w)
-		s.obs.WaitersChanged(-1)
+		p.unregister()
 		return nil, r, err
 	}
 	p.r = r
 	return p, r, nil
+}
+
+// SubmitAndPark is Submit, then Park on the request, with the waiter in
+// place before the row is written: no verdict can slip in between, and a
+// request created here needs no read back. A submission that attaches to
+// an existing request parks on it as Park does.
+func (s *Service) SubmitAndPark(ctx context.Context, in Submission, d time.Duration) (*Parked, *Request, error) {
+	var p *Parked
+	r, created, err := s.submit(ctx, in, func(id string) {
+		if d > 0 {
+			p = s.register(id, d)
+		}
+	})
+	if p != nil && (err != nil || !created || r.Status.Final()) {
+		p.unregister()
+		p = nil
+	}
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case !created && d > 0:
+		pp, got, err := s.Park(ctx, r.ID, d)
+		if got == nil {
+			got = r // for the error's answer
+		}
+		return pp, got, err
+	case p == nil:
+		return nil, r, nil
+	}
+	p.r = r
+	return p, r, nil
+}
+
+// register puts a new waiter for id in the hub.
+func (s *Service) register(id string, d time.Duration) *Parked {
+	p := &Parked{s: s, id: id, limit: s.now().Add(d)}
+	p.w = &waiter{park: p}
+	s.hub.put(id, p.w)
+	s.obs.WaitersChanged(1)
+	return p
+}
+
+// unregister takes back a waiter that never got to Arm.
+func (p *Parked) unregister() {
+	p.s.hub.remove(p.id, p.w)
+	p.s.obs.WaitersChanged(-1)
 }
 
 // Cancel unregisters a parked waiter that was never armed (the caller

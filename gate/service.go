@@ -304,6 +304,12 @@ func (s *Service) route(in *Submission) (Route, bool, error) {
 // idempotency key (created false). A call that needs no human is approved
 // at once by policy and recorded as such; any other goes to its channels.
 func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, error) {
+	return s.submit(ctx, in, nil)
+}
+
+// submit is Submit; before, when set, is called with the new request's id
+// just before it is recorded.
+func (s *Service) submit(ctx context.Context, in Submission, before func(id string)) (*Request, bool, error) {
 	if err := s.validate(&in); err != nil {
 		return nil, false, err
 	}
@@ -353,6 +359,9 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		r.Channels = nil
 		events = []Event{{Type: EventAutoAllowed, At: now, Actor: ActorSystem, Channel: ViaPolicy,
 			Detail: fmt.Sprintf("route %s: no confirmation required", r.Route)}}
+	}
+	if before != nil {
+		before(r.ID)
 	}
 	got, created, err := s.store.Create(ctx, r, channels, events)
 	if err != nil {

@@ -445,6 +445,52 @@ func TestCardRetriesThenAbandons(t *testing.T) {
 	})
 }
 
+// SubmitAndPark parks the new request's waiter before the row exists; a
+// repeat of the submission parks on the same request, and a call that
+// needs no human comes back final, unparked.
+func TestSubmitAndPark(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		fake := newFake("fake")
+		yes := false
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{fake}})
+		ctx := context.Background()
+		in := gate.Submission{ToolName: "deploy", IdempotencyKey: "k-1", Timeout: time.Hour}
+		answers := make(chan *gate.Request, 2)
+		arm := func(p *gate.Parked, r *gate.Request, err error) string {
+			t.Helper()
+			if err != nil || p == nil || r.Status != gate.StatusPending {
+				t.Fatalf("parked %v, row %+v, err %v; want a parked pending request", p != nil, r, err)
+			}
+			p.Arm(func(r *gate.Request, err error) { answers <- r })
+			return r.ID
+		}
+		id := arm(svc.SubmitAndPark(ctx, in, 10*time.Second))
+		if again := arm(svc.SubmitAndPark(ctx, in, 10*time.Second)); again != id {
+			t.Fatalf("the repeat parked on %s, want %s", again, id)
+		}
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: id, Approve: true, Actor: "web:a", Via: "fake"}); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			select {
+			case r := <-answers:
+				if r == nil || r.Status != gate.StatusApproved {
+					t.Fatalf("waiter got %+v", r)
+				}
+			case <-time.After(time.Second): // well before the 2 s re-read
+				t.Fatal("a waiter was not woken by the verdict")
+			}
+		}
+		p, r, err := svc.SubmitAndPark(ctx, gate.Submission{ToolName: "read", RequiresConfirmation: &yes}, 10*time.Second)
+		if err != nil || p != nil || r.Status != gate.StatusApproved {
+			t.Fatalf("no-human call: parked %v, row %+v, err %v", p != nil, r, err)
+		}
+		if _, _, err := svc.SubmitAndPark(ctx, gate.Submission{}, 10*time.Second); gate.ErrorCode(err) != gate.EINVALID {
+			t.Fatalf("invalid submission: %v", err)
+		}
+	})
+}
+
 // A replica that created a request keeps its row; a verdict taken on
 // another replica since must still win over a later one on the first, and
 // the first replica's card must show the real outcome.

@@ -305,12 +305,11 @@ func (s *Server) gate(c echo.Context) error {
 	if err != nil {
 		return c.JSON(statusOf(gate.ErrorCode(err)), denied("", err))
 	}
-	ctx := c.Request().Context()
-	r, _, err := s.svc.Submit(ctx, b.Submission(s.caller(c)))
-	if err != nil {
+	p, r, err := s.svc.SubmitAndPark(c.Request().Context(), b.Submission(s.caller(c)), wait)
+	if r == nil {
 		return c.JSON(statusOf(gate.ErrorCode(err)), denied("", err))
 	}
-	return s.longPoll(c, r.ID, wait, func(_ http.Header, got *gate.Request, err error) (int, any) {
+	return s.hold(c, r.ID, p, r, err, func(_ http.Header, got *gate.Request, err error) (int, any) {
 		if err != nil {
 			return statusOf(gate.ErrorCode(err)), denied(r.ID, err)
 		}

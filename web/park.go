@@ -48,8 +48,13 @@ const (
 // limit, the request's deadline or Stop. Where the connection cannot be
 // taken over it keeps waiting the blocking way.
 func (s *Server) longPoll(c echo.Context, id string, wait time.Duration, answer answerFunc) error {
+	p, r, err := s.svc.Park(c.Request().Context(), id, wait)
+	return s.hold(c, id, p, r, err, answer)
+}
+
+// hold answers a long poll parked by Park or SubmitAndPark.
+func (s *Server) hold(c echo.Context, id string, p *gate.Parked, r *gate.Request, err error, answer answerFunc) error {
 	ctx := c.Request().Context()
-	p, r, err := s.svc.Park(ctx, id, wait)
 	if p == nil {
 		st, body := answer(c.Response().Header(), r, err)
 		return c.JSON(st, body)
