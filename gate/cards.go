@@ -23,37 +23,82 @@ func (s *Service) kickWork() {
 // database, so across replicas each card is worked on by one worker.
 func (s *Service) work(ctx context.Context) {
 	for ctx.Err() == nil {
-		free := s.opts.CardWorkers - int(s.busy.Load())
-		if free <= 0 {
+		n := s.reserveWorkers(s.opts.CardWorkers)
+		if n == 0 {
 			return // a finishing worker kicks
 		}
-		cards, err := s.store.ClaimCards(ctx, s.now(), s.opts.CardLease, s.owner, free)
+		cards, err := s.store.ClaimCards(ctx, s.now(), s.opts.CardLease, s.owner, n)
 		if err != nil {
+			s.releaseWorkers(n)
 			if ctx.Err() == nil {
 				s.log.Error("claiming card work failed", "err", err)
 			}
 			return
 		}
-		for _, c := range cards {
-			s.busy.Add(1)
-			s.workers.Add(1)
-			go func() {
-				defer s.workers.Done()
-				defer func() {
-					if s.busy.Add(-1) == int64(s.opts.CardWorkers-1) {
-						s.kickWork() // were all busy: more may be due
-					}
-				}()
-				s.workCard(ctx, c)
-			}()
-		}
-		if len(cards) < free {
+		s.startClaimed(ctx, n, cards)
+		if len(cards) < n {
 			// Nothing more is due now. Work that comes due later kicks
 			// (a new request, a verdict, a card released still lagging)
 			// or waits for the tick (a retry's time).
 			return
 		}
 	}
+}
+
+// reserveWorkers takes up to n free card workers.
+func (s *Service) reserveWorkers(n int) int {
+	for {
+		busy := s.busy.Load()
+		k := min(n, s.opts.CardWorkers-int(busy))
+		if k <= 0 {
+			return 0
+		}
+		if s.busy.CompareAndSwap(busy, busy+int64(k)) {
+			s.workers.Add(k)
+			return k
+		}
+	}
+}
+
+// releaseWorkers gives back n reserved workers; if all were busy, the
+// card worker may have gone idle with work due, so it is kicked.
+func (s *Service) releaseWorkers(n int) {
+	if n <= 0 {
+		return
+	}
+	s.workers.Add(-n)
+	if s.busy.Add(-int64(n))+int64(n) >= int64(s.opts.CardWorkers) {
+		s.kickWork()
+	}
+}
+
+// startClaimed puts reserved workers on claimed cards and gives back the
+// rest of the reservation.
+func (s *Service) startClaimed(ctx context.Context, reserved int, cards []Card) {
+	for _, c := range cards[:min(len(cards), reserved)] {
+		go func() {
+			defer s.releaseWorkers(1)
+			s.workCard(ctx, c)
+		}()
+	}
+	s.releaseWorkers(reserved - len(cards))
+}
+
+// claimFor reserves workers for up to n cards that a write is about to
+// make due, and says so in a Claim for the store. Before Start, nothing.
+func (s *Service) claimFor(n int) Claim {
+	if s.runCtx() == nil || n <= 0 {
+		return Claim{}
+	}
+	return Claim{Owner: s.owner, Until: s.now().Add(s.opts.CardLease), Max: s.reserveWorkers(n)}
+}
+
+// runCtx is the context Start was given, nil before Start.
+func (s *Service) runCtx() context.Context {
+	if c, ok := s.run.Load().(context.Context); ok {
+		return c
+	}
+	return nil
 }
 
 // Drain waits, at most until ctx ends, for the card posts and updates in

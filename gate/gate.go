@@ -13,8 +13,9 @@ type Store interface {
 	// Create inserts a request with a card row for each channel and its first
 	// events, in one transaction. When the request's idempotency key is
 	// already taken it inserts nothing and returns the existing request with
-	// created false.
-	Create(ctx context.Context, r *Request, channels []string, events []Event) (got *Request, created bool, err error)
+	// created false. It leases up to claim.Max of the new cards to
+	// claim.Owner, as ClaimCards would, and returns those.
+	Create(ctx context.Context, r *Request, channels []string, events []Event, claim Claim) (got *Request, created bool, claimed []Card, err error)
 	// Get returns one request, or an ENOTFOUND error.
 	Get(ctx context.Context, id string) (*Request, error)
 	// List returns requests newest first and the cursor of the next page ("" at the end).
@@ -25,8 +26,10 @@ type Store interface {
 	// returns the request as it stands afterwards and whether this call made
 	// the change. A store shared by replicas also signals the change to
 	// their Notifiers' listeners in that transaction, so the signal goes
-	// out exactly when the change commits.
-	Transition(ctx context.Context, t Transition) (*Request, bool, error)
+	// out exactly when the change commits. When it made the change it may
+	// lease up to t.Claim.Max of the cards now due for their update, as
+	// ClaimCards would, and return those.
+	Transition(ctx context.Context, t Transition) (got *Request, changed bool, claimed []Card, err error)
 	// AddEvent appends one event to a request's audit trail.
 	AddEvent(ctx context.Context, e Event) error
 	// Events returns a request's audit trail, oldest first.
@@ -76,6 +79,16 @@ type Transition struct {
 	// (its callback answer carried the new card), so no update is queued for it.
 	InlineCard string
 	Event      Event
+	Claim      Claim
+}
+
+// Claim asks a write that makes card work (a new request's posts, a
+// verdict's updates) to lease that work to the caller's card workers at
+// once, saving the claim they would make next. Max 0 claims nothing.
+type Claim struct {
+	Owner string
+	Until time.Time
+	Max   int
 }
 
 // CardResult is the outcome of one claimed card's post or update.

@@ -66,6 +66,7 @@ type Service struct {
 	hub      *hub
 	rows     *rowCache
 	kick     chan struct{}
+	run      atomic.Value // the context.Context of Start
 	busy     atomic.Int64   // card workers at work
 	workers  sync.WaitGroup // the same, for Drain
 	stopping chan struct{}
@@ -134,6 +135,7 @@ func (s *Service) Register(ch Channel) { s.channels[ch.Name()] = ch }
 // re-reads, cross-replica listener) until ctx ends. It first expires what
 // became overdue while the server was down.
 func (s *Service) Start(ctx context.Context) {
+	s.run.Store(ctx)
 	s.sweep(ctx)
 	go s.loop(ctx, s.opts.SweepInterval, nil, s.sweep)
 	go s.loop(ctx, s.opts.SafetyInterval, nil, s.recheck)
@@ -141,7 +143,7 @@ func (s *Service) Start(ctx context.Context) {
 	if s.notifier != nil {
 		go func() {
 			for ctx.Err() == nil {
-				err := s.notifier.Listen(ctx, s.hub.wake)
+				err := s.notifier.Listen(ctx, s.Wake)
 				if ctx.Err() != nil {
 					return
 				}
@@ -363,7 +365,12 @@ func (s *Service) submit(ctx context.Context, in Submission, before func(id stri
 	if before != nil {
 		before(r.ID)
 	}
-	got, created, err := s.store.Create(ctx, r, channels, events)
+	// The new cards go to this replica's free card workers at once.
+	claim := s.claimFor(len(channels))
+	got, created, cards, err := s.store.Create(ctx, r, channels, events, claim)
+	if run := s.runCtx(); run != nil {
+		s.startClaimed(run, claim.Max, cards)
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -378,7 +385,9 @@ func (s *Service) submit(ctx context.Context, in Submission, before func(id stri
 		s.obs.RequestFinished(got.Route, got.Status, 0)
 	}
 	s.log.Info("request created", "request_id", got.ID, "tool", got.ToolName, "route", got.Route, "status", got.Status)
-	s.kickWork()
+	if len(cards) < len(channels) {
+		s.kickWork()
+	}
 	return got, true, nil
 }
 
@@ -627,7 +636,15 @@ func (s *Service) Expire(ctx context.Context, id string) (*Request, error) {
 // says what the request became instead.
 func (s *Service) transition(ctx context.Context, t Transition) (*Request, error) {
 	t.Event.RequestID, t.Event.At = t.ID, t.At
-	got, changed, err := s.store.Transition(ctx, t)
+	// The card updates go to this replica's free card workers at once; the
+	// cached row, if any, says how many there will be.
+	if r, ok := s.rows.get(t.ID); ok {
+		t.Claim = s.claimFor(len(r.Channels))
+	}
+	got, changed, cards, err := s.store.Transition(ctx, t)
+	if run := s.runCtx(); run != nil {
+		s.startClaimed(run, t.Claim.Max, cards)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -647,18 +664,22 @@ func (s *Service) transition(ctx context.Context, t Transition) (*Request, error
 		}
 		return got, Errorf(ECONFLICT, "not yet due to expire")
 	}
-	s.settled(ctx, got)
+	s.settled(got, cards)
 	return got, nil
 }
 
-func (s *Service) settled(ctx context.Context, r *Request) {
+// settled wakes the request's waiters, keeps its row for the card updates
+// and kicks the card worker for the updates not already claimed.
+func (s *Service) settled(r *Request, claimed []Card) {
 	s.hub.wakeWith(r.ID, r)
 	if len(r.Channels) > 0 {
 		s.rows.put(r) // for the cards' final update
 	}
 	s.obs.RequestFinished(r.Route, r.Status, r.Waited(s.now()))
 	s.log.Info("request "+string(r.Status), "request_id", r.ID, "by", r.DecidedBy, "via", r.DecidedVia)
-	s.kickWork()
+	if len(claimed) < len(r.Channels) {
+		s.kickWork()
+	}
 }
 
 // Refuse audits a callback that was not accepted.

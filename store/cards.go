@@ -60,11 +60,18 @@ func (s *DB) ClaimCards(ctx context.Context, now time.Time, lease time.Duration,
 	if err != nil {
 		return nil, wrap("claim cards", err)
 	}
+	return toCards(rows), nil
+}
+
+func toCards(rows []cardRow) []gate.Card {
+	if len(rows) == 0 {
+		return nil
+	}
 	out := make([]gate.Card, len(rows))
 	for i := range rows {
 		out[i] = rows[i].toCard()
 	}
-	return out, nil
+	return out
 }
 
 // FinishCard records a claimed card's outcome, if the claim is still ours.

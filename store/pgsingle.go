@@ -20,7 +20,7 @@ import (
 // createPG is Create's write on PostgreSQL: the request, its cards and its
 // events, the last two only if the request was inserted. It reports whether
 // the request was inserted.
-func (s *DB) createPG(ctx context.Context, row *requestRow, channels []string, events []gate.Event) (bool, error) {
+func (s *DB) createPG(ctx context.Context, row *requestRow, channels []string, events []gate.Event, claim gate.Claim) (bool, []gate.Card, error) {
 	var q strings.Builder
 	args := []any{row.ID, row.Status, row.ToolName, row.ToolArgs, row.RequiresConfirmation, row.Summary, row.AgentID,
 		row.UserID, row.SessionID, row.ToolCallID, row.Metadata, row.Route, row.IdempotencyKey, row.Channels, row.Approvers,
@@ -33,11 +33,14 @@ func (s *DB) createPG(ctx context.Context, row *requestRow, channels []string, e
 		ON CONFLICT (idempotency_key) DO NOTHING RETURNING id)`)
 	if len(channels) > 0 {
 		now := row.CreatedAt
+		// The first claim.Max cards are leased to the caller at once.
 		q.WriteString(`, c AS (INSERT INTO cards (request_id, channel, ref, want, have, attempts, last_error, abandoned,
 			next_attempt_at, lease_until, lease_owner, updated_at)
-			SELECT r.id, v.channel, '', ?::text, '', 0, '', FALSE, ?::timestamptz, ?::timestamptz, '', ?::timestamptz
+			SELECT r.id, v.channel, '', ?::text, '', CASE WHEN v.n < ?::int THEN 1 ELSE 0 END, '', FALSE, ?::timestamptz,
+				CASE WHEN v.n < ?::int THEN ?::timestamptz ELSE ?::timestamptz END,
+				CASE WHEN v.n < ?::int THEN ?::text ELSE '' END, ?::timestamptz
 			FROM r, (VALUES `)
-		args = append(args, gate.CardPosted, now, never, now)
+		args = append(args, gate.CardPosted, claim.Max, now, claim.Max, utc(claim.Until), never, claim.Max, claim.Owner, now)
 		for i, ch := range channels {
 			if i > 0 {
 				q.WriteString(", ")
@@ -45,7 +48,7 @@ func (s *DB) createPG(ctx context.Context, row *requestRow, channels []string, e
 			q.WriteString("(?::text, ?::int)")
 			args = append(args, ch, i)
 		}
-		q.WriteString(`) AS v (channel, n) ORDER BY v.n)`)
+		q.WriteString(`) AS v (channel, n) ORDER BY v.n RETURNING id, channel, lease_owner <> '' AS claimed)`)
 	}
 	if len(events) > 0 {
 		q.WriteString(`, e AS (INSERT INTO events (request_id, at, type, actor, channel, detail)
@@ -59,13 +62,29 @@ func (s *DB) createPG(ctx context.Context, row *requestRow, channels []string, e
 		}
 		q.WriteString(`) AS v (at, type, actor, channel, detail, n) ORDER BY v.n)`)
 	}
-	q.WriteString(` SELECT id FROM r`)
-	var ids []string
-	res := s.db.WithContext(ctx).Raw(q.String(), args...).Scan(&ids)
-	if res.Error != nil {
-		return false, res.Error
+	if len(channels) > 0 {
+		q.WriteString(` SELECT r.id, c.id AS card_id, c.channel, c.claimed FROM r LEFT JOIN c ON TRUE ORDER BY c.id`)
+	} else {
+		q.WriteString(` SELECT r.id, NULL::bigint AS card_id, NULL::text AS channel, FALSE AS claimed FROM r`)
 	}
-	return len(ids) == 1, nil
+	var rows []struct {
+		ID      string
+		CardID  *int64
+		Channel *string
+		Claimed bool
+	}
+	res := s.db.WithContext(ctx).Raw(q.String(), args...).Scan(&rows)
+	if res.Error != nil {
+		return false, nil, res.Error
+	}
+	var claimed []gate.Card
+	for _, r := range rows {
+		if r.Claimed && r.CardID != nil && r.Channel != nil {
+			claimed = append(claimed, gate.Card{ID: *r.CardID, RequestID: r.ID, Channel: *r.Channel, Want: gate.CardPosted,
+				Attempts: 1, UpdatedAt: row.CreatedAt})
+		}
+	}
+	return len(rows) > 0, claimed, nil
 }
 
 // transitionPG is Transition on PostgreSQL. The cards UPDATE folds in the

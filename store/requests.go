@@ -123,27 +123,27 @@ func toEventRow(e gate.Event) *eventRow {
 // Create inserts a request, its cards and its first events in one
 // transaction; an idempotency key already taken inserts nothing and returns
 // the request that holds it.
-func (s *DB) Create(ctx context.Context, r *gate.Request, channels []string, events []gate.Event) (*gate.Request, bool, error) {
+func (s *DB) Create(ctx context.Context, r *gate.Request, channels []string, events []gate.Event, claim gate.Claim) (*gate.Request, bool, []gate.Card, error) {
 	row := toRow(r)
 	created := false
+	var claimed []gate.Card
 	var err error
 	if s.driver == Postgres {
-		created, err = s.createPG(ctx, row, channels, events)
+		created, claimed, err = s.createPG(ctx, row, channels, events, claim)
 	} else {
-		created, err = s.createSQLite(ctx, row, channels, events)
+		created, claimed, err = s.createSQLite(ctx, row, channels, events, claim)
 	}
 	if err != nil {
-		return nil, false, wrap("create request", err)
+		return nil, false, nil, wrap("create request", err)
 	}
 	if created {
-		got := row.toRequest()
-		return got, true, nil
+		return row.toRequest(), true, claimed, nil
 	}
 	var existing requestRow
 	if err := s.rdb.WithContext(ctx).Where("idempotency_key = ?", r.IdempotencyKey).Take(&existing).Error; err != nil {
-		return nil, false, wrap("read request by idempotency key", err)
+		return nil, false, nil, wrap("read request by idempotency key", err)
 	}
-	return existing.toRequest(), false, nil
+	return existing.toRequest(), false, nil, nil
 }
 
 // Get returns one request.
@@ -241,22 +241,28 @@ func globToLike(g string) string {
 // Transition is the compare-and-set at the heart of the gate: the UPDATE
 // matches only a pending row on the right side of its deadline, so of any
 // number of concurrent verdicts, on any number of replicas, one wins.
-func (s *DB) Transition(ctx context.Context, t gate.Transition) (*gate.Request, bool, error) {
+//
+// On SQLite it also claims the cards it made due, in the same transaction.
+// PostgreSQL's single statement cannot tell the cards it leased from those
+// a worker of this replica already held, so there the card worker claims
+// them as usual.
+func (s *DB) Transition(ctx context.Context, t gate.Transition) (*gate.Request, bool, []gate.Card, error) {
 	var row *requestRow
 	var changed bool
+	var claimed []cardRow
 	var err error
 	if s.driver == Postgres {
 		row, changed, err = s.transitionPG(ctx, t)
 	} else {
-		row, changed, err = s.transitionSQLite(ctx, t)
+		row, changed, claimed, err = s.transitionSQLite(ctx, t)
 	}
 	if err != nil {
 		if gate.ErrorCode(err) == gate.ENOTFOUND {
-			return nil, false, err
+			return nil, false, nil, err
 		}
-		return nil, false, wrap("transition", err)
+		return nil, false, nil, wrap("transition", err)
 	}
-	return row.toRequest(), changed, nil
+	return row.toRequest(), changed, toCards(claimed), nil
 }
 
 // AddEvent appends to the audit trail.

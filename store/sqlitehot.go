@@ -21,7 +21,7 @@ const (
 	qInsertRequest = `INSERT INTO requests (` + requestColumns + `)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (idempotency_key) DO NOTHING`
 	qInsertCard = `INSERT INTO cards (request_id, channel, ref, want, have, attempts, last_error, abandoned,
-	next_attempt_at, lease_until, lease_owner, updated_at) VALUES (?, ?, '', ?, '', 0, '', FALSE, ?, ?, '', ?)`
+	next_attempt_at, lease_until, lease_owner, updated_at) VALUES (?, ?, '', ?, '', ?, '', FALSE, ?, ?, ?, ?)`
 	qInsertEvent = `INSERT INTO events (request_id, at, type, actor, channel, detail) VALUES (?, ?, ?, ?, ?, ?)`
 	qDecide      = `UPDATE requests SET status = ?, decided_at = ?, decided_by = ?, decided_via = ?, reason = ?, modified_args = ?
 	WHERE id = ? AND status = 'pending' AND expires_at > ? RETURNING ` + requestColumns
@@ -32,6 +32,10 @@ const (
 	WHERE request_id = ?`
 	qCardInline = `UPDATE cards SET have = want, updated_at = ? WHERE request_id = ? AND channel = ? AND have <> ''`
 	qClaimCards = claimCards + `)` + claimReturning
+	// The cards a verdict just made due, unless a worker holds them.
+	qClaimRequestCards = `UPDATE cards SET lease_owner = ?, lease_until = ?, attempts = attempts + 1
+	WHERE id IN (SELECT id FROM cards WHERE request_id = ? AND want <> have AND abandoned = FALSE AND lease_until <= ?
+		ORDER BY id LIMIT ?)` + claimReturning
 	qFinishCard = `UPDATE cards SET ` + finishSet + ` WHERE id = ? AND lease_owner = ? RETURNING ` + finishDue
 )
 
@@ -57,7 +61,7 @@ const (
 
 // hotQueries are prepared on the write connection at open.
 var hotQueries = []string{qInsertRequest, qInsertCard, qInsertEvent, qDecide, qExpire, qRequest, qCardsWant,
-	qCardInline, qClaimCards, qFinishCard}
+	qCardInline, qClaimCards, qClaimRequestCards, qFinishCard}
 
 func insertEvent(t *wtx, e *eventRow) error {
 	_, err := t.exec(qInsertEvent, e.RequestID, e.At, e.Type, e.Actor, e.Channel, e.Detail)
@@ -66,10 +70,11 @@ func insertEvent(t *wtx, e *eventRow) error {
 
 // createSQLite is Create's write: the request and, if it was inserted,
 // its cards and events.
-func (s *DB) createSQLite(ctx context.Context, row *requestRow, channels []string, events []gate.Event) (bool, error) {
+func (s *DB) createSQLite(ctx context.Context, row *requestRow, channels []string, events []gate.Event, claim gate.Claim) (bool, []gate.Card, error) {
 	created := false
+	var claimed []gate.Card
 	err := s.w.do(ctx, func(t *wtx) error {
-		created = false
+		created, claimed = false, claimed[:0]
 		res, err := t.exec(qInsertRequest, row.ID, row.Status, row.ToolName, row.ToolArgs, row.RequiresConfirmation,
 			row.Summary, row.AgentID, row.UserID, row.SessionID, row.ToolCallID, row.Metadata, row.Route, row.IdempotencyKey,
 			row.Channels, row.Approvers, row.Quorum, row.OnTimeout, row.CreatedAt, row.ExpiresAt, row.DecidedAt,
@@ -81,9 +86,21 @@ func (s *DB) createSQLite(ctx context.Context, row *requestRow, channels []strin
 			return err
 		}
 		now := row.CreatedAt
-		for _, ch := range channels {
-			if _, err := t.exec(qInsertCard, row.ID, ch, gate.CardPosted, now, never, now); err != nil {
+		for i, ch := range channels {
+			attempts, until, owner := 0, never, ""
+			if i < claim.Max {
+				attempts, until, owner = 1, utc(claim.Until), claim.Owner
+			}
+			res, err := t.exec(qInsertCard, row.ID, ch, gate.CardPosted, attempts, now, until, owner, now)
+			if err != nil {
 				return err
+			}
+			if owner != "" {
+				id, err := res.LastInsertId()
+				if err != nil {
+					return err
+				}
+				claimed = append(claimed, gate.Card{ID: id, RequestID: row.ID, Channel: ch, Want: gate.CardPosted, Attempts: 1, UpdatedAt: now})
 			}
 		}
 		for _, e := range events {
@@ -95,13 +112,14 @@ func (s *DB) createSQLite(ctx context.Context, row *requestRow, channels []strin
 		created = true
 		return nil
 	})
-	return created, err
+	return created, claimed, err
 }
 
 // transitionSQLite is Transition's compare-and-set and, when it took, the
 // event and the cards' new want, in one write.
-func (s *DB) transitionSQLite(ctx context.Context, t gate.Transition) (*requestRow, bool, error) {
+func (s *DB) transitionSQLite(ctx context.Context, t gate.Transition) (*requestRow, bool, []cardRow, error) {
 	var row *requestRow
+	var claimed []cardRow
 	changed := false
 	at := utc(t.At)
 	q := qDecide
@@ -114,7 +132,7 @@ func (s *DB) transitionSQLite(ctx context.Context, t gate.Transition) (*requestR
 		mod = &m
 	}
 	err := s.w.do(ctx, func(tx *wtx) error {
-		changed = false
+		changed, claimed = false, claimed[:0]
 		rows, err := tx.query(q, string(t.To), at, t.By, t.Via, t.Reason, mod, t.ID, at)
 		if err != nil {
 			return err
@@ -155,13 +173,22 @@ func (s *DB) transitionSQLite(ctx context.Context, t gate.Transition) (*requestR
 				}
 			}
 		}
+		if t.Claim.Max > 0 {
+			rows, err := tx.query(qClaimRequestCards, t.Claim.Owner, utc(t.Claim.Until), t.ID, at, t.Claim.Max)
+			if err != nil {
+				return err
+			}
+			if claimed, err = scanCards(rows, claimed); err != nil {
+				return err
+			}
+		}
 		changed = true
 		return nil
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
-	return row, changed, nil
+	return row, changed, claimed, nil
 }
 
 // claimSQLite is ClaimCards on SQLite.
@@ -173,18 +200,24 @@ func (s *DB) claimSQLite(ctx context.Context, now time.Time, lease time.Duration
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var c cardRow
-			if err := rows.Scan(&c.ID, &c.RequestID, &c.Channel, &c.Ref, &c.Want, &c.Have, &c.Attempts, &c.LastError,
-				&c.Abandoned, &c.NextAttemptAt, &c.LeaseUntil, &c.LeaseOwner, &c.UpdatedAt); err != nil {
-				return err
-			}
-			out = append(out, c)
-		}
-		return rows.Err()
+		out, err = scanCards(rows, out)
+		return err
 	})
 	return out, err
+}
+
+// scanCards appends the claimed cards in rows to out and closes rows.
+func scanCards(rows *sql.Rows, out []cardRow) ([]cardRow, error) {
+	defer rows.Close()
+	for rows.Next() {
+		var c cardRow
+		if err := rows.Scan(&c.ID, &c.RequestID, &c.Channel, &c.Ref, &c.Want, &c.Have, &c.Attempts, &c.LastError,
+			&c.Abandoned, &c.NextAttemptAt, &c.LeaseUntil, &c.LeaseOwner, &c.UpdatedAt); err != nil {
+			return out, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
 
 // finishSQLite is FinishCard on SQLite: the event (written whether or not

@@ -491,6 +491,52 @@ func TestSubmitAndPark(t *testing.T) {
 	})
 }
 
+// Create leases the cards it makes when asked, and a verdict on SQLite
+// leases the updates it makes due, never a card a worker still holds:
+// ClaimCards finds none of those.
+func TestWritesClaimTheirCards(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		mk := func(id string) *gate.Request {
+			return &gate.Request{ID: id, Status: gate.StatusPending, ToolName: "deploy", ToolArgs: []byte(`{}`), Metadata: []byte(`{}`),
+				Route: "default", OnTimeout: gate.VerdictDeny, Quorum: 1, Channels: []string{"a", "b"}, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+		}
+		claim := gate.Claim{Owner: "me", Until: now.Add(time.Minute), Max: 1}
+		_, created, cards, err := db.Create(ctx, mk("r1"), []string{"a", "b"}, nil, claim)
+		if err != nil || !created || len(cards) != 1 || cards[0].Channel != "a" || cards[0].ID == 0 || cards[0].Want != gate.CardPosted {
+			t.Fatalf("create with a claim of 1: created %v, cards %+v, err %v", created, cards, err)
+		}
+		due, err := db.ClaimCards(ctx, now, time.Minute, "other", 10)
+		if err != nil || len(due) != 1 || due[0].Channel != "b" {
+			t.Fatalf("ClaimCards after the create: %+v, %v; want only card b", due, err)
+		}
+		// Card a is still held (its post in flight); b is released posted.
+		if _, err := db.FinishCard(ctx, gate.CardResult{ID: due[0].ID, Owner: "other", Have: gate.CardPosted, Ref: "m-b", At: now}); err != nil {
+			t.Fatal(err)
+		}
+		_, changed, cards, err := db.Transition(ctx, gate.Transition{ID: "r1", To: gate.StatusApproved, Kind: gate.BeforeDeadline,
+			At: now, By: "web:a", Via: "web", Event: gate.Event{RequestID: "r1", At: now, Type: gate.EventDecided}, Claim: gate.Claim{Owner: "me", Until: now.Add(time.Minute), Max: 2}})
+		if err != nil || !changed {
+			t.Fatalf("transition: %v, %v", changed, err)
+		}
+		left, err := db.ClaimCards(ctx, now, time.Minute, "other", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch db.Driver() {
+		case store.SQLite:
+			if len(cards) != 1 || cards[0].Channel != "b" || cards[0].Want != string(gate.StatusApproved) || len(left) != 0 {
+				t.Fatalf("SQLite transition claimed %+v, left %+v; want card b only (a is held)", cards, left)
+			}
+		default:
+			if len(cards) != 0 || len(left) != 1 || left[0].Channel != "b" {
+				t.Fatalf("PostgreSQL transition claimed %+v, left %+v; want none claimed, card b due", cards, left)
+			}
+		}
+	})
+}
+
 // A replica that created a request keeps its row; a verdict taken on
 // another replica since must still win over a later one on the first, and
 // the first replica's card must show the real outcome.

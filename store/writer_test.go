@@ -42,7 +42,7 @@ func TestWriterGroupCommitIsolatesFailures(t *testing.T) {
 	now := time.Now()
 	r := &gate.Request{ID: "req-1", Status: gate.StatusPending, ToolName: "t", ToolArgs: []byte(`{}`), Metadata: []byte(`{}`),
 		Route: "default", OnTimeout: gate.VerdictDeny, Quorum: 1, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	if _, _, err := db.Create(ctx, r, nil, nil); err != nil {
+	if _, _, _, err := db.Create(ctx, r, nil, nil, gate.Claim{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -160,7 +160,7 @@ func TestBackgroundCheckpoint(t *testing.T) {
 	now := time.Now()
 	r := &gate.Request{ID: "req-1", Status: gate.StatusPending, ToolName: "t", ToolArgs: []byte(`{}`), Metadata: []byte(`{}`),
 		Route: "default", OnTimeout: gate.VerdictDeny, Quorum: 1, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	if _, _, err := db.Create(ctx, r, nil, nil); err != nil {
+	if _, _, _, err := db.Create(ctx, r, nil, nil, gate.Claim{}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * checkpointEvery)
