@@ -160,6 +160,9 @@ type cycleResult struct {
 	elapsed time.Duration
 	lat     []time.Duration
 	ids     []string
+	// CPU used during the run by the servers and by this load generator
+	// (agents, fake Slack, taps), which share the machine.
+	serverCPU, benchCPU time.Duration
 }
 
 func (c cycleResult) rate() float64 {
@@ -183,6 +186,13 @@ func measureCycles(ctx context.Context, fake *fakeSlack, servers []*server, conc
 	var mu sync.Mutex
 	var res cycleResult
 	var errs atomic.Int64
+	cpu := func() (srv time.Duration) {
+		for _, s := range servers {
+			srv += s.cpu()
+		}
+		return srv
+	}
+	srv0, self0 := cpu(), procCPU("/proc/self/stat")
 	start := time.Now()
 	stop := start.Add(d)
 	var last atomic.Int64
@@ -212,6 +222,7 @@ func measureCycles(ctx context.Context, fake *fakeSlack, servers []*server, conc
 		}()
 	}
 	wg.Wait()
+	res.serverCPU, res.benchCPU = cpu()-srv0, procCPU("/proc/self/stat")-self0
 	res.elapsed = time.Duration(last.Load())
 	res.errors = int(errs.Load())
 	return res

@@ -70,6 +70,13 @@ func (r *report) crossReplica(n int, l latencyResult) {
 func (r *report) cycles(where string, c cycleResult, target float64) {
 	line := fmt.Sprintf("full life cycles, %s (create → card posted → signed tap → agent unblocked): %d in %s = %.0f/s; per cycle p50 %s p99 %s; errors %d",
 		where, c.done, c.elapsed.Round(time.Millisecond), c.rate(), ms(percentile(c.lat, .5)), ms(percentile(c.lat, .99)), c.errors)
+	if c.done > 0 && c.elapsed > 0 {
+		per := func(d time.Duration) string {
+			return fmt.Sprintf("%.0f µs", float64(d.Microseconds())/float64(c.done))
+		}
+		line += fmt.Sprintf("\n  CPU per life cycle: gatehouse %s, load generator and fake Slack %s (%.2f + %.2f of %d cores busy)",
+			per(c.serverCPU), per(c.benchCPU), c.serverCPU.Seconds()/c.elapsed.Seconds(), c.benchCPU.Seconds()/c.elapsed.Seconds(), runtime.NumCPU())
+	}
 	if target > 0 {
 		line += fmt.Sprintf("\n  target ≥ %.0f/s: %s; no errors: %s", target, r.verdict(c.rate() >= target), r.verdict(c.errors == 0))
 	} else {

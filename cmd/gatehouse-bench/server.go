@@ -169,6 +169,31 @@ func (s *server) memory() (rss, peak int64) {
 	return rss, peak
 }
 
+// cpu is the CPU time (user and system) the server has used so far.
+func (s *server) cpu() time.Duration {
+	return procCPU(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+}
+
+// procCPU reads utime and stime from a /proc/<pid>/stat file. Both are in
+// clock ticks, which Linux fixes at 100 a second for user space.
+func procCPU(path string) time.Duration {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := strings.Cut(string(b), ") ") // after the command name, which may hold spaces
+	if !ok {
+		return 0
+	}
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
 // buildServer compiles cmd/gatehouse into dir.
 func buildServer(dir string) (string, error) {
 	bin := filepath.Join(dir, "gatehouse")
