@@ -23,10 +23,12 @@ func (s *Service) kickWork() {
 // database, so across replicas each card is worked on by one worker.
 func (s *Service) work(ctx context.Context) {
 	for ctx.Err() == nil {
+		s.starved.Store(true)
 		n := s.reserveWorkers(s.opts.CardWorkers)
 		if n == 0 {
-			return // a finishing worker kicks
+			return // the next worker to finish kicks
 		}
+		s.starved.Store(false)
 		cards, err := s.store.ClaimCards(ctx, s.now(), s.opts.CardLease, s.owner, n)
 		if err != nil {
 			s.releaseWorkers(n)
@@ -60,14 +62,17 @@ func (s *Service) reserveWorkers(n int) int {
 	}
 }
 
-// releaseWorkers gives back n reserved workers; if all were busy, the
-// card worker may have gone idle with work due, so it is kicked.
+// releaseWorkers gives back n reserved workers, and kicks the card worker
+// if it last stopped for want of one (it may have left work due). Only
+// then: a kick for every release would make the worker's own empty claims
+// kick it again, in a loop.
 func (s *Service) releaseWorkers(n int) {
 	if n <= 0 {
 		return
 	}
 	s.workers.Add(-n)
-	if s.busy.Add(-int64(n))+int64(n) >= int64(s.opts.CardWorkers) {
+	s.busy.Add(-int64(n))
+	if s.starved.CompareAndSwap(true, false) {
 		s.kickWork()
 	}
 }

@@ -67,7 +67,8 @@ type Service struct {
 	rows     *rowCache
 	kick     chan struct{}
 	run      atomic.Value // the context.Context of Start
-	busy     atomic.Int64   // card workers at work
+	busy     atomic.Int64   // card workers at work or reserved
+	starved  atomic.Bool    // the card worker stopped because none was free
 	workers  sync.WaitGroup // the same, for Drain
 	stopping chan struct{}
 	stopOnce sync.Once

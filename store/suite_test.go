@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -533,6 +534,44 @@ func TestWritesClaimTheirCards(t *testing.T) {
 			if len(cards) != 0 || len(left) != 1 || left[0].Channel != "b" {
 				t.Fatalf("PostgreSQL transition claimed %+v, left %+v; want none claimed, card b due", cards, left)
 			}
+		}
+	})
+}
+
+// claimCounter counts the card worker's claims.
+type claimCounter struct {
+	*store.DB
+	n atomic.Int64
+}
+
+func (c *claimCounter) ClaimCards(ctx context.Context, now time.Time, lease time.Duration, owner string, limit int) ([]gate.Card, error) {
+	c.n.Add(1)
+	return c.DB.ClaimCards(ctx, now, lease, owner, limit)
+}
+
+// An idle card worker claims once a tick, not in a loop; a request's life
+// cycle adds at most a few claims.
+func TestCardWorkerDoesNotSpin(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		cc := &claimCounter{DB: db}
+		fake := newFake("fake")
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{fake}, tweak: func(o *gate.Options) { o.Store = cc }})
+		ctx := context.Background()
+		for range 5 {
+			r := submit(t, svc, gate.Submission{Timeout: time.Hour})
+			eventually(t, "card posted", func() bool { return fake.postCount(r.ID) == 1 })
+			if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "web:a", Via: "fake"}); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "card updated", func() bool { return fake.shown(r.ID) == "approved" })
+		}
+		before := cc.n.Load()
+		time.Sleep(1500 * time.Millisecond)
+		if n := cc.n.Load() - before; n > 4 {
+			t.Fatalf("%d claims in 1.5 s of idling: the card worker spins", n)
+		}
+		if before > 5*4 {
+			t.Fatalf("%d claims for 5 life cycles", before)
 		}
 	})
 }
