@@ -26,6 +26,7 @@ func (s *Service) work(ctx context.Context) {
 		s.starved.Store(true)
 		n := s.reserveWorkers(s.opts.CardWorkers)
 		if n == 0 {
+			s.backlog.Store(true)
 			return // the next worker to finish kicks
 		}
 		s.starved.Store(false)
@@ -42,8 +43,10 @@ func (s *Service) work(ctx context.Context) {
 			// Nothing more is due now. Work that comes due later kicks
 			// (a new request, a verdict, a card released still lagging)
 			// or waits for the tick (a retry's time).
+			s.backlog.Store(false)
 			return
 		}
+		s.backlog.Store(true)
 	}
 }
 
@@ -90,9 +93,11 @@ func (s *Service) startClaimed(ctx context.Context, reserved int, cards []Card) 
 }
 
 // claimFor reserves workers for up to n cards that a write is about to
-// make due, and says so in a Claim for the store. Before Start, nothing.
+// make due, and says so in a Claim for the store. Not before Start, and
+// not while cards wait in the database for a worker: new ones queue
+// behind them rather than jump ahead.
 func (s *Service) claimFor(n int) Claim {
-	if s.runCtx() == nil || n <= 0 {
+	if s.runCtx() == nil || n <= 0 || s.backlog.Load() {
 		return Claim{}
 	}
 	return Claim{Owner: s.owner, Until: s.now().Add(s.opts.CardLease), Max: s.reserveWorkers(n)}

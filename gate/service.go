@@ -69,6 +69,7 @@ type Service struct {
 	run      atomic.Value // the context.Context of Start
 	busy     atomic.Int64   // card workers at work or reserved
 	starved  atomic.Bool    // the card worker stopped because none was free
+	backlog  atomic.Bool    // cards may be waiting in the database for a worker
 	workers  sync.WaitGroup // the same, for Drain
 	stopping chan struct{}
 	stopOnce sync.Once
