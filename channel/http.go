@@ -6,8 +6,8 @@ import (
 )
 
 // IdleConnsPerHost is how many kept-alive connections an adapter holds to
-// its platform's API. The gate posts and updates up to 16 cards at once
-// (gate.Options.CardWorkers); with net/http's default of 2 idle
+// its platform's API. The gate posts and updates up to 64 cards at once by
+// default (cards.workers); with net/http's default of 2 idle
 // connections a host, every call beyond the second dialled, and against
 // slack.com or open.feishu.cn that is a TCP and TLS handshake per card.
 const IdleConnsPerHost = 64

@@ -16,8 +16,16 @@ type Config struct {
 	Defaults  Defaults  `yaml:"defaults"`
 	Auth      Auth      `yaml:"auth"`
 	Log       Log       `yaml:"log"`
+	Cards     Cards     `yaml:"cards"`
 	Channels  []Channel `yaml:"channels"`
 	Routes    []Route   `yaml:"routes"`
+}
+
+// Cards tunes the card worker, which posts and updates the cards.
+type Cards struct {
+	// Workers bounds the platform calls in flight at once, per replica.
+	// 64 when zero.
+	Workers int `yaml:"workers"`
 }
 
 // Database says where the rows live.

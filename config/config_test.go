@@ -22,6 +22,8 @@ database:
 defaults:
   timeout: 10m
   on_timeout: deny
+cards:
+  workers: 8
 auth:
   api_tokens:
     - name: build-agent
@@ -66,7 +68,7 @@ func TestParseFullConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("valid config refused:\n%v", err)
 	}
-	if c.PublicURL != "https://gate.example.com" || c.Database.Driver != "postgres" || c.Defaults.Timeout.D() != 10*time.Minute {
+	if c.PublicURL != "https://gate.example.com" || c.Database.Driver != "postgres" || c.Defaults.Timeout.D() != 10*time.Minute || c.Cards.Workers != 8 {
 		t.Fatalf("top level: %+v", c)
 	}
 	if c.Auth.APITokens[0].Token != "tok-0123456789abcdef" {
@@ -173,6 +175,8 @@ routes:
 			"routes[0].quorum: needs 3 approvals but only 1 approvers are listed",
 		}},
 		{"open API off loopback", "listen: 0.0.0.0:8080\n", []string{"auth.api_tokens: required when listen is not a loopback address"}},
+		{"card workers out of range", "cards:\n  workers: -1\n", []string{"cards.workers: must be between 1 and 1024"}},
+		{"card workers not a number", "cards:\n  workers: many\n", []string{"cards.workers: must be a whole number"}},
 		{"secret given twice", `
 channels:
   - name: s

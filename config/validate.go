@@ -76,6 +76,9 @@ func (c *Config) validateDatabase(errs *Errors) {
 	if c.Database.MaxOpenConns < 0 {
 		errs.add("database.max_open_conns", "must not be negative")
 	}
+	if c.Cards.Workers < 0 || c.Cards.Workers > 1024 {
+		errs.add("cards.workers", "must be between 1 and 1024 (0: the default, 64)")
+	}
 }
 
 func (c *Config) validateDefaults(errs *Errors) {

@@ -46,7 +46,9 @@ type Options struct {
 	// CardAttempts is how many times a card's post or update is tried before
 	// it is abandoned (and the trail says so). 10 when zero.
 	CardAttempts int
-	// CardWorkers bounds concurrent posts and updates. 16 when zero.
+	// CardWorkers bounds concurrent posts and updates. 64 when zero: a
+	// platform call takes 100-500 ms, so this is what bounds how fast a
+	// burst of requests gets its cards.
 	CardWorkers int
 }
 
@@ -66,7 +68,7 @@ type Service struct {
 	hub      *hub
 	rows     *rowCache
 	kick     chan struct{}
-	run      atomic.Value // the context.Context of Start
+	run      atomic.Value   // the context.Context of Start
 	busy     atomic.Int64   // card workers at work or reserved
 	starved  atomic.Bool    // the card worker stopped because none was free
 	backlog  atomic.Bool    // cards may be waiting in the database for a worker
@@ -115,7 +117,7 @@ func NewService(o Options) *Service {
 		o.CardAttempts = 10
 	}
 	if o.CardWorkers <= 0 {
-		o.CardWorkers = 16
+		o.CardWorkers = 64
 	}
 	return &Service{
 		store: o.Store, routes: o.Routes, defaults: o.Defaults, now: o.Now, log: o.Logger,

@@ -100,7 +100,8 @@ func runServer(ctx context.Context, cfg *config.Config, log *slog.Logger) error 
 		Routes:   routes(cfg),
 		Defaults: gate.Defaults{Timeout: cfg.Defaults.Timeout.D(), MaxTimeout: cfg.Defaults.MaxTimeout.D(),
 			OnTimeout: gate.Verdict(cfg.Defaults.OnTimeout), Channels: cfg.Defaults.Channels, Approvers: cfg.Defaults.Approvers},
-		Logger: log,
+		Logger:      log,
+		CardWorkers: cfg.Cards.Workers,
 	})
 	svc.Register(web.Channel{})
 	built, err := buildChannels(cfg, svc, log)
