@@ -646,9 +646,13 @@ func (s *Service) transition(ctx context.Context, t Transition) (*Request, error
 		t.Claim = s.claimFor(len(r.Channels))
 	}
 	got, changed, cards, err := s.store.Transition(ctx, t)
-	if run := s.runCtx(); run != nil {
-		s.startClaimed(run, t.Claim.Max, cards)
-	}
+	// Claimed card updates start once the waiters have been answered (in
+	// settled): the agents first, then the cards, on two busy cores.
+	defer func() {
+		if run := s.runCtx(); run != nil {
+			s.startClaimed(run, t.Claim.Max, cards)
+		}
+	}()
 	if err != nil {
 		return nil, err
 	}
@@ -656,8 +660,6 @@ func (s *Service) transition(ctx context.Context, t Transition) (*Request, error
 		s.rows.drop(t.ID) // whatever was cached is behind
 		if got.Status.Final() {
 			s.rows.put(got)
-		}
-		if got.Status.Final() {
 			return got, finalError(got)
 		}
 		if t.Kind == BeforeDeadline && !t.At.Before(got.ExpiresAt) {
