@@ -26,10 +26,8 @@ type Store interface {
 	// returns the request as it stands afterwards and whether this call made
 	// the change. A store shared by replicas also signals the change to
 	// their Notifiers' listeners in that transaction, so the signal goes
-	// out exactly when the change commits. When it made the change it may
-	// lease up to t.Claim.Max of the cards now due for their update, as
-	// ClaimCards would, and return those.
-	Transition(ctx context.Context, t Transition) (got *Request, changed bool, claimed []Card, err error)
+	// out exactly when the change commits.
+	Transition(ctx context.Context, t Transition) (*Request, bool, error)
 	// AddEvent appends one event to a request's audit trail.
 	AddEvent(ctx context.Context, e Event) error
 	// Events returns a request's audit trail, oldest first.
@@ -79,12 +77,12 @@ type Transition struct {
 	// (its callback answer carried the new card), so no update is queued for it.
 	InlineCard string
 	Event      Event
-	Claim      Claim
 }
 
-// Claim asks a write that makes card work (a new request's posts, a
-// verdict's updates) to lease that work to the caller's card workers at
-// once, saving the claim they would make next. Max 0 claims nothing.
+// Claim asks Create to lease the new request's cards to the caller's card
+// workers at once, saving the claim they would make next. Max 0 claims
+// nothing. (A verdict claims nothing: measured, leasing the updates in its
+// transaction cost the verdict's latency more than it saved.)
 type Claim struct {
 	Owner string
 	Until time.Time

@@ -640,19 +640,7 @@ func (s *Service) Expire(ctx context.Context, id string) (*Request, error) {
 // says what the request became instead.
 func (s *Service) transition(ctx context.Context, t Transition) (*Request, error) {
 	t.Event.RequestID, t.Event.At = t.ID, t.At
-	// The card updates go to this replica's free card workers at once; the
-	// cached row, if any, says how many there will be.
-	if r, ok := s.rows.get(t.ID); ok {
-		t.Claim = s.claimFor(len(r.Channels))
-	}
-	got, changed, cards, err := s.store.Transition(ctx, t)
-	// Claimed card updates start once the waiters have been answered (in
-	// settled): the agents first, then the cards, on two busy cores.
-	defer func() {
-		if run := s.runCtx(); run != nil {
-			s.startClaimed(run, t.Claim.Max, cards)
-		}
-	}()
+	got, changed, err := s.store.Transition(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -670,20 +658,20 @@ func (s *Service) transition(ctx context.Context, t Transition) (*Request, error
 		}
 		return got, Errorf(ECONFLICT, "not yet due to expire")
 	}
-	s.settled(got, cards)
+	s.settled(got)
 	return got, nil
 }
 
-// settled wakes the request's waiters, keeps its row for the card updates
-// and kicks the card worker for the updates not already claimed.
-func (s *Service) settled(r *Request, claimed []Card) {
+// settled wakes the request's waiters (answering the parked ones first of
+// all), keeps the row for the card updates and kicks the card worker.
+func (s *Service) settled(r *Request) {
 	s.hub.wakeWith(r.ID, r)
 	if len(r.Channels) > 0 {
 		s.rows.put(r) // for the cards' final update
 	}
 	s.obs.RequestFinished(r.Route, r.Status, r.Waited(s.now()))
 	s.log.Info("request "+string(r.Status), "request_id", r.ID, "by", r.DecidedBy, "via", r.DecidedVia)
-	if len(claimed) < len(r.Channels) {
+	if len(r.Channels) > 0 {
 		s.kickWork()
 	}
 }

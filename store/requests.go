@@ -246,23 +246,22 @@ func globToLike(g string) string {
 // PostgreSQL's single statement cannot tell the cards it leased from those
 // a worker of this replica already held, so there the card worker claims
 // them as usual.
-func (s *DB) Transition(ctx context.Context, t gate.Transition) (*gate.Request, bool, []gate.Card, error) {
+func (s *DB) Transition(ctx context.Context, t gate.Transition) (*gate.Request, bool, error) {
 	var row *requestRow
 	var changed bool
-	var claimed []cardRow
 	var err error
 	if s.driver == Postgres {
 		row, changed, err = s.transitionPG(ctx, t)
 	} else {
-		row, changed, claimed, err = s.transitionSQLite(ctx, t)
+		row, changed, err = s.transitionSQLite(ctx, t)
 	}
 	if err != nil {
 		if gate.ErrorCode(err) == gate.ENOTFOUND {
-			return nil, false, nil, err
+			return nil, false, err
 		}
-		return nil, false, nil, wrap("transition", err)
+		return nil, false, wrap("transition", err)
 	}
-	return row.toRequest(), changed, toCards(claimed), nil
+	return row.toRequest(), changed, nil
 }
 
 // AddEvent appends to the audit trail.

@@ -32,10 +32,6 @@ const (
 	WHERE request_id = ?`
 	qCardInline = `UPDATE cards SET have = want, updated_at = ? WHERE request_id = ? AND channel = ? AND have <> ''`
 	qClaimCards = claimCards + `)` + claimReturning
-	// The cards a verdict just made due, unless a worker holds them.
-	qClaimRequestCards = `UPDATE cards SET lease_owner = ?, lease_until = ?, attempts = attempts + 1
-	WHERE id IN (SELECT id FROM cards WHERE request_id = ? AND want <> have AND abandoned = FALSE AND lease_until <= ?
-		ORDER BY id LIMIT ?)` + claimReturning
 	qFinishCard = `UPDATE cards SET ` + finishSet + ` WHERE id = ? AND lease_owner = ? RETURNING ` + finishDue
 )
 
@@ -61,7 +57,7 @@ const (
 
 // hotQueries are prepared on the write connection at open.
 var hotQueries = []string{qInsertRequest, qInsertCard, qInsertEvent, qDecide, qExpire, qRequest, qCardsWant,
-	qCardInline, qClaimCards, qClaimRequestCards, qFinishCard}
+	qCardInline, qClaimCards, qFinishCard}
 
 func insertEvent(t *wtx, e *eventRow) error {
 	_, err := t.exec(qInsertEvent, e.RequestID, e.At, e.Type, e.Actor, e.Channel, e.Detail)
@@ -117,9 +113,8 @@ func (s *DB) createSQLite(ctx context.Context, row *requestRow, channels []strin
 
 // transitionSQLite is Transition's compare-and-set and, when it took, the
 // event and the cards' new want, in one write.
-func (s *DB) transitionSQLite(ctx context.Context, t gate.Transition) (*requestRow, bool, []cardRow, error) {
+func (s *DB) transitionSQLite(ctx context.Context, t gate.Transition) (*requestRow, bool, error) {
 	var row *requestRow
-	var claimed []cardRow
 	changed := false
 	at := utc(t.At)
 	q := qDecide
@@ -132,7 +127,7 @@ func (s *DB) transitionSQLite(ctx context.Context, t gate.Transition) (*requestR
 		mod = &m
 	}
 	err := s.w.do(ctx, func(tx *wtx) error {
-		changed, claimed = false, claimed[:0]
+		changed = false
 		rows, err := tx.query(q, string(t.To), at, t.By, t.Via, t.Reason, mod, t.ID, at)
 		if err != nil {
 			return err
@@ -173,22 +168,13 @@ func (s *DB) transitionSQLite(ctx context.Context, t gate.Transition) (*requestR
 				}
 			}
 		}
-		if t.Claim.Max > 0 {
-			rows, err := tx.query(qClaimRequestCards, t.Claim.Owner, utc(t.Claim.Until), t.ID, at, t.Claim.Max)
-			if err != nil {
-				return err
-			}
-			if claimed, err = scanCards(rows, claimed); err != nil {
-				return err
-			}
-		}
 		changed = true
 		return nil
 	})
 	if err != nil {
-		return nil, false, nil, err
+		return nil, false, err
 	}
-	return row, changed, claimed, nil
+	return row, changed, nil
 }
 
 // claimSQLite is ClaimCards on SQLite.
