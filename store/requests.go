@@ -241,11 +241,6 @@ func globToLike(g string) string {
 // Transition is the compare-and-set at the heart of the gate: the UPDATE
 // matches only a pending row on the right side of its deadline, so of any
 // number of concurrent verdicts, on any number of replicas, one wins.
-//
-// On SQLite it also claims the cards it made due, in the same transaction.
-// PostgreSQL's single statement cannot tell the cards it leased from those
-// a worker of this replica already held, so there the card worker claims
-// them as usual.
 func (s *DB) Transition(ctx context.Context, t gate.Transition) (*gate.Request, bool, error) {
 	var row *requestRow
 	var changed bool
