@@ -100,6 +100,11 @@ func (s *Service) claimFor(n int) Claim {
 	if s.runCtx() == nil || n <= 0 || s.backlog.Load() {
 		return Claim{}
 	}
+	select {
+	case <-s.stopping: // shutting down: Drain may be waiting on the workers
+		return Claim{}
+	default:
+	}
 	return Claim{Owner: s.owner, Until: s.now().Add(s.opts.CardLease), Max: s.reserveWorkers(n)}
 }
 

@@ -60,6 +60,9 @@ func (c *rowCache) put(r *Request) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.m[r.ID]; ok {
+		if old.r.Status.Final() && !r.Status.Final() {
+			return // a final row is never replaced by an older, pending one
+		}
 		c.bytes -= old.size
 	}
 	c.seq++
@@ -69,10 +72,22 @@ func (c *rowCache) put(r *Request) {
 	for len(c.m) > rowCacheRows || c.bytes > rowCacheBytes {
 		c.evictOldest()
 	}
-	if c.head > 4096 && c.head*2 > len(c.order) {
-		c.order = append([]cacheKey(nil), c.order[c.head:]...)
-		c.head = 0
+	if len(c.order)-c.head > 2*len(c.m)+1024 {
+		c.compact()
 	}
+}
+
+// compact rebuilds the eviction order from the live rows, dropping the
+// keys of rows dropped or replaced since (most rows leave by drop, which
+// leaves their key behind).
+func (c *rowCache) compact() {
+	live := c.order[:0:0]
+	for _, k := range c.order[c.head:] {
+		if e, ok := c.m[k.id]; ok && e.seq == k.seq {
+			live = append(live, k)
+		}
+	}
+	c.order, c.head = live, 0
 }
 
 func (c *rowCache) evictOldest() {

@@ -49,8 +49,25 @@ func TestRowCacheBounds(t *testing.T) {
 	if got, _ := c.get("r"); c.len() != 1 || got.Status != StatusApproved {
 		t.Fatalf("after replace: %d rows, status %s", c.len(), got.Status)
 	}
+	// A final row is not replaced by a pending one.
+	c.put(&Request{ID: "r", Status: StatusPending})
+	if got, _ := c.get("r"); got.Status != StatusApproved {
+		t.Fatalf("a pending row replaced the final one: %s", got.Status)
+	}
 	c.drop("r")
 	if _, ok := c.get("r"); ok || c.bytes != 0 {
 		t.Fatalf("after drop: cached %v, %d bytes", ok, c.bytes)
+	}
+
+	// Rows that come and go (put, settle, drop) leave no trail behind.
+	c = newRowCache()
+	for i := range 100000 {
+		id := fmt.Sprint(i)
+		c.put(&Request{ID: id, Status: StatusPending})
+		c.put(&Request{ID: id, Status: StatusApproved})
+		c.drop(id)
+	}
+	if n := len(c.order) - c.head; c.len() != 0 || n > 2048 {
+		t.Fatalf("after 100,000 requests came and went: %d rows, %d keys kept", c.len(), n)
 	}
 }

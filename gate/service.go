@@ -372,6 +372,9 @@ func (s *Service) submit(ctx context.Context, in Submission, before func(id stri
 	// The new cards go to this replica's free card workers at once.
 	claim := s.claimFor(len(channels))
 	got, created, cards, err := s.store.Create(ctx, r, channels, events, claim)
+	if err != nil {
+		cards = nil // nothing was written, nothing leased
+	}
 	if run := s.runCtx(); run != nil {
 		s.startClaimed(run, claim.Max, cards)
 	}
@@ -506,6 +509,11 @@ func (s *Service) Wait(ctx context.Context, id string, d time.Duration) (*Reques
 // approvals are counted and the request is approved by the last one needed.
 func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 	r, err := s.row(ctx, d.RequestID)
+	if err == nil && d.Approve && r.Quorum > 1 && !r.Status.Final() {
+		// A vote is recorded before any compare-and-set: it is checked
+		// against the row as it stands, never a cached one.
+		r, err = s.store.Get(ctx, d.RequestID)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sync"
 	"time"
 
@@ -32,7 +33,7 @@ var registerDriver sync.Once
 func registerSQLite() {
 	registerDriver.Do(func() {
 		sql.Register(sqliteDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-			for _, p := range []string{"PRAGMA wal_autocheckpoint = 20000", "PRAGMA journal_size_limit = 67108864"} {
+			for _, p := range []string{fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walSafetyPages), fmt.Sprintf("PRAGMA journal_size_limit = %d", walKeepBytes)} {
 				if _, err := c.Exec(p, nil); err != nil {
 					return err
 				}
@@ -42,19 +43,31 @@ func registerSQLite() {
 	})
 }
 
-// checkpointer runs passive checkpoints until stop is closed.
+// checkpointer runs passive checkpoints until stop is closed. It also keeps
+// the planner's statistics current (PRAGMA optimize, at start and hourly,
+// as SQLite advises for long-lived connections): without them SQLite reads
+// the pending queue through the primary key, not its partial index.
 func checkpointer(db *sql.DB, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
+	exec := func(q string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, _ = db.ExecContext(ctx, q)
+		cancel()
+	}
+	exec("PRAGMA optimize=0x10002")
 	t := time.NewTicker(checkpointEvery)
 	defer t.Stop()
+	lastOptimize := time.Now()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, _ = db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
-		cancel()
+		exec("PRAGMA wal_checkpoint(PASSIVE)")
+		if time.Since(lastOptimize) > time.Hour {
+			exec("PRAGMA optimize")
+			lastOptimize = time.Now()
+		}
 	}
 }

@@ -108,7 +108,10 @@ func (s *DB) createSQLite(ctx context.Context, row *requestRow, channels []strin
 		created = true
 		return nil
 	})
-	return created, claimed, err
+	if err != nil {
+		return false, nil, err // leases of a rolled-back write lease nothing
+	}
+	return created, claimed, nil
 }
 
 // transitionSQLite is Transition's compare-and-set and, when it took, the

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 )
@@ -146,6 +147,16 @@ func (w *writer) closeStmts() {
 // run executes one batch. Statements run under a context of their own: a
 // caller's cancelled context would interrupt the whole transaction.
 func (w *writer) run(batch []*writeJob) {
+	w.batches.Add(1)
+	tx, err := w.db.BeginTx(context.Background(), nil)
+	if err != nil {
+		for _, j := range batch {
+			j.err = err
+		}
+		return
+	}
+	// Writes whose callers gave up while waiting (for the batch before,
+	// or for the connection) are not run.
 	live := batch[:0:0]
 	for _, j := range batch {
 		if err := j.ctx.Err(); err != nil {
@@ -155,20 +166,13 @@ func (w *writer) run(batch []*writeJob) {
 		live = append(live, j)
 	}
 	if len(live) == 0 {
-		return
-	}
-	w.batches.Add(1)
-	tx, err := w.db.BeginTx(context.Background(), nil)
-	if err != nil {
-		for _, j := range live {
-			j.err = err
-		}
+		_ = tx.Rollback()
 		return
 	}
 	t := &wtx{w: w, tx: tx}
 	if len(live) == 1 {
 		j := live[0]
-		if j.err = j.fn(t); j.err != nil {
+		if j.err = j.call(t); j.err != nil {
 			_ = tx.Rollback()
 			return
 		}
@@ -183,7 +187,7 @@ func (w *writer) run(batch []*writeJob) {
 			w.abort(tx, live, err)
 			return
 		}
-		if j.err = j.fn(t); j.err != nil {
+		if j.err = j.call(t); j.err != nil {
 			if _, err := t.exec("ROLLBACK TO w"); err != nil {
 				// SQLite rolls back the whole transaction after some
 				// errors (disk full, I/O); nothing in it may be reported.
@@ -209,6 +213,18 @@ func (w *writer) run(batch []*writeJob) {
 			}
 		}
 	}
+}
+
+// call runs the write's function; a panic in it fails that write (its
+// savepoint is rolled back like any failure) instead of unwinding the
+// leader, which would leave every other write waiting for ever.
+func (j *writeJob) call(t *wtx) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("write panicked: %v\n%s", v, debug.Stack())
+		}
+	}()
+	return j.fn(t)
 }
 
 // abort rolls a batch back and fails every write in it: none committed.

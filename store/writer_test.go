@@ -185,3 +185,23 @@ func fileSize(t *testing.T, path string) int64 {
 	}
 	return fi.Size()
 }
+
+// A write that panics fails alone; the writer goes on.
+func TestWriterSurvivesAPanic(t *testing.T) {
+	db := openSQLite(t)
+	ctx := context.Background()
+	err := db.w.do(ctx, func(*wtx) error { panic("boom") })
+	if err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("panicking write: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- db.w.do(ctx, func(*wtx) error { return nil }) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the writer is stuck after a panic")
+	}
+}
