@@ -16,12 +16,27 @@ import (
 
 func openSQLite(t *testing.T) *DB {
 	t.Helper()
-	db, err := Open(context.Background(), Options{Driver: SQLite, DSN: filepath.Join(t.TempDir(), "w.db"), Migrate: true})
+	return openSQLiteAt(t, filepath.Join(t.TempDir(), "w.db"))
+}
+
+func openSQLiteAt(t *testing.T, path string) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), Options{Driver: SQLite, DSN: path, Migrate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// mustCreate records a pending request with no cards.
+func mustCreate(t *testing.T, db *DB, id string, now time.Time) {
+	t.Helper()
+	r := &gate.Request{ID: id, Status: gate.StatusPending, ToolName: "t", ToolArgs: []byte(`{}`), Metadata: []byte(`{}`),
+		Route: "default", OnTimeout: gate.VerdictDeny, Quorum: 1, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	if _, _, _, err := db.Create(context.Background(), r, nil, nil, gate.Claim{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func countRows(t *testing.T, db *DB, table, where string, args ...any) int {
@@ -40,11 +55,7 @@ func TestWriterGroupCommitIsolatesFailures(t *testing.T) {
 	db := openSQLite(t)
 	ctx := context.Background()
 	now := time.Now()
-	r := &gate.Request{ID: "req-1", Status: gate.StatusPending, ToolName: "t", ToolArgs: []byte(`{}`), Metadata: []byte(`{}`),
-		Route: "default", OnTimeout: gate.VerdictDeny, Quorum: 1, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	if _, _, _, err := db.Create(ctx, r, nil, nil, gate.Claim{}); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, db, "req-1", now)
 
 	// Hold the writer inside a write so the next ones queue up.
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -147,22 +158,14 @@ func TestWriterContextAndClose(t *testing.T) {
 // checkpointer copies the WAL back into the database file all the same.
 func TestBackgroundCheckpoint(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.db")
-	db, err := Open(context.Background(), Options{Driver: SQLite, DSN: path, Migrate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openSQLiteAt(t, path)
 	var auto int
 	if err := db.db.Raw("PRAGMA wal_autocheckpoint").Scan(&auto).Error; err != nil || auto != walSafetyPages {
 		t.Fatalf("writer's wal_autocheckpoint = %d (%v), want %d", auto, err, walSafetyPages)
 	}
 	ctx := context.Background()
 	now := time.Now()
-	r := &gate.Request{ID: "req-1", Status: gate.StatusPending, ToolName: "t", ToolArgs: []byte(`{}`), Metadata: []byte(`{}`),
-		Route: "default", OnTimeout: gate.VerdictDeny, Quorum: 1, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	if _, _, _, err := db.Create(ctx, r, nil, nil, gate.Claim{}); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, db, "req-1", now)
 	time.Sleep(2 * checkpointEvery)
 	before := fileSize(t, path)
 	detail := strings.Repeat("x", 400)
