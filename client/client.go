@@ -18,6 +18,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
 )
 
 // Request is what the agent asks. Only ToolName is required.
@@ -115,7 +117,7 @@ func (c *Client) Gate(ctx context.Context, req Request) (Result, error) {
 	if req.IdempotencyKey == "" {
 		req.IdempotencyKey = NewKey()
 	}
-	body, err := marshal(req)
+	body, err := jsonx.Marshal(req)
 	if err != nil {
 		return deny("", err), err
 	}
@@ -225,16 +227,4 @@ func apiError(status int, data []byte) error {
 		msg = msg[:300]
 	}
 	return &APIError{Status: status, Code: code, Message: msg}
-}
-
-// marshal encodes without HTML escaping, so an argument such as "a && b"
-// reaches the approver as written, not as "a \u0026\u0026 b".
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }

@@ -23,6 +23,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
 )
 
 // Client names, as `gatehouse hook CLIENT` and /hooks/CLIENT spell them.
@@ -313,13 +314,7 @@ func Canonical(raw json.RawMessage) ([]byte, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	return jsonx.Marshal(v)
 }
 
 // Key is the idempotency key of the call's n-th request. Key(0) is a hash of

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
 )
 
 // Callback headers Feishu signs with.
@@ -226,7 +228,7 @@ func refuseHTTP(w http.ResponseWriter, status int, msg string) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := marshal(v)
+	b, err := jsonx.Marshal(v)
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"internal error"}}`)
 	}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
 )
 
 // Feishu refuses a card message whose request body exceeds 30 KB. The card
@@ -54,7 +55,7 @@ type obj = map[string]any
 // once encoded into a message body, whatever the request holds.
 func (c *Channel) renderCard(r *gate.Request) ([]byte, error) {
 	args := prettyArgs(r.ToolArgs)
-	base, err := marshal(c.card(r, "", ""))
+	base, err := jsonx.Marshal(c.card(r, "", ""))
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +69,7 @@ func (c *Channel) renderCard(r *gate.Request) ([]byte, error) {
 				note += " The full arguments are on the Gatehouse page."
 			}
 		}
-		b, err := marshal(c.card(r, shown, note))
+		b, err := jsonx.Marshal(c.card(r, shown, note))
 		if err != nil {
 			return nil, err
 		}
@@ -254,17 +255,6 @@ func prettyArgs(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return buf.String()
-}
-
-// marshal encodes v without HTML escaping, so '<' costs one byte, not six.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // encodedSize is the size of b once encoded as a JSON string, as it travels

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/channel"
+	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
 )
 
 // apiClient speaks the three Feishu Open API calls Gatehouse needs: the
@@ -105,7 +106,7 @@ func (a *apiClient) patchCard(ctx context.Context, messageID string, card []byte
 
 // call runs one API call with a tenant token, retried within the policy.
 func (a *apiClient) call(ctx context.Context, op, method, path string, body, out any) error {
-	payload, err := marshal(body)
+	payload, err := jsonx.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("feishu: %s: %w", op, err)
 	}
@@ -143,7 +144,7 @@ func (a *apiClient) tenantToken(ctx context.Context) (string, error) {
 	if a.token != "" && a.now().Before(a.tokenExp) {
 		return a.token, nil
 	}
-	payload, err := marshal(map[string]string{"app_id": a.appID, "app_secret": a.secret})
+	payload, err := jsonx.Marshal(map[string]string{"app_id": a.appID, "app_secret": a.secret})
 	if err != nil {
 		return "", err
 	}
