@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/channel/slack/slacktest"
 )
 
 type approval struct {
@@ -97,12 +99,16 @@ func tap(ctx context.Context, base, id string) error {
 // newTap is the signed Slack request of an Approve tap on request id,
 // built as Slack builds it before sending.
 func newTap(ctx context.Context, base, id string) (*http.Request, error) {
-	body := tapBody(id, true)
+	body := slacktest.Form(slacktest.BlockActions(slacktest.Tap{Team: benchTeam, User: benchUser, Channel: benchSlackCh,
+		ActionID: "gatehouse_approve", Value: "approve:" + id, TriggerID: "trig." + id,
+		ActionTS: strconv.FormatInt(time.Now().UnixNano(), 10)}))
 	req, err := http.NewRequestWithContext(ctx, "POST", base+"/callbacks/slack", strings.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	sign(req, body)
+	for k, v := range slacktest.Sign(benchSecret, time.Now(), body) {
+		req.Header[k] = v
+	}
 	return req, nil
 }
 

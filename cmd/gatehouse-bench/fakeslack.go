@@ -1,16 +1,11 @@
 package main
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -127,34 +122,4 @@ func (f *fakeSlack) posted(id string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.posts[id] > 0
-}
-
-// tapBody is a block_actions callback for a button on request id, as Slack
-// sends it: a form with one field, payload.
-func tapBody(id string, approve bool) string {
-	action, value := "gatehouse_approve", "approve:"+id
-	if !approve {
-		action, value = "gatehouse_reject", "reject:"+id
-	}
-	p := map[string]any{
-		"type": "block_actions", "api_app_id": "ABENCH", "trigger_id": "trig." + id,
-		"team":      map[string]any{"id": benchTeam, "domain": "bench"},
-		"user":      map[string]any{"id": benchUser, "username": "approver", "team_id": benchTeam},
-		"channel":   map[string]any{"id": benchSlackCh, "name": "approvals"},
-		"container": map[string]any{"type": "message", "channel_id": benchSlackCh, "message_ts": "1.000001"},
-		"actions": []any{map[string]any{"type": "button", "action_id": action, "block_id": "gatehouse_actions",
-			"value": value, "action_ts": strconv.FormatInt(time.Now().UnixNano(), 10)}},
-	}
-	b, _ := json.Marshal(p)
-	return url.Values{"payload": {string(b)}}.Encode()
-}
-
-// sign adds Slack's v0 signature headers to a callback request.
-func sign(req *http.Request, body string) {
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(benchSecret))
-	fmt.Fprintf(mac, "v0:%s:%s", ts, body)
-	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 }
