@@ -508,14 +508,14 @@ func (s *Service) Wait(ctx context.Context, id string, d time.Duration) (*Reques
 // does not name EFORBIDDEN. Refusals are audited. With a quorum above one,
 // approvals are counted and the request is approved by the last one needed.
 func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
-	r, err := s.row(ctx, d.RequestID)
-	if err == nil && d.Approve && r.Quorum > 1 && !r.Status.Final() {
-		// A vote is recorded before any compare-and-set: it is checked
-		// against the row as it stands, never a cached one.
-		r, err = s.store.Get(ctx, d.RequestID)
-	}
-	if err != nil {
-		return nil, err
+	// A vote is recorded before any compare-and-set, so an approval toward
+	// a quorum is checked against the row as it stands, never a cached one.
+	r, ok := s.rows.get(d.RequestID)
+	var err error
+	if !ok || (d.Approve && r.Quorum > 1 && !r.Status.Final()) {
+		if r, err = s.store.Get(ctx, d.RequestID); err != nil {
+			return nil, err
+		}
 	}
 	refuse := func(e *Error) (*Request, error) {
 		s.obs.DecisionRefused(d.Via, e.Code)
