@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"time"
 
@@ -195,8 +194,16 @@ func (s *DB) claimSQLite(ctx context.Context, now time.Time, lease time.Duration
 	return out, err
 }
 
+// rowReader is *sql.Rows or the writer's *rawRows.
+type rowReader interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
 // scanCards appends the claimed cards in rows to out and closes rows.
-func scanCards(rows *sql.Rows, out []cardRow) ([]cardRow, error) {
+func scanCards(rows rowReader, out []cardRow) ([]cardRow, error) {
 	defer rows.Close()
 	for rows.Next() {
 		var c cardRow
@@ -243,7 +250,7 @@ func (s *DB) addEventSQLite(ctx context.Context, e gate.Event) error {
 }
 
 // scanRequest reads at most one request from rows and closes them.
-func scanRequest(rows *sql.Rows) (*requestRow, error) {
+func scanRequest(rows rowReader) (*requestRow, error) {
 	defer rows.Close()
 	if !rows.Next() {
 		return nil, rows.Err()

@@ -98,6 +98,8 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		// on the file lock, where SQLite's busy handler sleeps 1, 2, 5, 10
 		// … 100 ms between tries. Reads go to a pool of their own: in WAL
 		// mode they never wait for the writer.
+		// The writer's statements live on that connection, so it is
+		// never closed for idleness.
 		sqlDB.SetMaxOpenConns(1)
 		sqlDB.SetMaxIdleConns(1)
 		// Reads are prepared once per connection and reused (preparing was
@@ -118,8 +120,8 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		}
 		sqlDB.SetMaxOpenConns(n)
 		sqlDB.SetMaxIdleConns(n)
+		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	}
-	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	s := &DB{db: db, rdb: rdb, driver: o.Driver, dsn: o.DSN, log: o.Logger}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -3,11 +3,14 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
 // writer is SQLite's group commit. SQLite has one writer at a time, and on
@@ -20,13 +23,18 @@ import (
 // COMMIT and the index pages they touch; alone, a write runs at once on
 // its caller's goroutine, with no hand-off to wait for.
 //
-// Its statements are prepared once on the write connection and reused.
-// A write that fails rolls back to its savepoint and fails alone; a batch
+// It works on the pool's one write connection below database/sql (see
+// sqliteraw.go), with its statements prepared once on that connection and
+// reused. A write that fails rolls back to its savepoint and fails alone; a batch
 // that cannot commit fails every write in it. No write is reported done
 // before its COMMIT returned.
 type writer struct {
-	db    *sql.DB // the pool of one write connection
-	stmts map[string]*sql.Stmt
+	db      *sql.DB // the pool of one write connection
+	queries []string
+	// The statements prepared on conn, the connection the pool holds;
+	// only the leader touches them.
+	conn  *sqlite3.SQLiteConn
+	stmts map[string]driver.Stmt
 
 	mu      sync.Mutex
 	queue   []*writeJob
@@ -47,8 +55,7 @@ type writeJob struct {
 
 // wtx is a write's view of the batch transaction.
 type wtx struct {
-	w  *writer
-	tx *sql.Tx
+	w *writer
 }
 
 // maxBatch bounds the writes sharing one transaction, so that one COMMIT
@@ -58,19 +65,58 @@ const maxBatch = 128
 // errWriterClosed answers writes made after Close.
 var errWriterClosed = errors.New("the database is closed")
 
-// newWriter prepares the hot statements on db's connection.
+// The writer's own statements.
+const (
+	qBegin      = "BEGIN IMMEDIATE"
+	qCommit     = "COMMIT"
+	qRollback   = "ROLLBACK"
+	qSavepoint  = "SAVEPOINT w"
+	qRollbackTo = "ROLLBACK TO w"
+	qRelease    = "RELEASE w"
+)
+
+// newWriter prepares the hot statements on db's connection, which must be
+// the pool's only one and must not be closed for idleness: the statements
+// live on it.
 func newWriter(ctx context.Context, db *sql.DB, queries []string) (*writer, error) {
-	w := &writer{db: db, stmts: make(map[string]*sql.Stmt, len(queries))}
+	w := &writer{db: db, queries: append([]string{qBegin, qCommit, qRollback, qSavepoint, qRollbackTo, qRelease}, queries...)}
 	w.idle = sync.NewCond(&w.mu)
-	for _, q := range append([]string{"SAVEPOINT w", "ROLLBACK TO w", "RELEASE w"}, queries...) {
-		st, err := db.PrepareContext(ctx, q)
-		if err != nil {
-			w.closeStmts()
-			return nil, fmt.Errorf("preparing %q: %w", q, err)
-		}
-		w.stmts[q] = st
+	if err := w.onConn(ctx, func() {}); err != nil {
+		w.closeStmts()
+		return nil, err
 	}
 	return w, nil
+}
+
+// onConn runs fn on the write connection, with the statements prepared on
+// it (again, if the pool replaced the connection).
+func (w *writer) onConn(ctx context.Context, fn func()) error {
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		sc, ok := dc.(*sqlite3.SQLiteConn)
+		if !ok {
+			return fmt.Errorf("the SQLite driver's connection is a %T", dc)
+		}
+		if sc != w.conn {
+			w.closeStmts()
+			w.stmts = make(map[string]driver.Stmt, len(w.queries))
+			for _, q := range w.queries {
+				st, err := sc.Prepare(q)
+				if err != nil {
+					w.closeStmts()
+					return fmt.Errorf("preparing %q: %w", q, err)
+				}
+				w.stmts[q] = st
+			}
+			w.conn = sc
+		}
+		fn()
+		return nil
+	})
 }
 
 // do runs fn in a batch and returns once that batch has committed (nil) or
@@ -142,14 +188,28 @@ func (w *writer) closeStmts() {
 	for _, st := range w.stmts {
 		st.Close()
 	}
+	w.stmts, w.conn = nil, nil
 }
 
-// run executes one batch. Statements run under a context of their own: a
-// caller's cancelled context would interrupt the whole transaction.
+// run executes one batch, on the write connection.
 func (w *writer) run(batch []*writeJob) {
 	w.batches.Add(1)
-	tx, err := w.db.BeginTx(context.Background(), nil)
+	err := w.onConn(context.Background(), func() { w.runOn(batch) })
 	if err != nil {
+		for _, j := range batch {
+			if j.err == nil {
+				j.err = err
+			}
+		}
+	}
+}
+
+// runOn executes one batch: BEGIN, each write in its savepoint, COMMIT.
+// Statements run on the leader's goroutine with no context (a caller's
+// cancelled context must not interrupt the whole transaction).
+func (w *writer) runOn(batch []*writeJob) {
+	t := &wtx{w: w}
+	if _, err := t.exec(qBegin); err != nil {
 		for _, j := range batch {
 			j.err = err
 		}
@@ -166,47 +226,44 @@ func (w *writer) run(batch []*writeJob) {
 		live = append(live, j)
 	}
 	if len(live) == 0 {
-		_ = tx.Rollback()
+		w.rollback()
 		return
 	}
-	t := &wtx{w: w, tx: tx}
 	if len(live) == 1 {
 		j := live[0]
 		if j.err = j.call(t); j.err != nil {
-			_ = tx.Rollback()
+			w.rollback()
 			return
 		}
-		if err := tx.Commit(); err != nil {
-			j.err = err
-		}
+		j.err = w.commit()
 		return
 	}
 	ok := 0
 	for _, j := range live {
-		if _, err := t.exec("SAVEPOINT w"); err != nil {
-			w.abort(tx, live, err)
+		if _, err := t.exec(qSavepoint); err != nil {
+			w.abort(live, err)
 			return
 		}
 		if j.err = j.call(t); j.err != nil {
-			if _, err := t.exec("ROLLBACK TO w"); err != nil {
+			if _, err := t.exec(qRollbackTo); err != nil {
 				// SQLite rolls back the whole transaction after some
 				// errors (disk full, I/O); nothing in it may be reported.
-				w.abort(tx, live, err)
+				w.abort(live, err)
 				return
 			}
 		} else {
 			ok++
 		}
-		if _, err := t.exec("RELEASE w"); err != nil {
-			w.abort(tx, live, err)
+		if _, err := t.exec(qRelease); err != nil {
+			w.abort(live, err)
 			return
 		}
 	}
 	if ok == 0 {
-		_ = tx.Rollback()
+		w.rollback()
 		return
 	}
-	if err := tx.Commit(); err != nil {
+	if err := w.commit(); err != nil {
 		for _, j := range live {
 			if j.err == nil {
 				j.err = err
@@ -214,6 +271,21 @@ func (w *writer) run(batch []*writeJob) {
 		}
 	}
 }
+
+// commit ends the transaction. A COMMIT that fails may leave it open (as
+// the driver's own Commit knows): roll it back, so the connection goes back
+// to the pool clean.
+func (w *writer) commit() error {
+	if _, err := (&wtx{w: w}).exec(qCommit); err != nil {
+		w.rollback()
+		return err
+	}
+	return nil
+}
+
+// rollback ends the transaction without keeping anything. It fails only
+// when there is no transaction left to roll back.
+func (w *writer) rollback() { _, _ = (&wtx{w: w}).exec(qRollback) }
 
 // call runs the write's function; a panic in it fails that write (its
 // savepoint is rolled back like any failure) instead of unwinding the
@@ -228,23 +300,41 @@ func (j *writeJob) call(t *wtx) (err error) {
 }
 
 // abort rolls a batch back and fails every write in it: none committed.
-func (w *writer) abort(tx *sql.Tx, live []*writeJob, err error) {
-	_ = tx.Rollback()
+func (w *writer) abort(live []*writeJob, err error) {
+	w.rollback()
 	for _, j := range live {
 		j.err = err
 	}
 }
 
-func (t *wtx) exec(q string, args ...any) (sql.Result, error) {
-	if st, ok := t.w.stmts[q]; ok {
-		return t.tx.Stmt(st).Exec(args...)
+// exec runs one of the prepared statements.
+func (t *wtx) exec(q string, args ...any) (driver.Result, error) {
+	st, vals, err := t.stmt(q, args)
+	if err != nil {
+		return nil, err
 	}
-	return t.tx.Exec(q, args...)
+	return st.Exec(vals) // no context: runs on this goroutine
 }
 
-func (t *wtx) query(q string, args ...any) (*sql.Rows, error) {
-	if st, ok := t.w.stmts[q]; ok {
-		return t.tx.Stmt(st).Query(args...)
+// query runs one of the prepared statements that return rows; the caller
+// closes them.
+func (t *wtx) query(q string, args ...any) (*rawRows, error) {
+	st, vals, err := t.stmt(q, args)
+	if err != nil {
+		return nil, err
 	}
-	return t.tx.Query(q, args...)
+	rows, err := st.Query(vals)
+	if err != nil {
+		return nil, err
+	}
+	return newRawRows(rows), nil
+}
+
+func (t *wtx) stmt(q string, args []any) (driver.Stmt, []driver.Value, error) {
+	st, ok := t.w.stmts[q]
+	if !ok {
+		return nil, nil, fmt.Errorf("store: the writer has no prepared statement %q", q)
+	}
+	vals, err := driverArgs(args)
+	return st, vals, err
 }
