@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,9 +26,9 @@ import (
 type benchConn struct {
 	c      net.Conn
 	br     *bufio.Reader
-	bw     *bufio.Writer
-	used   bool // carried an exchange before
-	broken bool // a cancelled context cut it
+	out    bytes.Buffer // the request being sent
+	used   bool         // carried an exchange before
+	broken bool         // a cancelled context cut it
 }
 
 // pool keeps idle connections per host.
@@ -52,7 +53,7 @@ func (p *pool) get(ctx context.Context, host string) (*benchConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &benchConn{c: c, br: bufio.NewReaderSize(c, 8<<10), bw: bufio.NewWriterSize(c, 8<<10)}, nil
+	return &benchConn{c: c, br: bufio.NewReaderSize(c, 8<<10)}, nil
 }
 
 func (p *pool) put(host string, c *benchConn) {
@@ -62,7 +63,8 @@ func (p *pool) put(host string, c *benchConn) {
 }
 
 // roundTrip sends req and reads the whole response. sent, when not nil, is
-// called just before the request's bytes are written. The body returned
+// called once the request is serialised, just before its bytes are written
+// to the socket. The body returned
 // is fully read; the connection goes back to the pool unless the server
 // closes it (a parked long poll's answer does).
 func roundTrip(req *http.Request, sent func()) (*http.Response, []byte, error) {
@@ -107,13 +109,16 @@ func (c *benchConn) do(req *http.Request, sent func()) (*http.Response, []byte, 
 			c.broken = true
 		}
 	}()
+	// The whole request is serialised first, so that sent marks the
+	// moment its bytes go onto the socket.
+	c.out.Reset()
+	if err := req.Write(&c.out); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", errNoAnswer, err)
+	}
 	if sent != nil {
 		sent()
 	}
-	if err := req.Write(c.bw); err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", errNoAnswer, err)
-	}
-	if err := c.bw.Flush(); err != nil {
+	if _, err := c.c.Write(c.out.Bytes()); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", errNoAnswer, err)
 	}
 	if _, err := c.br.Peek(1); err != nil {
