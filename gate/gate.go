@@ -77,6 +77,11 @@ type Transition struct {
 	// (its callback answer carried the new card), so no update is queued for it.
 	InlineCard string
 	Event      Event
+	// Pending, when not nil, is the request as the caller read it, pending.
+	// Only the compare-and-set changes a request, once, and only the
+	// columns it sets, so when it takes the store may build the result
+	// from this row instead of reading it back.
+	Pending *Request
 }
 
 // Claim asks Create to lease the new request's cards to the caller's card

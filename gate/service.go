@@ -581,7 +581,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 		detail += " (with edited arguments)"
 	}
 	t := Transition{ID: r.ID, To: to, Kind: BeforeDeadline, At: now, By: d.Actor, Via: d.Via, Reason: d.Reason,
-		ModifiedArgs: args, Event: Event{Type: EventDecided, Actor: d.Actor, Channel: d.Via, Detail: detail}}
+		ModifiedArgs: args, Event: Event{Type: EventDecided, Actor: d.Actor, Channel: d.Via, Detail: detail}, Pending: r}
 	if d.CardUpdated {
 		t.InlineCard = d.Via
 	}
@@ -640,7 +640,7 @@ func (s *Service) Expire(ctx context.Context, id string) (*Request, error) {
 	}
 	reason := fmt.Sprintf("no verdict within %s; on timeout: %s", r.ExpiresAt.Sub(r.CreatedAt).Round(time.Second), r.OnTimeout)
 	return s.transition(ctx, Transition{ID: id, To: StatusExpired, Kind: AfterDeadline, At: now, By: ActorSystem, Via: "timeout",
-		Reason: reason, Event: Event{Type: EventExpired, Actor: ActorSystem, Detail: reason}})
+		Reason: reason, Event: Event{Type: EventExpired, Actor: ActorSystem, Detail: reason}, Pending: r})
 }
 
 // transition runs a compare-and-set and, when it took, wakes the waiters

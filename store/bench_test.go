@@ -24,20 +24,22 @@ func BenchmarkVerdictSQLite(b *testing.B) {
 	}
 	defer db.Close()
 	run := fmt.Sprintf("%x", time.Now().UnixNano())
-	mk := func(i int) string {
+	mk := func(i int) *gate.Request {
 		now := time.Now().UTC()
 		r := &gate.Request{ID: fmt.Sprintf("%s-%08d", run, i), Status: gate.StatusPending, ToolName: "oa__purchase_pay",
 			ToolArgs: []byte(`{"vendor":"ACME","amount":60000}`), Channels: []string{"slack"}, Quorum: 1,
 			OnTimeout: "deny", CreatedAt: now, ExpiresAt: now.Add(time.Hour), IdempotencyKey: fmt.Sprintf("%s-%d", run, i)}
-		if _, _, _, err := db.Create(ctx, r, []string{"slack"}, []gate.Event{{Type: gate.EventCreated, At: now}}, gate.Claim{}); err != nil {
+		got, _, _, err := db.Create(ctx, r, []string{"slack"}, []gate.Event{{Type: gate.EventCreated, At: now}}, gate.Claim{})
+		if err != nil {
 			b.Fatal(err)
 		}
-		return r.ID
+		return got
 	}
-	decide := func(id string) {
+	// The gate passes the pending row it holds (Transition.Pending).
+	decide := func(r *gate.Request) {
 		now := time.Now().UTC()
-		_, ok, err := db.Transition(ctx, gate.Transition{ID: id, To: gate.StatusApproved, Kind: gate.BeforeDeadline, At: now,
-			By: "slack:T1/U1", Via: "slack", Event: gate.Event{RequestID: id, At: now, Type: gate.EventDecided, Actor: "slack:T1/U1", Channel: "slack"}})
+		_, ok, err := db.Transition(ctx, gate.Transition{ID: r.ID, To: gate.StatusApproved, Kind: gate.BeforeDeadline, At: now,
+			By: "slack:T1/U1", Via: "slack", Pending: r, Event: gate.Event{RequestID: r.ID, At: now, Type: gate.EventDecided, Actor: "slack:T1/U1", Channel: "slack"}})
 		if err != nil || !ok {
 			b.Fatal(ok, err)
 		}
@@ -45,12 +47,12 @@ func BenchmarkVerdictSQLite(b *testing.B) {
 	for i := range 2000 { // history
 		decide(mk(i))
 	}
-	ids := make([]string, b.N)
-	for i := range ids {
-		ids[i] = mk(2000 + i)
+	rs := make([]*gate.Request, b.N)
+	for i := range rs {
+		rs[i] = mk(2000 + i)
 	}
 	b.ResetTimer()
-	for _, id := range ids {
-		decide(id)
+	for _, r := range rs {
+		decide(r)
 	}
 }

@@ -26,6 +26,10 @@ const (
 	WHERE id = ? AND status = 'pending' AND expires_at > ? RETURNING ` + requestColumns
 	qExpire = `UPDATE requests SET status = ?, decided_at = ?, decided_by = ?, decided_via = ?, reason = ?, modified_args = ?
 	WHERE id = ? AND status = 'pending' AND expires_at <= ? RETURNING ` + requestColumns
+	qDecideKnown = `UPDATE requests SET status = ?, decided_at = ?, decided_by = ?, decided_via = ?, reason = ?, modified_args = ?
+	WHERE id = ? AND status = 'pending' AND expires_at > ?`
+	qExpireKnown = `UPDATE requests SET status = ?, decided_at = ?, decided_by = ?, decided_via = ?, reason = ?, modified_args = ?
+	WHERE id = ? AND status = 'pending' AND expires_at <= ?`
 	qRequest   = `SELECT ` + requestColumns + ` FROM requests WHERE id = ?`
 	qCardsWant = `UPDATE cards SET want = ?, attempts = 0, last_error = '', abandoned = FALSE, next_attempt_at = ?, updated_at = ?
 	WHERE request_id = ?`
@@ -55,7 +59,7 @@ const (
 )
 
 // hotQueries are prepared on the write connection at open.
-var hotQueries = []string{qInsertRequest, qInsertCard, qInsertEvent, qDecide, qExpire, qRequest, qCardsWant,
+var hotQueries = []string{qInsertRequest, qInsertCard, qInsertEvent, qDecide, qExpire, qDecideKnown, qExpireKnown, qRequest, qCardsWant,
 	qCardInline, qClaimCards, qFinishCard}
 
 func insertEvent(t *wtx, e *eventRow) error {
@@ -119,9 +123,13 @@ func (s *DB) transitionSQLite(ctx context.Context, t gate.Transition) (*requestR
 	var row *requestRow
 	changed := false
 	at := utc(t.At)
-	q := qDecide
+	q, known := qDecide, qDecideKnown
 	if t.Kind == gate.AfterDeadline {
-		q = qExpire
+		q, known = qExpire, qExpireKnown
+	}
+	var pending *requestRow
+	if p := t.Pending; p != nil && p.ID == t.ID && p.Status == gate.StatusPending {
+		pending = toRow(p)
 	}
 	var mod *string
 	if len(t.ModifiedArgs) > 0 {
@@ -129,19 +137,36 @@ func (s *DB) transitionSQLite(ctx context.Context, t gate.Transition) (*requestR
 		mod = &m
 	}
 	err := s.w.do(ctx, func(tx *wtx) error {
-		changed = false
-		rows, err := tx.query(q, string(t.To), at, t.By, t.Via, t.Reason, mod, t.ID, at)
-		if err != nil {
-			return err
-		}
-		row, err = scanRequest(rows)
-		if err != nil {
-			return err
+		changed, row = false, nil
+		if pending != nil {
+			// The row is known: the statement need return nothing.
+			res, err := tx.exec(known, string(t.To), at, t.By, t.Via, t.Reason, mod, t.ID, at)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			if n == 1 {
+				r, decided := *pending, at
+				r.Status, r.DecidedAt, r.DecidedBy, r.DecidedVia, r.Reason, r.ModifiedArgs = string(t.To), &decided, t.By, t.Via, t.Reason, mod
+				row = &r
+			}
+		} else {
+			rows, err := tx.query(q, string(t.To), at, t.By, t.Via, t.Reason, mod, t.ID, at)
+			if err != nil {
+				return err
+			}
+			if row, err = scanRequest(rows); err != nil {
+				return err
+			}
 		}
 		if row == nil {
 			// Not pending, or on the wrong side of its deadline: read it
 			// as it stands, for the caller to say why.
-			if rows, err = tx.query(qRequest, t.ID); err != nil {
+			rows, err := tx.query(qRequest, t.ID)
+			if err != nil {
 				return err
 			}
 			if row, err = scanRequest(rows); err != nil {

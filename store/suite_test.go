@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -850,6 +851,54 @@ func TestNoApprovalWithoutAHuman(t *testing.T) {
 		got, err = svc.Decide(ctx, gate.Decision{RequestID: dep.ID, Approve: true, Actor: "web:mallory", Via: gate.WebChannel})
 		if gate.ErrorCode(err) != gate.EFORBIDDEN || got.Status != gate.StatusPending {
 			t.Errorf("a web verdict on a Slack-only request: %v, status %s", err, got.Status)
+		}
+	})
+}
+
+// A transition given the pending row it starts from answers with exactly
+// the row the database then holds, as one that reads it back does.
+func TestTransitionFromAKnownRow(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		run := fmt.Sprintf("known-%d", time.Now().UnixNano())
+		create := func(n int) *gate.Request {
+			now := time.Now().UTC()
+			r := &gate.Request{ID: fmt.Sprintf("%s-%d", run, n), Status: gate.StatusPending, ToolName: "oa__purchase_pay",
+				ToolArgs: json.RawMessage(`{"amount":60000}`), Summary: "Pay ACME", AgentID: "bot", Metadata: json.RawMessage(`{"org":"o1"}`),
+				Route: "pay", Channels: []string{"fake"}, Approvers: []string{"web:alice"}, Quorum: 1, OnTimeout: gate.VerdictDeny,
+				CreatedAt: now, ExpiresAt: now.Add(time.Hour), IdempotencyKey: fmt.Sprintf("%s-%d", run, n)}
+			got, created, _, err := db.Create(ctx, r, []string{"fake"}, nil, gate.Claim{})
+			if err != nil || !created {
+				t.Fatal(created, err)
+			}
+			return got
+		}
+		for n, known := range []bool{true, false} {
+			r := create(n)
+			tr := gate.Transition{ID: r.ID, To: gate.StatusApproved, Kind: gate.BeforeDeadline, At: time.Now(), By: "web:alice",
+				Via: "web", Reason: "fine", ModifiedArgs: json.RawMessage(`{"amount":50000}`),
+				Event: gate.Event{RequestID: r.ID, At: time.Now(), Type: gate.EventDecided, Actor: "web:alice"}}
+			if known {
+				tr.Pending = r
+			}
+			got, changed, err := db.Transition(ctx, tr)
+			if err != nil || !changed {
+				t.Fatalf("known=%v: changed %v, %v", known, changed, err)
+			}
+			stored, err := db.Get(ctx, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, stored) {
+				t.Errorf("known=%v: the transition answered\n%+v\nthe database holds\n%+v", known, got, stored)
+			}
+			// Given the same (now stale) row again, it does not take, and
+			// answers with the row as it stands.
+			tr.Pending, tr.To = r, gate.StatusRejected
+			again, changed, err := db.Transition(ctx, tr)
+			if err != nil || changed || again.Status != gate.StatusApproved {
+				t.Errorf("known=%v: a second transition took (%v) or misreported the row: %+v, %v", known, changed, again, err)
+			}
 		}
 	})
 }
