@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
@@ -55,7 +56,10 @@ func (s *DB) ClaimCards(ctx context.Context, now time.Time, lease time.Duration,
 	if s.w != nil {
 		rows, err = s.claimSQLite(ctx, now, lease, owner, limit)
 	} else {
-		err = s.db.WithContext(ctx).Raw(claimCardsPG, owner, now.Add(lease), now, now, now, limit).Scan(&rows).Error
+		var r *sql.Rows
+		if r, err = s.pgQuery(ctx, claimCardsPG, owner, now.Add(lease), now, now, now, limit); err == nil {
+			rows, err = scanCards(r, nil)
+		}
 	}
 	if err != nil {
 		return nil, wrap("claim cards", err)
@@ -74,6 +78,13 @@ func toCards(rows []cardRow) []gate.Card {
 	return out
 }
 
+// finishCardPG is FinishCard on PostgreSQL: one statement for the event and
+// the card; the event is written whether or not the claim is still ours.
+const finishCardPG = `WITH e AS (INSERT INTO events (request_id, at, type, actor, channel, detail)
+		SELECT ?::text, ?::timestamptz, ?::text, ?::text, ?::text, ?::text WHERE ?)
+	UPDATE cards SET ` + finishSet + `
+	WHERE id = ? AND lease_owner = ? RETURNING ` + finishDue
+
 // FinishCard records a claimed card's outcome, if the claim is still ours.
 func (s *DB) FinishCard(ctx context.Context, r gate.CardResult) (bool, error) {
 	next := never
@@ -87,17 +98,23 @@ func (s *DB) FinishCard(ctx context.Context, r gate.CardResult) (bool, error) {
 		due, err = s.finishSQLite(ctx, r, next, at)
 		return len(due) == 1 && due[0], wrap("finish card", err)
 	}
-	// PostgreSQL: one statement for the event and the card; the event is
-	// written whether or not the claim is still ours.
 	var e eventRow
 	if r.Event != nil {
 		e = *toEventRow(*r.Event)
 	}
-	err = s.db.WithContext(ctx).Raw(`WITH e AS (INSERT INTO events (request_id, at, type, actor, channel, detail)
-		SELECT ?::text, ?::timestamptz, ?::text, ?::text, ?::text, ?::text WHERE ?)
-	UPDATE cards SET `+finishSet+`
-	WHERE id = ? AND lease_owner = ? RETURNING `+finishDue,
+	rows, err := s.pgQuery(ctx, finishCardPG,
 		e.RequestID, utc(e.At), e.Type, e.Actor, e.Channel, e.Detail, r.Event != nil,
-		r.Have, r.Ref, r.Ref, r.Err, r.Abandoned, next, never, r.Err == "", at, r.ID, r.Owner, at).Scan(&due).Error
-	return len(due) == 1 && due[0], wrap("finish card", err)
+		r.Have, r.Ref, r.Ref, r.Err, r.Abandoned, next, never, r.Err == "", at, r.ID, r.Owner, at)
+	if err != nil {
+		return false, wrap("finish card", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d bool
+		if err := rows.Scan(&d); err != nil {
+			return false, wrap("finish card", err)
+		}
+		due = append(due, d)
+	}
+	return len(due) == 1 && due[0], wrap("finish card", rows.Err())
 }

@@ -127,10 +127,7 @@ func (s *DB) transitionSQLite(ctx context.Context, t gate.Transition) (*requestR
 	if t.Kind == gate.AfterDeadline {
 		q, known = qExpire, qExpireKnown
 	}
-	var pending *requestRow
-	if p := t.Pending; p != nil && p.ID == t.ID && p.Status == gate.StatusPending {
-		pending = toRow(p)
-	}
+	pending := pendingRow(t)
 	var mod *string
 	if len(t.ModifiedArgs) > 0 {
 		m := string(t.ModifiedArgs)
@@ -149,9 +146,7 @@ func (s *DB) transitionSQLite(ctx context.Context, t gate.Transition) (*requestR
 				return err
 			}
 			if n == 1 {
-				r, decided := *pending, at
-				r.Status, r.DecidedAt, r.DecidedBy, r.DecidedVia, r.Reason, r.ModifiedArgs = string(t.To), &decided, t.By, t.Via, t.Reason, mod
-				row = &r
+				row = decided(pending, t, at, mod)
 			}
 		} else {
 			rows, err := tx.query(q, string(t.To), at, t.By, t.Via, t.Reason, mod, t.ID, at)
@@ -202,6 +197,23 @@ func (s *DB) transitionSQLite(ctx context.Context, t gate.Transition) (*requestR
 		return nil, false, err
 	}
 	return row, changed, nil
+}
+
+// pendingRow is the transition's known pending row (Transition.Pending), if
+// it has a usable one.
+func pendingRow(t gate.Transition) *requestRow {
+	if p := t.Pending; p != nil && p.ID == t.ID && p.Status == gate.StatusPending {
+		return toRow(p)
+	}
+	return nil
+}
+
+// decided is the row a compare-and-set that took leaves, built from the
+// pending row it started from: it sets these columns and no others.
+func decided(pending *requestRow, t gate.Transition, at time.Time, mod *string) *requestRow {
+	r, when := *pending, at
+	r.Status, r.DecidedAt, r.DecidedBy, r.DecidedVia, r.Reason, r.ModifiedArgs = string(t.To), &when, t.By, t.Via, t.Reason, mod
+	return &r
 }
 
 // claimSQLite is ClaimCards on SQLite.

@@ -46,6 +46,7 @@ type DB struct {
 	db     *gorm.DB // writes (and reads inside write transactions)
 	rdb    *gorm.DB // reads outside transactions: its own pool on SQLite, db on PostgreSQL
 	w      *writer  // SQLite: the group-commit writer of the life-cycle writes
+	pool   *sql.DB  // the write pool below gorm (PostgreSQL's life-cycle writes)
 	get    *sql.Stmt
 	notify atomic.Pointer[string] // PostgreSQL: the NOTIFY channel of transitions, once a notifier exists
 
@@ -122,7 +123,7 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		sqlDB.SetMaxIdleConns(n)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	}
-	s := &DB{db: db, rdb: rdb, driver: o.Driver, dsn: o.DSN, log: o.Logger}
+	s := &DB{db: db, rdb: rdb, pool: sqlDB, driver: o.Driver, dsn: o.DSN, log: o.Logger}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := sqlDB.PingContext(pctx); err != nil {
