@@ -133,9 +133,9 @@ func (s *DB) createPG(ctx context.Context, row *requestRow, channels []string, e
 // inline card's have = want (want being the new status), and the one
 // events INSERT writes the transition's event and then, if the inline card
 // was updated, its card_updated event, in that order.
-func (s *DB) transitionPG(ctx context.Context, t gate.Transition) (*requestRow, bool, error) {
+func (s *DB) transitionPG(ctx context.Context, t gate.Transition) (*gate.Request, bool, error) {
 	at := utc(t.At)
-	pending := pendingRow(t)
+	pending := knownPending(t)
 	returning := requestColumns
 	if pending != nil {
 		returning = "id" // the row is known: see Transition.Pending
@@ -189,13 +189,13 @@ func (s *DB) transitionPG(ctx context.Context, t gate.Transition) (*requestRow, 
 			return nil, false, err
 		}
 		if took {
-			row = decided(pending, t, at, mod)
+			return decided(pending, t, at), true, nil
 		}
 	} else if row, err = scanRequest(rows); err != nil {
 		return nil, false, err
 	}
 	if row != nil {
-		return row, true, nil
+		return row.toRequest(), true, nil
 	}
 	// Not pending, or on the wrong side of its deadline: the row as it
 	// stands, for the caller to say why.
@@ -208,5 +208,5 @@ func (s *DB) transitionPG(ctx context.Context, t gate.Transition) (*requestRow, 
 	if row == nil {
 		return nil, false, gate.Errorf(gate.ENOTFOUND, "no request %q", t.ID)
 	}
-	return row, false, nil
+	return row.toRequest(), false, nil
 }

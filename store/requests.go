@@ -246,13 +246,13 @@ func globToLike(g string) string {
 // matches only a pending row on the right side of its deadline, so of any
 // number of concurrent verdicts, on any number of replicas, one wins.
 func (s *DB) Transition(ctx context.Context, t gate.Transition) (*gate.Request, bool, error) {
-	var row *requestRow
+	var r *gate.Request
 	var changed bool
 	var err error
 	if s.driver == Postgres {
-		row, changed, err = s.transitionPG(ctx, t)
+		r, changed, err = s.transitionPG(ctx, t)
 	} else {
-		row, changed, err = s.transitionSQLite(ctx, t)
+		r, changed, err = s.transitionSQLite(ctx, t)
 	}
 	if err != nil {
 		if gate.ErrorCode(err) == gate.ENOTFOUND {
@@ -260,7 +260,7 @@ func (s *DB) Transition(ctx context.Context, t gate.Transition) (*gate.Request, 
 		}
 		return nil, false, wrap("transition", err)
 	}
-	return row.toRequest(), changed, nil
+	return r, changed, nil
 }
 
 // AddEvent appends to the audit trail.

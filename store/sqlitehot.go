@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -119,22 +120,23 @@ func (s *DB) createSQLite(ctx context.Context, row *requestRow, channels []strin
 
 // transitionSQLite is Transition's compare-and-set and, when it took, the
 // event and the cards' new want, in one write.
-func (s *DB) transitionSQLite(ctx context.Context, t gate.Transition) (*requestRow, bool, error) {
+func (s *DB) transitionSQLite(ctx context.Context, t gate.Transition) (*gate.Request, bool, error) {
 	var row *requestRow
+	var took *gate.Request
 	changed := false
 	at := utc(t.At)
 	q, known := qDecide, qDecideKnown
 	if t.Kind == gate.AfterDeadline {
 		q, known = qExpire, qExpireKnown
 	}
-	pending := pendingRow(t)
+	pending := knownPending(t)
 	var mod *string
 	if len(t.ModifiedArgs) > 0 {
 		m := string(t.ModifiedArgs)
 		mod = &m
 	}
 	err := s.w.do(ctx, func(tx *wtx) error {
-		changed, row = false, nil
+		changed, row, took = false, nil, nil
 		if pending != nil {
 			// The row is known: the statement need return nothing.
 			res, err := tx.exec(known, string(t.To), at, t.By, t.Via, t.Reason, mod, t.ID, at)
@@ -146,7 +148,7 @@ func (s *DB) transitionSQLite(ctx context.Context, t gate.Transition) (*requestR
 				return err
 			}
 			if n == 1 {
-				row = decided(pending, t, at, mod)
+				took = decided(pending, t, at)
 			}
 		} else {
 			rows, err := tx.query(q, string(t.To), at, t.By, t.Via, t.Reason, mod, t.ID, at)
@@ -157,7 +159,7 @@ func (s *DB) transitionSQLite(ctx context.Context, t gate.Transition) (*requestR
 				return err
 			}
 		}
-		if row == nil {
+		if row == nil && took == nil {
 			// Not pending, or on the wrong side of its deadline: read it
 			// as it stands, for the caller to say why.
 			rows, err := tx.query(qRequest, t.ID)
@@ -196,23 +198,31 @@ func (s *DB) transitionSQLite(ctx context.Context, t gate.Transition) (*requestR
 	if err != nil {
 		return nil, false, err
 	}
-	return row, changed, nil
+	if took == nil {
+		took = row.toRequest()
+	}
+	return took, changed, nil
 }
 
-// pendingRow is the transition's known pending row (Transition.Pending), if
-// it has a usable one.
-func pendingRow(t gate.Transition) *requestRow {
+// knownPending is the transition's known pending row (Transition.Pending),
+// if it has a usable one.
+func knownPending(t gate.Transition) *gate.Request {
 	if p := t.Pending; p != nil && p.ID == t.ID && p.Status == gate.StatusPending {
-		return toRow(p)
+		return p
 	}
 	return nil
 }
 
-// decided is the row a compare-and-set that took leaves, built from the
-// pending row it started from: it sets these columns and no others.
-func decided(pending *requestRow, t gate.Transition, at time.Time, mod *string) *requestRow {
-	r, when := *pending, at
-	r.Status, r.DecidedAt, r.DecidedBy, r.DecidedVia, r.Reason, r.ModifiedArgs = string(t.To), &when, t.By, t.Via, t.Reason, mod
+// decided is the request a compare-and-set that took leaves, built from the
+// pending row it started from: it sets these columns and no others. at is
+// the stored (UTC, microsecond) decision time.
+func decided(pending *gate.Request, t gate.Transition, at time.Time) *gate.Request {
+	r := *pending
+	r.Status, r.DecidedAt, r.DecidedBy, r.DecidedVia, r.Reason = t.To, &at, t.By, t.Via, t.Reason
+	r.ModifiedArgs = nil
+	if len(t.ModifiedArgs) > 0 {
+		r.ModifiedArgs = append(json.RawMessage(nil), t.ModifiedArgs...)
+	}
 	return &r
 }
 
