@@ -100,7 +100,7 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		// … 100 ms between tries. Reads go to a pool of their own: in WAL
 		// mode they never wait for the writer.
 		// The writer's statements live on that connection, so it is
-		// never closed for idleness.
+		// never closed for idleness (nor given a lifetime).
 		sqlDB.SetMaxOpenConns(1)
 		sqlDB.SetMaxIdleConns(1)
 		// Reads are prepared once per connection and reused (preparing was

@@ -90,17 +90,37 @@ func newWriter(ctx context.Context, db *sql.DB, queries []string) (*writer, erro
 
 // onConn runs fn on the write connection, with the statements prepared on
 // it (again, if the pool replaced the connection).
+//
+// The connection goes back to the pool with no transaction open, whatever
+// fn did: a panic, or a COMMIT and a ROLLBACK that both failed, would
+// otherwise leave SQLite's write lock held for every later write. A panic
+// does not escape either: database/sql would discard the connection with
+// the statements still open on it, which keeps its file open for good.
+// If the transaction cannot be ended, the statements are closed and the
+// connection discarded; the next batch prepares on a new one.
 func (w *writer) onConn(ctx context.Context, fn func()) error {
 	conn, err := w.db.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	return conn.Raw(func(dc any) error {
+	return conn.Raw(func(dc any) (err error) {
 		sc, ok := dc.(*sqlite3.SQLiteConn)
 		if !ok {
 			return fmt.Errorf("the SQLite driver's connection is a %T", dc)
 		}
+		defer func() {
+			if v := recover(); v != nil {
+				err = fmt.Errorf("the writer panicked: %v\n%s", v, debug.Stack())
+			}
+			if w.conn == sc && !sc.AutoCommit() {
+				w.rollback()
+				if !sc.AutoCommit() {
+					w.closeStmts()
+					err = errors.Join(err, driver.ErrBadConn)
+				}
+			}
+		}()
 		if sc != w.conn {
 			w.closeStmts()
 			w.stmts = make(map[string]driver.Stmt, len(w.queries))

@@ -208,3 +208,29 @@ func TestWriterSurvivesAPanic(t *testing.T) {
 		t.Fatal("the writer is stuck after a panic")
 	}
 }
+
+// A batch that panics in the writer's own code, inside its transaction,
+// neither takes the server down nor leaves SQLite's write lock held.
+func TestWriterEndsAnAbandonedTransaction(t *testing.T) {
+	db := openSQLite(t)
+	ctx := context.Background()
+	mustCreate(t, db, "req-1", time.Now().UTC())
+	err := db.w.onConn(ctx, func() {
+		if _, err := (&wtx{w: db.w}).exec(qBegin); err != nil {
+			t.Fatal(err)
+		}
+		panic("boom")
+	})
+	if err == nil || !strings.Contains(err.Error(), "the writer panicked: boom") {
+		t.Fatalf("onConn = %v, want the panic as an error", err)
+	}
+	start := time.Now()
+	if err := db.w.do(ctx, func(tx *wtx) error {
+		return insertEvent(tx, &eventRow{RequestID: "req-1", At: time.Now().UTC(), Type: "note"})
+	}); err != nil {
+		t.Fatalf("the next write failed: %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("the next write waited %v for a lock", d)
+	}
+}
