@@ -239,7 +239,9 @@ func parsePayload(body []byte) (slack.InteractionCallback, error) {
 	return ic, nil
 }
 
-// payload is the part of an interaction payload that interact reads.
+// payload is the part of an interaction payload that interact reads. Like
+// any encoding/json decode it matches keys case-insensitively; Slack's are
+// lower case, and the body was verified as Slack's before it is read.
 type payload struct {
 	Type      slack.InteractionType `json:"type"`
 	TriggerID string                `json:"trigger_id"`

@@ -27,7 +27,9 @@ type server struct {
 	exited chan struct{} // closed when the process has ended
 }
 
-var listenLine = regexp.MustCompile(`gatehouse listening.* addr=(http://[0-9.:]+)`)
+// listenLine is the server's "listening" log line; the address must be
+// followed by more of the line, so a line still being written is not read.
+var listenLine = regexp.MustCompile(`gatehouse listening.* addr=(http://[0-9.:]+)\s`)
 
 // serverConfig is a config for one replica: one Slack channel pointing at
 // the fake, a bench token, no web users (the bootstrap admin is enough).
@@ -105,6 +107,7 @@ func startServer(bin, cfg, logPath string) (*server, error) {
 	s.cmd.Env = append(os.Environ(), "GATEHOUSE_PPROF="+os.Getenv("BENCH_PPROF"))
 	s.cmd.Stderr = logf
 	if err := s.cmd.Start(); err != nil {
+		logf.Close()
 		return nil, err
 	}
 	exited := make(chan struct{})
@@ -119,6 +122,7 @@ func startServer(bin, cfg, logPath string) (*server, error) {
 		}
 		select {
 		case <-exited:
+			logf.Close()
 			return nil, fmt.Errorf("server exited at start; see %s", logPath)
 		case <-time.After(20 * time.Millisecond):
 		}
@@ -129,6 +133,7 @@ func startServer(bin, cfg, logPath string) (*server, error) {
 
 // stop ends the server with SIGTERM (graceful), then SIGKILL after 10s.
 func (s *server) stop() {
+	defer s.logf.Close()
 	select {
 	case <-s.exited:
 		return
@@ -141,7 +146,6 @@ func (s *server) stop() {
 		_ = s.cmd.Process.Kill()
 		<-s.exited
 	}
-	s.logf.Close()
 }
 
 // memory reads the process's resident set now and at its peak, in bytes.
