@@ -160,9 +160,10 @@ type cycleResult struct {
 	elapsed time.Duration
 	lat     []time.Duration
 	ids     []string
-	// CPU used during the run by the servers and by this load generator
-	// (agents, fake Slack, taps), which share the machine.
-	serverCPU, benchCPU time.Duration
+	// CPU used during the run by the servers, by this load generator
+	// (agents, fake Slack, taps) and by PostgreSQL on this machine (zero on
+	// SQLite runs), which share the machine.
+	serverCPU, benchCPU, dbCPU time.Duration
 }
 
 func (c cycleResult) rate() float64 {
@@ -192,7 +193,7 @@ func measureCycles(ctx context.Context, fake *fakeSlack, servers []*server, conc
 		}
 		return srv
 	}
-	srv0, self0 := cpu(), procCPU("/proc/self/stat")
+	srv0, self0, db0 := cpu(), procCPU("/proc/self/stat"), postgresCPU()
 	start := time.Now()
 	stop := start.Add(d)
 	var last atomic.Int64
@@ -223,6 +224,9 @@ func measureCycles(ctx context.Context, fake *fakeSlack, servers []*server, conc
 	}
 	wg.Wait()
 	res.serverCPU, res.benchCPU = cpu()-srv0, procCPU("/proc/self/stat")-self0
+	if servers[0].driver == "postgres" {
+		res.dbCPU = postgresCPU() - db0
+	}
 	res.elapsed = time.Duration(last.Load())
 	res.errors = int(errs.Load())
 	return res

@@ -74,8 +74,14 @@ func (r *report) cycles(where string, c cycleResult, target float64) {
 		per := func(d time.Duration) string {
 			return fmt.Sprintf("%.0f µs", float64(d.Microseconds())/float64(c.done))
 		}
-		line += fmt.Sprintf("\n  CPU per life cycle: gatehouse %s, load generator and fake Slack %s (%.2f + %.2f of %d cores busy)",
-			per(c.serverCPU), per(c.benchCPU), c.serverCPU.Seconds()/c.elapsed.Seconds(), c.benchCPU.Seconds()/c.elapsed.Seconds(), runtime.NumCPU())
+		busy := func(d time.Duration) float64 { return d.Seconds() / c.elapsed.Seconds() }
+		if c.dbCPU > 0 {
+			line += fmt.Sprintf("\n  CPU per life cycle: gatehouse %s, PostgreSQL %s, load generator and fake Slack %s (%.2f + %.2f + %.2f of %d cores busy)",
+				per(c.serverCPU), per(c.dbCPU), per(c.benchCPU), busy(c.serverCPU), busy(c.dbCPU), busy(c.benchCPU), runtime.NumCPU())
+		} else {
+			line += fmt.Sprintf("\n  CPU per life cycle: gatehouse %s, load generator and fake Slack %s (%.2f + %.2f of %d cores busy)",
+				per(c.serverCPU), per(c.benchCPU), busy(c.serverCPU), busy(c.benchCPU), runtime.NumCPU())
+		}
 	}
 	if target > 0 {
 		line += fmt.Sprintf("\n  target ≥ %.0f/s: %s; no errors: %s", target, r.verdict(c.rate() >= target), r.verdict(c.errors == 0))

@@ -22,6 +22,7 @@ const benchToken = "bench-token-0123456789abcdef"
 // server is one running gatehouse process.
 type server struct {
 	URL    string
+	driver string // sqlite or postgres
 	cmd    *exec.Cmd
 	logf   *os.File
 	exited chan struct{} // closed when the process has ended
@@ -71,6 +72,9 @@ func startServers(bin, dir string, n int, driver, dsn, slackURL string) ([]*serv
 	for i := range n {
 		go func() {
 			s, err := startServer(bin, cfg, filepath.Join(dir, fmt.Sprintf("replica-%d.log", i)))
+			if s != nil {
+				s.driver = driver
+			}
 			out[i] = s
 			errs <- err
 		}()
@@ -173,6 +177,25 @@ func (s *server) memory() (rss, peak int64) {
 // cpu is the CPU time (user and system) the server has used so far.
 func (s *server) cpu() time.Duration {
 	return procCPU(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+}
+
+// postgresCPU is the CPU used so far by this machine's PostgreSQL processes
+// (the postmaster, its backends and workers; a backend that ended during a
+// run takes its share with it). Zero when PostgreSQL runs elsewhere.
+func postgresCPU() time.Duration {
+	var total time.Duration
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		if _, err := strconv.Atoi(d.Name()); err != nil {
+			continue
+		}
+		comm, err := os.ReadFile("/proc/" + d.Name() + "/comm")
+		if err != nil || strings.TrimSpace(string(comm)) != "postgres" {
+			continue
+		}
+		total += procCPU("/proc/" + d.Name() + "/stat")
+	}
+	return total
 }
 
 // procCPU reads utime and stime from a /proc/<pid>/stat file. Both are in
