@@ -35,7 +35,7 @@ const (
 	qCardsWant = `UPDATE cards SET want = ?, attempts = 0, last_error = '', abandoned = FALSE, next_attempt_at = ?, updated_at = ?
 	WHERE request_id = ?`
 	qCardInline = `UPDATE cards SET have = want, updated_at = ? WHERE request_id = ? AND channel = ? AND have <> ''`
-	qClaimCards = claimCards + `)` + claimReturning
+	qClaimCards = claimSet + `id IN (` + claimDue + `)` + claimReturning
 	qFinishCard = `UPDATE cards SET ` + finishSet + ` WHERE id = ? AND lease_owner = ? RETURNING ` + finishDue
 )
 
@@ -47,16 +47,21 @@ const (
 	finishDue = `want <> have AND abandoned = FALSE AND next_attempt_at <= ?`
 )
 
-// The claim of due card work; PostgreSQL's skips the rows other replicas
-// hold, and the outer WHERE re-checks the lease.
+// The claim of due card work. PostgreSQL's skips the rows other replicas
+// hold, and the outer WHERE re-checks the lease; SQLite's single writer
+// runs the statement alone. Each is written so that the rows are updated
+// through the primary key: on PostgreSQL, with "id IN (subquery)" a
+// generic plan on analysed tables joined the whole cards table (a
+// sequential scan per claim) to the few due ids, and on SQLite the outer
+// re-check made it walk every due card's index entry.
 const (
-	claimCards = `UPDATE cards SET lease_owner = ?, lease_until = ?, attempts = attempts + 1
-	WHERE lease_until <= ? AND want <> have AND abandoned = FALSE AND id IN (
-		SELECT id FROM cards WHERE want <> have AND abandoned = FALSE AND next_attempt_at <= ? AND lease_until <= ?
+	claimSet = `UPDATE cards SET lease_owner = ?, lease_until = ?, attempts = attempts + 1 WHERE `
+	claimDue = `SELECT id FROM cards WHERE want <> have AND abandoned = FALSE AND next_attempt_at <= ? AND lease_until <= ?
 		ORDER BY next_attempt_at LIMIT ?`
 	claimReturning = `
 	RETURNING id, request_id, channel, ref, want, have, attempts, last_error, abandoned, next_attempt_at, lease_until, lease_owner, updated_at`
-	claimCardsPG = claimCards + ` FOR UPDATE SKIP LOCKED)` + claimReturning
+	claimCardsPG = claimSet + `lease_until <= ? AND want <> have AND abandoned = FALSE AND id = ANY(ARRAY(` + claimDue +
+		` FOR UPDATE SKIP LOCKED))` + claimReturning
 )
 
 // hotQueries are prepared on the write connection at open.
@@ -231,7 +236,7 @@ func (s *DB) claimSQLite(ctx context.Context, now time.Time, lease time.Duration
 	var out []cardRow
 	err := s.w.do(ctx, func(t *wtx) error {
 		out = out[:0]
-		rows, err := t.query(qClaimCards, owner, now.Add(lease), now, now, now, limit)
+		rows, err := t.query(qClaimCards, owner, now.Add(lease), now, now, limit)
 		if err != nil {
 			return err
 		}
