@@ -77,6 +77,13 @@ type Service struct {
 	stopOnce sync.Once
 	owner    string
 
+	// changing counts this process's transitions under way, by request:
+	// the NOTIFY of one can arrive before it returns, and the wake-up it
+	// makes itself, with the row in hand, makes the re-read that the
+	// NOTIFY would start pointless.
+	changingMu sync.Mutex
+	changing   map[string]int
+
 	idMu sync.Mutex
 	ids  *ulid.MonotonicEntropy
 }
@@ -121,7 +128,7 @@ func NewService(o Options) *Service {
 	}
 	return &Service{
 		store: o.Store, routes: o.Routes, defaults: o.Defaults, now: o.Now, log: o.Logger,
-		notifier: o.Notifier, obs: o.Observer, opts: o,
+		notifier: o.Notifier, obs: o.Observer, opts: o, changing: map[string]int{},
 		channels: map[string]Channel{},
 		hub:      newHub(),
 		rows:     newRowCache(),
@@ -648,14 +655,23 @@ func (s *Service) Expire(ctx context.Context, id string) (*Request, error) {
 // says what the request became instead.
 func (s *Service) transition(ctx context.Context, t Transition) (*Request, error) {
 	t.Event.RequestID, t.Event.At = t.ID, t.At
+	s.changeBegins(t.ID)
+	defer s.changeEnds(t.ID)
 	got, changed, err := s.store.Transition(ctx, t)
 	if err != nil {
+		// It may have committed all the same (a connection lost after
+		// the COMMIT), and its NOTIFY was not heeded: have the waiters
+		// read the row.
+		defer s.hub.wake(t.ID)
 		return nil, err
 	}
 	if !changed {
 		s.rows.drop(t.ID) // whatever was cached is behind
 		if got.Status.Final() {
 			s.rows.put(got)
+			// Changed elsewhere, and that NOTIFY may have arrived while
+			// this was under way: the waiters here get the row.
+			s.hub.wakeWith(got.ID, got)
 			return got, finalError(got)
 		}
 		if t.Kind == BeforeDeadline && !t.At.Before(got.ExpiresAt) {
@@ -748,10 +764,36 @@ func (s *Service) recheck(ctx context.Context) {
 }
 
 // Wake wakes the local waiters of a request; the cross-replica listener and
-// tests call it.
+// tests call it. A change this process is making wakes them itself when it
+// returns, with the row; a final row it knows answers them at once; any
+// other wake-up has them read the row.
 func (s *Service) Wake(id string) {
-	if r, ok := s.rows.get(id); ok && !r.Status.Final() {
+	s.changingMu.Lock()
+	mine := s.changing[id] > 0
+	s.changingMu.Unlock()
+	if mine {
+		return
+	}
+	if r, ok := s.rows.get(id); ok {
+		if r.Status.Final() {
+			s.hub.wakeWith(id, r)
+			return
+		}
 		s.rows.drop(id) // changed elsewhere; a final row cannot change
 	}
 	s.hub.wake(id)
+}
+
+func (s *Service) changeBegins(id string) {
+	s.changingMu.Lock()
+	s.changing[id]++
+	s.changingMu.Unlock()
+}
+
+func (s *Service) changeEnds(id string) {
+	s.changingMu.Lock()
+	if s.changing[id]--; s.changing[id] <= 0 {
+		delete(s.changing, id)
+	}
+	s.changingMu.Unlock()
 }

@@ -902,3 +902,61 @@ func TestTransitionFromAKnownRow(t *testing.T) {
 		}
 	})
 }
+
+// raceStore hears its own transitions' NOTIFY before they return, as a
+// PostgreSQL replica often does, and counts the reads of a request.
+type raceStore struct {
+	*store.DB
+	svc  *gate.Service
+	gets atomic.Int64
+}
+
+func (s *raceStore) Transition(ctx context.Context, t gate.Transition) (*gate.Request, bool, error) {
+	r, changed, err := s.DB.Transition(ctx, t)
+	if err == nil && changed {
+		s.svc.Wake(t.ID) // the listener, first
+	}
+	return r, changed, err
+}
+
+func (s *raceStore) Get(ctx context.Context, id string) (*gate.Request, error) {
+	s.gets.Add(1)
+	return s.DB.Get(ctx, id)
+}
+
+// A replica's own verdict wakes its waiters with the row in hand, even
+// when the verdict's NOTIFY reaches its listener first: no waiter reads
+// the row again.
+func TestOwnNotifyStartsNoReread(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		rs := &raceStore{DB: db}
+		fake := newFake("fake")
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{fake}, tweak: func(o *gate.Options) { o.Store = rs }})
+		rs.svc = svc
+		ctx := context.Background()
+		r := submit(t, svc, gate.Submission{Timeout: time.Hour})
+		eventually(t, "card posted", func() bool { return fake.postCount(r.ID) == 1 })
+		p, _, err := svc.Park(ctx, r.ID, time.Minute)
+		if err != nil || p == nil {
+			t.Fatalf("park: %v", err)
+		}
+		answer := make(chan *gate.Request, 1)
+		p.Arm(func(r *gate.Request, err error) { answer <- r })
+		before := rs.gets.Load()
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "web:a", Via: "fake"}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-answer:
+			if got == nil || got.Status != gate.StatusApproved {
+				t.Fatalf("the waiter got %+v", got)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the waiter was not answered")
+		}
+		eventually(t, "card updated", func() bool { return fake.shown(r.ID) == "approved" })
+		if n := rs.gets.Load() - before; n != 0 {
+			t.Errorf("%d reads of the request after its verdict; want none", n)
+		}
+	})
+}
