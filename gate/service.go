@@ -80,9 +80,12 @@ type Service struct {
 	// changing counts this process's transitions under way, by request:
 	// the NOTIFY of one can arrive before it returns, and the wake-up it
 	// makes itself, with the row in hand, makes the re-read that the
-	// NOTIFY would start pointless.
+	// NOTIFY would start pointless. A wake-up that arrives meanwhile is
+	// put off (missed) until the last of them ends, not dropped: it may be
+	// another replica's change, after one here that did not take.
 	changingMu sync.Mutex
 	changing   map[string]int
+	missed     map[string]bool
 
 	idMu sync.Mutex
 	ids  *ulid.MonotonicEntropy
@@ -128,7 +131,7 @@ func NewService(o Options) *Service {
 	}
 	return &Service{
 		store: o.Store, routes: o.Routes, defaults: o.Defaults, now: o.Now, log: o.Logger,
-		notifier: o.Notifier, obs: o.Observer, opts: o, changing: map[string]int{},
+		notifier: o.Notifier, obs: o.Observer, opts: o, changing: map[string]int{}, missed: map[string]bool{},
 		channels: map[string]Channel{},
 		hub:      newHub(),
 		rows:     newRowCache(),
@@ -659,10 +662,8 @@ func (s *Service) transition(ctx context.Context, t Transition) (*Request, error
 	defer s.changeEnds(t.ID)
 	got, changed, err := s.store.Transition(ctx, t)
 	if err != nil {
-		// It may have committed all the same (a connection lost after
-		// the COMMIT), and its NOTIFY was not heeded: have the waiters
-		// read the row.
-		defer s.hub.wake(t.ID)
+		// If it committed all the same (a connection lost after the
+		// COMMIT), its NOTIFY wakes the waiters, now or when this ends.
 		return nil, err
 	}
 	if !changed {
@@ -769,11 +770,12 @@ func (s *Service) recheck(ctx context.Context) {
 // other wake-up has them read the row.
 func (s *Service) Wake(id string) {
 	s.changingMu.Lock()
-	mine := s.changing[id] > 0
-	s.changingMu.Unlock()
-	if mine {
+	if s.changing[id] > 0 {
+		s.missed[id] = true // for changeEnds
+		s.changingMu.Unlock()
 		return
 	}
+	s.changingMu.Unlock()
 	if r, ok := s.rows.get(id); ok {
 		if r.Status.Final() {
 			s.hub.wakeWith(id, r)
@@ -792,8 +794,16 @@ func (s *Service) changeBegins(id string) {
 
 func (s *Service) changeEnds(id string) {
 	s.changingMu.Lock()
+	missed := false
 	if s.changing[id]--; s.changing[id] <= 0 {
 		delete(s.changing, id)
+		missed = s.missed[id]
+		delete(s.missed, id)
 	}
 	s.changingMu.Unlock()
+	if missed {
+		// After a change that took, its waiters are answered already and
+		// this finds none; after one that did not, they learn now.
+		s.Wake(id)
+	}
 }

@@ -960,3 +960,56 @@ func TestOwnNotifyStartsNoReread(t *testing.T) {
 		}
 	})
 }
+
+// elsewhereStore has another replica approve a request, and its NOTIFY
+// arrive, while this replica's expiry of it is under way and losing.
+type elsewhereStore struct {
+	*store.DB
+	svc *gate.Service
+}
+
+func (s *elsewhereStore) Transition(ctx context.Context, t gate.Transition) (*gate.Request, bool, error) {
+	r, changed, err := s.DB.Transition(ctx, t)
+	if err == nil && !changed && t.Kind == gate.AfterDeadline {
+		now := time.Now().UTC()
+		if _, ok, err := s.DB.Transition(ctx, gate.Transition{ID: t.ID, To: gate.StatusApproved, Kind: gate.BeforeDeadline, At: now,
+			By: "web:elsewhere", Via: "fake", Event: gate.Event{RequestID: t.ID, At: now, Type: gate.EventDecided}}); err != nil || !ok {
+			return nil, false, fmt.Errorf("the other replica's verdict: %v %v", ok, err)
+		}
+		s.svc.Wake(t.ID)
+	}
+	return r, changed, err
+}
+
+// A wake-up that arrives while this replica is changing the request is
+// put off, not lost: here this replica's change does not take (an expiry
+// not yet due), another's does, and the waiters must hear of it at once,
+// not at the next safety re-read.
+func TestWakeDuringALosingChangeIsKept(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		es := &elsewhereStore{DB: db}
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, tweak: func(o *gate.Options) {
+			o.Store, o.SafetyInterval = es, time.Hour
+		}})
+		es.svc = svc
+		ctx := context.Background()
+		r := submit(t, svc, gate.Submission{Timeout: time.Hour})
+		got := make(chan *gate.Request, 1)
+		go func() {
+			w, _ := svc.Wait(ctx, r.ID, 10*time.Second)
+			got <- w
+		}()
+		time.Sleep(50 * time.Millisecond) // the waiter is in place
+		if _, err := svc.Expire(ctx, r.ID); gate.ErrorCode(err) != gate.ECONFLICT {
+			t.Fatalf("an expiry before the deadline: %v, want ECONFLICT", err)
+		}
+		select {
+		case w := <-got:
+			if w == nil || w.Status != gate.StatusApproved {
+				t.Fatalf("the waiter got %+v, want the approval made elsewhere", w)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatal("the waiter did not hear of the approval made elsewhere")
+		}
+	})
+}
