@@ -57,7 +57,7 @@ func (s *DB) ClaimCards(ctx context.Context, now time.Time, lease time.Duration,
 		rows, err = s.claimSQLite(ctx, now, lease, owner, limit)
 	} else {
 		var r *sql.Rows
-		if r, err = s.pgQuery(ctx, claimCardsPG, owner, now.Add(lease), now, now, now, limit); err == nil {
+		if r, err = s.pgQuery(ctx, claimCardsPG, claimArgsPG(owner, now, lease, limit)...); err == nil {
 			rows, err = scanCards(r, nil)
 		}
 	}
@@ -65,6 +65,11 @@ func (s *DB) ClaimCards(ctx context.Context, now time.Time, lease time.Duration,
 		return nil, wrap("claim cards", err)
 	}
 	return toCards(rows), nil
+}
+
+// claimArgsPG are claimCardsPG's arguments, in its placeholders' order.
+func claimArgsPG(owner string, now time.Time, lease time.Duration, limit int) []any {
+	return []any{owner, now.Add(lease), now, now, now, limit}
 }
 
 func toCards(rows []cardRow) []gate.Card {

@@ -13,8 +13,7 @@ func TransitionStatementPG(t gate.Transition, known bool, notify *string) (strin
 }
 
 func ClaimStatementPG(owner string, now time.Time, lease time.Duration, limit int) (string, []any) {
-	now = utc(now)
-	return claimCardsPG, []any{owner, now.Add(lease), now, now, now, limit}
+	return claimCardsPG, claimArgsPG(owner, utc(now), lease, limit)
 }
 
 // Dollars numbers a statement's placeholders as PostgreSQL's.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
@@ -25,9 +26,19 @@ import (
 // connection.
 
 // pgQuery runs a statement written with ? placeholders on the write pool.
+// Each statement text is numbered once: the texts are the static ones and
+// the few shapes the builders make (by channel and event count, inline
+// card, NOTIFY), so the cache stays small.
 func (s *DB) pgQuery(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return s.pool.QueryContext(ctx, dollars(q), args...)
+	n, ok := numbered.Load(q)
+	if !ok {
+		n, _ = numbered.LoadOrStore(q, dollars(q))
+	}
+	return s.pool.QueryContext(ctx, n.(string), args...)
 }
+
+// numbered maps statement texts to their $-numbered form.
+var numbered sync.Map
 
 // dollars numbers a statement's ? placeholders as PostgreSQL's $1, $2, …,
 // leaving quoted text alone.
@@ -159,7 +170,7 @@ func (s *DB) transitionPG(ctx context.Context, t gate.Transition) (*gate.Request
 	}
 	// Not pending, or on the wrong side of its deadline: the row as it
 	// stands, for the caller to say why.
-	if rows, err = s.pgQuery(ctx, `SELECT `+requestColumns+` FROM requests WHERE id = ?`, t.ID); err != nil {
+	if rows, err = s.get.QueryContext(ctx, t.ID); err != nil {
 		return nil, false, err
 	}
 	if row, err = scanRequest(rows); err != nil {
@@ -200,7 +211,7 @@ func transitionStatementPG(t gate.Transition, at time.Time, known bool, notify *
 	// plan: each verdict then scanned every pending request and every dead
 	// entry earlier verdicts had left in that index, ~55 index entries a
 	// verdict in the benchmark, thousands in a burst of waiting agents.
-	q.WriteString(`WITH t AS (UPDATE requests SET status = ?, decided_at = ?, decided_by = ?, decided_via = ?, reason = ?, modified_args = ?
+	q.WriteString(`WITH t AS (` + casSet + `
 		WHERE id = ? AND status IS NOT DISTINCT FROM 'pending' AND ` + deadline + ` RETURNING ` + returning + `),
 		c AS (UPDATE cards SET want = ?, attempts = 0, last_error = '', abandoned = FALSE, next_attempt_at = ?, updated_at = ?`)
 	args = append(args, to, at, at)

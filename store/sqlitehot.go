@@ -23,21 +23,23 @@ const (
 	qInsertCard = `INSERT INTO cards (request_id, channel, ref, want, have, attempts, last_error, abandoned,
 	next_attempt_at, lease_until, lease_owner, updated_at) VALUES (?, ?, '', ?, '', ?, '', FALSE, ?, ?, ?, ?)`
 	qInsertEvent = `INSERT INTO events (request_id, at, type, actor, channel, detail) VALUES (?, ?, ?, ?, ?, ?)`
-	qDecide      = `UPDATE requests SET status = ?, decided_at = ?, decided_by = ?, decided_via = ?, reason = ?, modified_args = ?
-	WHERE id = ? AND status = 'pending' AND expires_at > ? RETURNING ` + requestColumns
-	qExpire = `UPDATE requests SET status = ?, decided_at = ?, decided_by = ?, decided_via = ?, reason = ?, modified_args = ?
-	WHERE id = ? AND status = 'pending' AND expires_at <= ? RETURNING ` + requestColumns
-	qDecideKnown = `UPDATE requests SET status = ?, decided_at = ?, decided_by = ?, decided_via = ?, reason = ?, modified_args = ?
-	WHERE id = ? AND status = 'pending' AND expires_at > ?`
-	qExpireKnown = `UPDATE requests SET status = ?, decided_at = ?, decided_by = ?, decided_via = ?, reason = ?, modified_args = ?
-	WHERE id = ? AND status = 'pending' AND expires_at <= ?`
-	qRequest   = `SELECT ` + requestColumns + ` FROM requests WHERE id = ?`
-	qCardsWant = `UPDATE cards SET want = ?, attempts = 0, last_error = '', abandoned = FALSE, next_attempt_at = ?, updated_at = ?
+	// The compare-and-set, before and after the deadline; the Known forms
+	// return nothing (see Transition.Pending).
+	qDecideKnown = casSet + ` WHERE id = ? AND status = 'pending' AND expires_at > ?`
+	qExpireKnown = casSet + ` WHERE id = ? AND status = 'pending' AND expires_at <= ?`
+	qDecide      = qDecideKnown + ` RETURNING ` + requestColumns
+	qExpire      = qExpireKnown + ` RETURNING ` + requestColumns
+	qRequest     = `SELECT ` + requestColumns + ` FROM requests WHERE id = ?`
+	qCardsWant   = `UPDATE cards SET want = ?, attempts = 0, last_error = '', abandoned = FALSE, next_attempt_at = ?, updated_at = ?
 	WHERE request_id = ?`
 	qCardInline = `UPDATE cards SET have = want, updated_at = ? WHERE request_id = ? AND channel = ? AND have <> ''`
 	qClaimCards = claimSet + `id IN (` + claimDue + `)` + claimReturning
 	qFinishCard = `UPDATE cards SET ` + finishSet + ` WHERE id = ? AND lease_owner = ? RETURNING ` + finishDue
 )
+
+// casSet is what a transition sets, on both drivers; its arguments are the
+// status, decided_at, decided_by, decided_via, reason and modified_args.
+const casSet = `UPDATE requests SET status = ?, decided_at = ?, decided_by = ?, decided_via = ?, reason = ?, modified_args = ?`
 
 // A card's outcome, and whether it is still due: lagging behind its
 // request (which ended while it was posted) and free to be worked on now.
