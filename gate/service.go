@@ -84,8 +84,7 @@ type Service struct {
 	// put off (missed) until the last of them ends, not dropped: it may be
 	// another replica's change, after one here that did not take.
 	changingMu sync.Mutex
-	changing   map[string]int
-	missed     map[string]bool
+	changing   map[string]change
 
 	idMu sync.Mutex
 	ids  *ulid.MonotonicEntropy
@@ -131,7 +130,7 @@ func NewService(o Options) *Service {
 	}
 	return &Service{
 		store: o.Store, routes: o.Routes, defaults: o.Defaults, now: o.Now, log: o.Logger,
-		notifier: o.Notifier, obs: o.Observer, opts: o, changing: map[string]int{}, missed: map[string]bool{},
+		notifier: o.Notifier, obs: o.Observer, opts: o, changing: map[string]change{},
 		channels: map[string]Channel{},
 		hub:      newHub(),
 		rows:     newRowCache(),
@@ -770,8 +769,9 @@ func (s *Service) recheck(ctx context.Context) {
 // other wake-up has them read the row.
 func (s *Service) Wake(id string) {
 	s.changingMu.Lock()
-	if s.changing[id] > 0 {
-		s.missed[id] = true // for changeEnds
+	if c, ok := s.changing[id]; ok {
+		c.missed = true // for changeEnds
+		s.changing[id] = c
 		s.changingMu.Unlock()
 		return
 	}
@@ -786,19 +786,31 @@ func (s *Service) Wake(id string) {
 	s.hub.wake(id)
 }
 
+// change is one request's transitions under way in this process, and
+// whether a wake-up for it came meanwhile.
+type change struct {
+	n      int
+	missed bool
+}
+
 func (s *Service) changeBegins(id string) {
 	s.changingMu.Lock()
-	s.changing[id]++
+	c := s.changing[id]
+	c.n++
+	s.changing[id] = c
 	s.changingMu.Unlock()
 }
 
 func (s *Service) changeEnds(id string) {
 	s.changingMu.Lock()
+	c := s.changing[id]
+	c.n--
 	missed := false
-	if s.changing[id]--; s.changing[id] <= 0 {
+	if c.n > 0 {
+		s.changing[id] = c
+	} else {
 		delete(s.changing, id)
-		missed = s.missed[id]
-		delete(s.missed, id)
+		missed = c.missed
 	}
 	s.changingMu.Unlock()
 	if missed {

@@ -172,3 +172,16 @@ func countEvents(evs []gate.Event, typ string) int {
 	}
 	return n
 }
+
+// answered is what a waiter was answered with, within d; the test fails
+// with what otherwise.
+func answered(t *testing.T, ch <-chan *gate.Request, d time.Duration, what string) *gate.Request {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(d):
+		t.Fatal(what)
+		return nil
+	}
+}

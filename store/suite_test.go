@@ -475,13 +475,8 @@ func TestSubmitAndPark(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 2 {
-			select {
-			case r := <-answers:
-				if r == nil || r.Status != gate.StatusApproved {
-					t.Fatalf("waiter got %+v", r)
-				}
-			case <-time.After(2 * time.Second):
-				t.Fatal("a waiter was not woken by the verdict")
+			if r := answered(t, answers, 2*time.Second, "a waiter was not woken by the verdict"); r == nil || r.Status != gate.StatusApproved {
+				t.Fatalf("waiter got %+v", r)
 			}
 		}
 		p, r, err := svc.SubmitAndPark(ctx, gate.Submission{ToolName: "read", RequiresConfirmation: &yes}, 10*time.Second)
@@ -946,13 +941,8 @@ func TestOwnNotifyStartsNoReread(t *testing.T) {
 		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "web:a", Via: "fake"}); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case got := <-answer:
-			if got == nil || got.Status != gate.StatusApproved {
-				t.Fatalf("the waiter got %+v", got)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("the waiter was not answered")
+		if got := answered(t, answer, 5*time.Second, "the waiter was not answered"); got == nil || got.Status != gate.StatusApproved {
+			t.Fatalf("the waiter got %+v", got)
 		}
 		eventually(t, "card updated", func() bool { return fake.shown(r.ID) == "approved" })
 		if n := rs.gets.Load() - before; n != 0 {
@@ -1003,13 +993,8 @@ func TestWakeDuringALosingChangeIsKept(t *testing.T) {
 		if _, err := svc.Expire(ctx, r.ID); gate.ErrorCode(err) != gate.ECONFLICT {
 			t.Fatalf("an expiry before the deadline: %v, want ECONFLICT", err)
 		}
-		select {
-		case w := <-got:
-			if w == nil || w.Status != gate.StatusApproved {
-				t.Fatalf("the waiter got %+v, want the approval made elsewhere", w)
-			}
-		case <-time.After(3 * time.Second):
-			t.Fatal("the waiter did not hear of the approval made elsewhere")
+		if w := answered(t, got, 3*time.Second, "the waiter did not hear of the approval made elsewhere"); w == nil || w.Status != gate.StatusApproved {
+			t.Fatalf("the waiter got %+v, want the approval made elsewhere", w)
 		}
 	})
 }
