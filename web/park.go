@@ -64,7 +64,13 @@ func (s *Server) hold(c echo.Context, id string, p *gate.Parked, r *gate.Request
 		conn  net.Conn
 		hdr   http.Header
 		ch    = make(chan waitResult, 1)
+		// What a parked answer that cannot be made says instead: on
+		// /api/v1/gate a deny, as every failure there.
+		failure any = newErrorBody(gate.EINTERNAL, "internal error")
 	)
+	if isGate(c) {
+		failure = denied(id, gate.Errorf(gate.EINTERNAL, "internal error"))
+	}
 	p.Arm(func(r *gate.Request, err error) {
 		if state.CompareAndSwap(pollHeld, pollAnswered) {
 			ch <- waitResult{r, err}
@@ -77,11 +83,11 @@ func (s *Server) hold(c echo.Context, id string, p *gate.Parked, r *gate.Request
 			// down, and the agent gets an explicit failure, never silence.
 			if v := recover(); v != nil {
 				s.log.Error("parked answer failed", "request_id", id, "panic", v)
-				writeRaw(conn, http.StatusInternalServerError, hdr, newErrorBody(gate.EINTERNAL, "internal error"))
+				writeRaw(conn, http.StatusInternalServerError, hdr, failure, failure)
 			}
 		}()
 		st, body := answer(hdr, r, err)
-		writeRaw(conn, st, hdr, body)
+		writeRaw(conn, st, hdr, body, failure)
 	})
 	reply := func(res waitResult) error {
 		st, body := answer(c.Response().Header(), res.r, res.err)
@@ -118,7 +124,7 @@ func (s *Server) hold(c echo.Context, id string, p *gate.Parked, r *gate.Request
 		defer s.parkedN.Add(-1)
 		res := <-ch
 		st, body := answer(hdr, res.r, res.err)
-		writeRaw(conn, st, hdr, body)
+		writeRaw(conn, st, hdr, body, failure)
 	}
 	return nil
 }
@@ -140,15 +146,16 @@ func hijack(c echo.Context) (net.Conn, bool) {
 }
 
 // writeRaw writes one complete HTTP/1.1 response (the same JSON echo's
-// c.JSON writes) and closes the connection. A client that went away just
-// fails the write.
-func writeRaw(conn net.Conn, status int, hdr http.Header, v any) {
+// c.JSON writes) and closes the connection; when v cannot be encoded it
+// writes failure with a 500 instead. A client that went away just fails
+// the write.
+func writeRaw(conn net.Conn, status int, hdr http.Header, v, failure any) {
 	defer conn.Close()
 	var body bytes.Buffer
 	if err := json.NewEncoder(&body).Encode(v); err != nil {
 		status = http.StatusInternalServerError
 		body.Reset()
-		_ = json.NewEncoder(&body).Encode(newErrorBody(gate.EINTERNAL, "encoding the answer failed"))
+		_ = json.NewEncoder(&body).Encode(failure)
 	}
 	hdr.Set("Content-Type", echo.MIMEApplicationJSON)
 	hdr.Set("Content-Length", strconv.Itoa(body.Len()))
