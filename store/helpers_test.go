@@ -185,3 +185,14 @@ func answered(t *testing.T, ch <-chan *gate.Request, d time.Duration, what strin
 		return nil
 	}
 }
+
+// readCounter counts the reads of a request (Get).
+type readCounter struct {
+	*store.DB
+	gets atomic.Int64
+}
+
+func (s *readCounter) Get(ctx context.Context, id string) (*gate.Request, error) {
+	s.gets.Add(1)
+	return s.DB.Get(ctx, id)
+}

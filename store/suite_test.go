@@ -454,8 +454,11 @@ func TestSubmitAndPark(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		fake := newFake("fake")
 		yes := false
+		rc := &readCounter{DB: db}
 		// No safety re-read: only the wake-up itself can answer in time.
-		svc := newService(t, db, svcOpts{chans: []gate.Channel{fake}, tweak: func(o *gate.Options) { o.SafetyInterval = time.Hour }})
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{fake}, tweak: func(o *gate.Options) {
+			o.SafetyInterval, o.Store = time.Hour, rc
+		}})
 		ctx := context.Background()
 		in := gate.Submission{ToolName: "deploy", IdempotencyKey: "k-1", Timeout: time.Hour}
 		answers := make(chan *gate.Request, 2)
@@ -468,6 +471,9 @@ func TestSubmitAndPark(t *testing.T) {
 			return r.ID
 		}
 		id := arm(svc.SubmitAndPark(ctx, in, 10*time.Second))
+		if n := rc.gets.Load(); n != 0 {
+			t.Fatalf("a new request was read back %d times to park on it", n)
+		}
 		if again := arm(svc.SubmitAndPark(ctx, in, 10*time.Second)); again != id {
 			t.Fatalf("the repeat parked on %s, want %s", again, id)
 		}
@@ -901,9 +907,8 @@ func TestTransitionFromAKnownRow(t *testing.T) {
 // raceStore hears its own transitions' NOTIFY before they return, as a
 // PostgreSQL replica often does, and counts the reads of a request.
 type raceStore struct {
-	*store.DB
-	svc  *gate.Service
-	gets atomic.Int64
+	*readCounter
+	svc *gate.Service
 }
 
 func (s *raceStore) Transition(ctx context.Context, t gate.Transition) (*gate.Request, bool, error) {
@@ -914,17 +919,12 @@ func (s *raceStore) Transition(ctx context.Context, t gate.Transition) (*gate.Re
 	return r, changed, err
 }
 
-func (s *raceStore) Get(ctx context.Context, id string) (*gate.Request, error) {
-	s.gets.Add(1)
-	return s.DB.Get(ctx, id)
-}
-
 // A replica's own verdict wakes its waiters with the row in hand, even
 // when the verdict's NOTIFY reaches its listener first: no waiter reads
 // the row again.
 func TestOwnNotifyStartsNoReread(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		rs := &raceStore{DB: db}
+		rs := &raceStore{readCounter: &readCounter{DB: db}}
 		fake := newFake("fake")
 		svc := newService(t, db, svcOpts{chans: []gate.Channel{fake}, tweak: func(o *gate.Options) { o.Store = rs }})
 		rs.svc = svc
