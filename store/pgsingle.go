@@ -67,15 +67,8 @@ func dollars(q string) string {
 // the request was inserted.
 func (s *DB) createPG(ctx context.Context, row *requestRow, channels []string, events []gate.Event, claim gate.Claim) (bool, []gate.Card, error) {
 	var q strings.Builder
-	args := []any{row.ID, row.Status, row.ToolName, row.ToolArgs, row.RequiresConfirmation, row.Summary, row.AgentID,
-		row.UserID, row.SessionID, row.ToolCallID, row.Metadata, row.Route, row.IdempotencyKey, row.Channels, row.Approvers,
-		row.Quorum, row.OnTimeout, row.CreatedAt, row.ExpiresAt, row.DecidedAt, row.DecidedBy, row.DecidedVia, row.Reason,
-		row.ModifiedArgs}
-	q.WriteString(`WITH r AS (INSERT INTO requests (id, status, tool_name, tool_args, requires_confirmation, summary, agent_id,
-		user_id, session_id, tool_call_id, metadata, route, idempotency_key, channels, approvers, quorum, on_timeout,
-		created_at, expires_at, decided_at, decided_by, decided_via, reason, modified_args)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (idempotency_key) DO NOTHING RETURNING id)`)
+	args := row.insertArgs()
+	q.WriteString(`WITH r AS (` + qInsertRequest + ` RETURNING id)`)
 	if len(channels) > 0 {
 		now := row.CreatedAt
 		// The first claim.Max cards are leased to the caller at once.

@@ -82,10 +82,7 @@ func (s *DB) createSQLite(ctx context.Context, row *requestRow, channels []strin
 	var claimed []gate.Card
 	err := s.w.do(ctx, func(t *wtx) error {
 		created, claimed = false, claimed[:0]
-		res, err := t.exec(qInsertRequest, row.ID, row.Status, row.ToolName, row.ToolArgs, row.RequiresConfirmation,
-			row.Summary, row.AgentID, row.UserID, row.SessionID, row.ToolCallID, row.Metadata, row.Route, row.IdempotencyKey,
-			row.Channels, row.Approvers, row.Quorum, row.OnTimeout, row.CreatedAt, row.ExpiresAt, row.DecidedAt,
-			row.DecidedBy, row.DecidedVia, row.Reason, row.ModifiedArgs)
+		res, err := t.exec(qInsertRequest, row.insertArgs()...)
 		if err != nil {
 			return err
 		}
@@ -301,6 +298,15 @@ func (s *DB) finishSQLite(ctx context.Context, r gate.CardResult, next, at time.
 // addEventSQLite is AddEvent on SQLite.
 func (s *DB) addEventSQLite(ctx context.Context, e gate.Event) error {
 	return s.w.do(ctx, func(t *wtx) error { return insertEvent(t, toEventRow(e)) })
+}
+
+// insertArgs are qInsertRequest's arguments: the row's columns in
+// requestColumns' order, as scanRequest reads them back.
+func (r *requestRow) insertArgs() []any {
+	return []any{r.ID, r.Status, r.ToolName, r.ToolArgs, r.RequiresConfirmation, r.Summary, r.AgentID,
+		r.UserID, r.SessionID, r.ToolCallID, r.Metadata, r.Route, r.IdempotencyKey, r.Channels, r.Approvers,
+		r.Quorum, r.OnTimeout, r.CreatedAt, r.ExpiresAt, r.DecidedAt, r.DecidedBy, r.DecidedVia, r.Reason,
+		r.ModifiedArgs}
 }
 
 // scanRequest reads at most one request from rows and closes them.

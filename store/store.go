@@ -141,7 +141,7 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 	}
 	get := qRequest
 	if o.Driver == Postgres {
-		get = strings.Replace(get, "?", "$1", 1)
+		get = dollars(get)
 	}
 	rsql, err := rdb.DB()
 	if err == nil {
