@@ -28,8 +28,9 @@ func TestHTTPClientKeepsConnectionsForTheCardWorkers(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 
-	c := HTTPClient(5 * time.Second)
-	const workers, rounds = 16, 4
+	// More workers than the default, as cards.workers allows.
+	const workers, rounds = DefaultConns + 36, 4
+	c := HTTPClient(5*time.Second, workers)
 	for range rounds {
 		var wg sync.WaitGroup
 		for range workers {

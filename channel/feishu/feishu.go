@@ -37,8 +37,12 @@ type Options struct {
 	Decider gate.Decider
 	// Logger receives the channel's log lines; discarded when nil.
 	Logger *slog.Logger
-	// HTTPClient talks to the Feishu API; nil means a client with sane timeouts.
+	// HTTPClient talks to the Feishu API; nil means a client with sane timeouts
+	// and Conns kept-alive connections.
 	HTTPClient *http.Client
+	// Conns is how many calls the gate's card workers may make at once
+	// (cards.workers); 0 means channel.DefaultConns.
+	Conns int
 	// Now is the clock for token expiry and the callback timestamp window.
 	Now func() time.Time
 }
@@ -101,7 +105,7 @@ func New(o Options) (*Channel, error) {
 		o.Now = time.Now
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = channel.HTTPClient(10 * time.Second)
+		o.HTTPClient = channel.HTTPClient(10*time.Second, o.Conns)
 	}
 	log := o.Logger.With("channel", o.Name)
 	return &Channel{

@@ -28,7 +28,8 @@ type Options struct {
 	PublicURL  string       // the server's public URL; "" leaves cards without a link
 	Decider    gate.Decider // where verified verdicts go (*gate.Service)
 	Logger     *slog.Logger
-	HTTPClient *http.Client     // nil: a client with a 15s timeout
+	HTTPClient *http.Client     // nil: a client with a 15s timeout and Conns kept-alive connections
+	Conns      int              // calls the card workers may make at once (cards.workers); 0: channel.DefaultConns
 	Now        func() time.Time // nil: time.Now; the signature window uses it
 }
 
@@ -82,7 +83,7 @@ func New(o Options) (*Channel, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = channel.HTTPClient(15 * time.Second)
+		o.HTTPClient = channel.HTTPClient(15*time.Second, o.Conns)
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -33,7 +33,8 @@ func buildChannels(cfg *config.Config, d gate.Decider, log *slog.Logger) (builtC
 		clog := log.With("channel", c.Name)
 		switch c.Type {
 		case config.TypeSlack:
-			ch, err := slack.New(slack.Options{Name: c.Name, Config: *c.Slack, PublicURL: cfg.PublicURL, Decider: d, Logger: clog})
+			ch, err := slack.New(slack.Options{Name: c.Name, Config: *c.Slack, PublicURL: cfg.PublicURL, Decider: d, Logger: clog,
+				Conns: cfg.Cards.Workers})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("channel %s: %w", c.Name, err))
 				continue
@@ -45,7 +46,8 @@ func buildChannels(cfg *config.Config, d gate.Decider, log *slog.Logger) (builtC
 				out.runners = append(out.runners, ch)
 			}
 		case config.TypeFeishu:
-			ch, err := feishu.New(feishu.Options{Name: c.Name, Config: *c.Feishu, PublicURL: cfg.PublicURL, Decider: d, Logger: clog})
+			ch, err := feishu.New(feishu.Options{Name: c.Name, Config: *c.Feishu, PublicURL: cfg.PublicURL, Decider: d, Logger: clog,
+				Conns: cfg.Cards.Workers})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("channel %s: %w", c.Name, err))
 				continue
