@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -315,6 +316,26 @@ func TestCallbackAckWaitsBriefly(t *testing.T) {
 		}
 		if n := len(d.taken()); n != 1 {
 			t.Fatalf("acked before the verdict: %d decisions at ack time", n)
+		}
+	})
+	t.Run("the private note after a refusal is not waited for", func(t *testing.T) {
+		f := newFakeSlack(t)
+		f.FailNext("chat.postEphemeral", func(w http.ResponseWriter) {
+			time.Sleep(ackWait) // Slack being slow
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"ok":true}`)
+		})
+		d := newFakeDecider(fixed(t0), testRequest("01JREQ", t0))
+		c := newTestChannel(t, f, d, fixed(t0))
+		body := blockActions("T1", "U1", actionApprove, "approve:01JNOPE") // unknown: refused
+		start := time.Now()
+		code := post(NewCallbackHandler([]*Channel{c}), body, slacktest.Sign(secret, t0, body))
+		if took := time.Since(start); code != http.StatusOK || took > ackWait/2 {
+			t.Fatalf("status %d after %s; want 200 at once, the note after", code, took)
+		}
+		c.Flush()
+		if n := len(f.CallsOf("chat.postEphemeral")); n != 1 {
+			t.Fatalf("%d private notes, want 1", n)
 		}
 	})
 	t.Run("hung verdict", func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -24,7 +25,9 @@ type reasonMeta struct {
 
 // interact handles one verified interaction, from HTTP or Socket Mode, and
 // returns at once so the caller can ack within Slack's 3 seconds; the
-// channel it returns, if not nil, closes when the work it started is done.
+// channel it returns, if not nil, closes when the work it started has
+// what an ack may wait for: the verdict taken or refused, not the Slack
+// calls that follow (the approver's private notes, the reason modal).
 //
 // Everything, Decide included, runs detached from the ack. Decide is
 // usually a millisecond of SQL, but on a busy PostgreSQL or a replica that
@@ -34,7 +37,7 @@ type reasonMeta struct {
 // message when the tap was refused.
 func (c *Channel) interact(ctx context.Context, ic slack.InteractionCallback) <-chan struct{} {
 	var started []<-chan struct{}
-	later := func(ctx context.Context, fn func(ctx context.Context)) {
+	later := func(ctx context.Context, fn func(ctx context.Context, ready func())) {
 		started = append(started, c.later(ctx, fn))
 	}
 	c.dispatch(ctx, ic, later)
@@ -55,7 +58,7 @@ func (c *Channel) interact(ctx context.Context, ic slack.InteractionCallback) <-
 }
 
 // dispatch starts the work of one interaction through later.
-func (c *Channel) dispatch(ctx context.Context, ic slack.InteractionCallback, later func(context.Context, func(context.Context))) {
+func (c *Channel) dispatch(ctx context.Context, ic slack.InteractionCallback, later func(context.Context, func(context.Context, func()))) {
 	actor, ids := identity(ic)
 	switch ic.Type {
 	case slack.InteractionTypeBlockActions:
@@ -68,7 +71,7 @@ func (c *Channel) dispatch(ctx context.Context, ic slack.InteractionCallback, la
 				c.decider.Refuse(ctx, "", c.name, actor, fmt.Sprintf("malformed button value %q", a.Value))
 				continue
 			}
-			later(ctx, func(ctx context.Context) { c.tap(ctx, ic, actor, ids, choice, id) })
+			later(ctx, func(ctx context.Context, ready func()) { c.tap(ctx, ready, ic, actor, ids, choice, id) })
 		}
 	case slack.InteractionTypeViewSubmission:
 		if ic.View.CallbackID != reasonCallback {
@@ -83,8 +86,8 @@ func (c *Channel) dispatch(ctx context.Context, ic slack.InteractionCallback, la
 		if ic.View.State != nil {
 			reason = strings.TrimSpace(ic.View.State.Values[reasonBlock][reasonAction].Value)
 		}
-		later(ctx, func(ctx context.Context) {
-			c.decide(ctx, meta.Channel, ic.User.ID, gate.Decision{RequestID: meta.ID, Approve: false,
+		later(ctx, func(ctx context.Context, ready func()) {
+			c.decide(ctx, ready, meta.Channel, ic.User.ID, gate.Decision{RequestID: meta.ID, Approve: false,
 				Actor: actor, Identities: ids, Via: c.name, Reason: reason})
 		})
 	default:
@@ -94,40 +97,45 @@ func (c *Channel) dispatch(ctx context.Context, ic slack.InteractionCallback, la
 
 // later runs fn on its own goroutine, detached from the request's context
 // (which ends with the response) but bounded in time; the channel closes
-// when fn returns.
-func (c *Channel) later(ctx context.Context, fn func(ctx context.Context)) <-chan struct{} {
+// when fn calls ready or returns, whichever comes first.
+func (c *Channel) later(ctx context.Context, fn func(ctx context.Context, ready func())) <-chan struct{} {
 	done := make(chan struct{})
+	var once sync.Once
+	ready := func() { once.Do(func() { close(done) }) }
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
-		defer close(done)
+		defer ready()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterAckTimeout)
 		defer cancel()
-		fn(ctx)
+		fn(ctx, ready)
 	}()
 	return done
 }
 
 // tap acts on one button: approve and reject go to the gate; "reject with
-// reason" opens the modal whose submission carries the reason.
-func (c *Channel) tap(ctx context.Context, ic slack.InteractionCallback, actor string, ids []string, choice, id string) {
+// reason" opens the modal whose submission carries the reason (after the
+// ack: its trigger lasts 3 seconds, the ack need not wait for it).
+func (c *Channel) tap(ctx context.Context, ready func(), ic slack.InteractionCallback, actor string, ids []string, choice, id string) {
 	from, user := tapChannel(ic), ic.User.ID
 	switch choice {
 	case choiceApprove, choiceReject:
-		c.decide(ctx, from, user, gate.Decision{RequestID: id, Approve: choice == choiceApprove,
+		c.decide(ctx, ready, from, user, gate.Decision{RequestID: id, Approve: choice == choiceApprove,
 			Actor: actor, Identities: ids, Via: c.name})
 	case choiceReason:
+		ready()
 		c.openReason(ctx, ic, actor, ids, id)
 	default:
 		c.decider.Refuse(ctx, id, c.name, actor, fmt.Sprintf("unknown button choice %q", choice))
 	}
 }
 
-// decide hands a verdict to the gate and tells the approver, privately,
-// when it was not taken.
-func (c *Channel) decide(ctx context.Context, from, user string, d gate.Decision) {
+// decide hands a verdict to the gate, says ready, and tells the approver,
+// privately, when it was not taken or needs more approvals.
+func (c *Channel) decide(ctx context.Context, ready func(), from, user string, d gate.Decision) {
 	log := c.log.With("request_id", d.RequestID, "actor", d.Actor)
 	r, err := c.decider.Decide(ctx, d)
+	ready()
 	if err == nil {
 		if r != nil && r.Status == gate.StatusPending {
 			c.ephemeral(ctx, from, user, fmt.Sprintf(":ballot_box_with_check: Your approval is recorded; this request needs %d approvals.", r.Quorum))
