@@ -55,8 +55,7 @@ func decodeJSON(c echo.Context, v any) error { return decodeBody(c, v, false) }
 func decodeBody(c echo.Context, v any, optional bool) error {
 	body, err := io.ReadAll(c.Request().Body)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) || errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
+		if tooLarge(err) {
 			return gate.Errorf(ETOOLARGE, "request body larger than 1 MiB")
 		}
 		return gate.Errorf(gate.EINVALID, "reading the body: %v", err)

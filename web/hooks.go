@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"runtime/debug"
@@ -61,8 +60,7 @@ func (s *Server) hookCall(c echo.Context) (err error) {
 	body, rerr := io.ReadAll(c.Request().Body)
 	if rerr != nil {
 		msg := "reading the request failed"
-		var tooBig *http.MaxBytesError
-		if errors.As(rerr, &tooBig) || errors.Is(rerr, echo.ErrStatusRequestEntityTooLarge) {
+		if tooLarge(rerr) {
 			msg = "the tool call is larger than 1 MiB, too large to show an approver"
 		}
 		return s.hookAnswer(c, call, hook.Failure(msg))

@@ -205,3 +205,9 @@ func limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// tooLarge says a body read failed at limitBody's limit.
+func tooLarge(err error) bool {
+	var e *http.MaxBytesError
+	return errors.As(err, &e)
+}
