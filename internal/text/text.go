@@ -1,0 +1,85 @@
+// Package text cuts and cleans the strings Gatehouse stores and shows.
+// Every cut lands on a character boundary: a reason cut inside a UTF-8
+// sequence is invalid text, which PostgreSQL refuses to store, and a verdict
+// whose write is refused is a verdict lost.
+package text
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Clean makes s storable everywhere: invalid UTF-8 sequences become U+FFFD
+// and NUL characters (which PostgreSQL's text type cannot hold) are dropped.
+func Clean(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+}
+
+// CutBytes returns the longest prefix of s that is at most n bytes long and
+// ends on a character boundary. It reports whether anything was cut.
+func CutBytes(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	if n <= 0 {
+		return "", true
+	}
+	i := n
+	// Back up to the start of the character that straddles byte n.
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i], true
+}
+
+// CutRunes returns at most n characters (runes, which is how Slack and
+// Feishu count their limits) of s. It reports whether anything was cut.
+func CutRunes(s string, n int) (string, bool) {
+	if n <= 0 {
+		return "", s != ""
+	}
+	if len(s) <= n { // fewer bytes than n means fewer runes too
+		return s, false
+	}
+	k := 0
+	for i := range s {
+		if k == n {
+			return s[:i], true
+		}
+		k++
+	}
+	return s, false
+}
+
+// Ellipsis cuts s to at most n characters, the last of them "…" when
+// anything was cut.
+func Ellipsis(s string, n int) string {
+	if cut, ok := CutRunes(s, n); ok {
+		cut, _ = CutRunes(cut, n-1)
+		return cut + "…"
+	}
+	return s
+}
+
+// EllipsisBytes cuts s to at most n bytes, ending in "…" when anything was
+// cut, on a character boundary.
+func EllipsisBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut, _ := CutBytes(s, n-len("…"))
+	return cut + "…"
+}
+
+// UpperFirst upper-cases the first character of s.
+func UpperFirst(s string) string {
+	r, size := utf8.DecodeRuneInString(s)
+	if size == 0 || r == utf8.RuneError {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[size:]
+}

@@ -1,0 +1,56 @@
+package text
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestCutBytesKeepsCharactersWhole(t *testing.T) {
+	cjk := strings.Repeat("拒绝", 3000) // 3 bytes a character
+	for _, n := range []int{0, 1, 2, 3, 4, 4095, 4096, 4097} {
+		got, cut := CutBytes(cjk, n)
+		if !cut || len(got) > n || !utf8.ValidString(got) || !strings.HasPrefix(cjk, got) {
+			t.Fatalf("CutBytes(cjk, %d) = %d bytes, cut %v, valid %v", n, len(got), cut, utf8.ValidString(got))
+		}
+		if len(got) < n-3 {
+			t.Fatalf("CutBytes(cjk, %d) cut too much: %d bytes", n, len(got))
+		}
+	}
+	if got, cut := CutBytes("short", 10); got != "short" || cut {
+		t.Fatalf("a short string was cut: %q %v", got, cut)
+	}
+	emoji := "ok 👍🏽 done"
+	for n := 0; n <= len(emoji); n++ {
+		if got, _ := CutBytes(emoji, n); !utf8.ValidString(got) {
+			t.Fatalf("CutBytes(emoji, %d) = %q: invalid UTF-8", n, got)
+		}
+	}
+}
+
+func TestCutRunesAndEllipsis(t *testing.T) {
+	if got, cut := CutRunes("héllo wörld", 5); got != "héllo" || !cut {
+		t.Fatalf("CutRunes = %q %v", got, cut)
+	}
+	if got, cut := CutRunes("abc", 3); got != "abc" || cut {
+		t.Fatalf("CutRunes(abc, 3) = %q %v", got, cut)
+	}
+	if got := Ellipsis("付款给供应商", 4); got != "付款给…" {
+		t.Fatalf("Ellipsis = %q", got)
+	}
+	if got := EllipsisBytes("付款给供应商", 10); got != "付款…" || len(got) > 10 {
+		t.Fatalf("EllipsisBytes = %q (%d bytes)", got, len(got))
+	}
+}
+
+func TestCleanAndUpperFirst(t *testing.T) {
+	if got := Clean("a\x00b\xffc"); got != "ab\uFFFDc" {
+		t.Fatalf("Clean = %q", got)
+	}
+	if got := UpperFirst("über"); got != "Über" {
+		t.Fatalf("UpperFirst = %q", got)
+	}
+	if got := UpperFirst(""); got != "" {
+		t.Fatalf("UpperFirst(\"\") = %q", got)
+	}
+}
