@@ -7,34 +7,24 @@ import (
 )
 
 // Store keeps requests, their audit trail and their cards durably. Every
-// transition is a compare-and-set in SQL; the store never decides anything
-// on its own.
+// change of a request's status is a compare-and-set in SQL; the store never
+// decides anything on its own.
 type Store interface {
-	// Create inserts a request with a card row for each channel and its first
-	// events, in one transaction. When the request's idempotency key is
-	// already taken it inserts nothing and returns the existing request with
-	// created false. It leases up to claim.Max of the new cards to
-	// claim.Owner, as ClaimCards would, and returns those.
-	Create(ctx context.Context, r *Request, channels []string, events []Event, claim Claim) (got *Request, created bool, claimed []Card, err error)
+	// Create inserts a request, its first events and, when it is pending,
+	// a card row for each of its channels, in one transaction. When the
+	// request's caller already used its idempotency key it inserts nothing
+	// and returns that caller's request with created false.
+	Create(ctx context.Context, r *Request, events []Event) (got *Request, created bool, err error)
 	// Get returns one request, or an ENOTFOUND error.
 	Get(ctx context.Context, id string) (*Request, error)
 	// List returns requests newest first and the cursor of the next page ("" at the end).
 	List(ctx context.Context, f Filter) ([]*Request, string, error)
-	// Transition moves a pending request to a final state when it is still
-	// pending and its deadline allows it, marks its cards for their final
-	// update and appends the transition's event, in one transaction. It
-	// returns the request as it stands afterwards and whether this call made
-	// the change. A store shared by replicas also signals the change to
-	// their Notifiers' listeners in that transaction, so the signal goes
-	// out exactly when the change commits.
-	Transition(ctx context.Context, t Transition) (*Request, bool, error)
+	// Transition applies t in one transaction; see Transition.
+	Transition(ctx context.Context, t Transition) (Outcome, error)
 	// AddEvent appends one event to a request's audit trail.
 	AddEvent(ctx context.Context, e Event) error
 	// Events returns a request's audit trail, oldest first.
 	Events(ctx context.Context, requestID string) ([]Event, error)
-	// AddVote records one approver's approval toward a quorum. It returns the
-	// number of distinct approvals so far and whether this vote was new.
-	AddVote(ctx context.Context, requestID, actor, via string, at time.Time) (count int, fresh bool, err error)
 	// Overdue returns ids of pending requests whose deadline has passed.
 	Overdue(ctx context.Context, now time.Time, limit int) ([]string, error)
 	// Settled returns those of ids that are no longer pending.
@@ -47,8 +37,7 @@ type Store interface {
 	ClaimCards(ctx context.Context, now time.Time, lease time.Duration, owner string, limit int) ([]Card, error)
 	// FinishCard records the outcome of a claimed card's work and releases
 	// it. due reports that the card still lags behind its request and may be
-	// worked on now (its request ended while it was being posted): the
-	// caller looks for work again rather than waiting for its next tick.
+	// worked on now (its request ended while it was being posted).
 	FinishCard(ctx context.Context, res CardResult) (due bool, err error)
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
@@ -63,7 +52,22 @@ const (
 	AfterDeadline
 )
 
-// Transition is one compare-and-set from pending to a final state.
+// Transition moves a pending request to a final state. The store applies
+// it in one transaction that holds the request's row (SQLite's write
+// transaction holds the database; PostgreSQL locks the row):
+//
+//  1. read the row; Admit, when set, may refuse the transition on it;
+//  2. if the row is no longer pending, or on the wrong side of its deadline,
+//     change nothing and return it;
+//  3. with Vote set and a quorum above one, record the vote (once per
+//     voter) and count the votes: below the quorum, stop there;
+//  4. the compare-and-set on the row (still pending, deadline respected),
+//     the cards marked for their final update, the event appended, and on
+//     a store shared by replicas the signal to their Notifiers, which is
+//     sent when the transaction commits and never for one rolled back.
+//
+// So approvers tapping at once are counted one after another and can never
+// each see "1 of 2", and what Admit checked is what the write changes.
 type Transition struct {
 	ID           string
 	To           Status
@@ -77,21 +81,35 @@ type Transition struct {
 	// (its callback answer carried the new card), so no update is queued for it.
 	InlineCard string
 	Event      Event
-	// Pending, when not nil, is the request as the caller read it, pending.
-	// Only the compare-and-set changes a request, once, and only the
-	// columns it sets, so when it takes the store may build the result
-	// from this row instead of reading it back.
-	Pending *Request
+	// Vote is the approver of an approval; it counts toward the request's
+	// quorum when that is above one.
+	Vote *Vote
+	// Admit, when set, is called with the row as it stands (pending or
+	// not) before anything is written; its error refuses the transition,
+	// which writes nothing and returns that error with the row.
+	Admit func(r *Request) error
 }
 
-// Claim asks Create to lease the new request's cards to the caller's card
-// workers at once, saving the claim they would make next. Max 0 claims
-// nothing. (A verdict claims nothing: measured, leasing the updates in its
-// transaction cost the verdict's latency more than it saved.)
-type Claim struct {
-	Owner string
-	Until time.Time
-	Max   int
+// Vote is one approval toward a quorum.
+type Vote struct {
+	// Voter is who the vote counts for: one voter counts once, whatever
+	// identity or channel they tap from.
+	Voter string
+	Actor string
+	Via   string
+}
+
+// Outcome is what a Transition did.
+type Outcome struct {
+	// Request is the row as it stands afterwards.
+	Request *Request
+	// Changed says this transition made the change.
+	Changed bool
+	// Votes is the number of distinct voters so far (with Vote, on a
+	// request whose quorum is above one).
+	Votes int
+	// Fresh says the voter had not voted before (likewise).
+	Fresh bool
 }
 
 // CardResult is the outcome of one claimed card's post or update.
@@ -149,12 +167,25 @@ type Decision struct {
 	Actor string
 	// Identities are other names of the same person that an approvers list
 	// may use ("feishu:union:on_x").
-	Identities   []string
+	Identities []string
+	// Voter is who an approval toward a quorum counts for, when it is not
+	// Actor: an identity that stays the same for one person across apps
+	// (Feishu's union_id, where Feishu sends one), so that one person
+	// cannot meet a quorum alone by tapping through two apps.
+	Voter        string
 	Via          string // the channel's name
 	Reason       string
 	ModifiedArgs json.RawMessage
 	// CardUpdated says the channel's card already shows the final state.
 	CardUpdated bool
+}
+
+// voter is who the decision's vote counts for.
+func (d *Decision) voter() string {
+	if d.Voter != "" {
+		return d.Voter
+	}
+	return d.Actor
 }
 
 // Notifier carries "request changed" signals between replicas so that a

@@ -68,18 +68,21 @@ type Request struct {
 	ToolCallID           string          `json:"tool_call_id"`
 	Metadata             json.RawMessage `json:"metadata"`
 	Route                string          `json:"route"`
-	IdempotencyKey       string          `json:"idempotency_key,omitempty"`
-	Channels             []string        `json:"channels"`
-	Approvers            []string        `json:"approvers"`
-	Quorum               int             `json:"quorum"`
-	OnTimeout            Verdict         `json:"on_timeout"`
-	CreatedAt            time.Time       `json:"created_at"`
-	ExpiresAt            time.Time       `json:"expires_at"`
-	DecidedAt            *time.Time      `json:"decided_at"`
-	DecidedBy            string          `json:"decided_by"`
-	DecidedVia           string          `json:"decided_via"`
-	Reason               string          `json:"reason"`
-	ModifiedArgs         json.RawMessage `json:"modified_args"`
+	// Caller is the API token the request was made with ("" on a server
+	// without tokens). Its idempotency key, reads and cancels are scoped to it.
+	Caller         string          `json:"caller"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	Channels       []string        `json:"channels"`
+	Approvers      []string        `json:"approvers"`
+	Quorum         int             `json:"quorum"`
+	OnTimeout      Verdict         `json:"on_timeout"`
+	CreatedAt      time.Time       `json:"created_at"`
+	ExpiresAt      time.Time       `json:"expires_at"`
+	DecidedAt      *time.Time      `json:"decided_at"`
+	DecidedBy      string          `json:"decided_by"`
+	DecidedVia     string          `json:"decided_via"`
+	Reason         string          `json:"reason"`
+	ModifiedArgs   json.RawMessage `json:"modified_args"`
 }
 
 // Allowed reports whether the agent may run the tool call: approved, or
@@ -166,11 +169,13 @@ type Filter struct {
 	Agent     string
 	DecidedBy string
 	Route     string
-	Since     time.Time
-	Until     time.Time
-	Query     string // free text over tool, summary, arguments, agent and decider
-	Limit     int
-	Cursor    string // the id of the last request of the previous page
+	// Caller, when set, keeps the requests made with that API token only.
+	Caller *string
+	Since  time.Time
+	Until  time.Time
+	Query  string // free text over tool, summary, arguments, agent and decider
+	Limit  int
+	Cursor string // the id of the last request of the previous page
 }
 
 // Explain says in one line what became of the request, for agents, their

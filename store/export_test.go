@@ -1,20 +1,40 @@
 package store
 
-import (
-	"time"
+import "context"
 
-	"github.com/gatehouse-dev/gatehouse/gate"
+// For the external tests.
+
+// The statements whose PostgreSQL plans TestPostgresPlans checks.
+const (
+	Decide        = qDecide
+	Expire        = qExpire
+	LockPostgres  = qLockPostgres
+	FinalCards    = qFinalCards
+	ClaimPostgres = qClaimPostgres
+	FinishCard    = qFinishCard
 )
 
-// For the external tests: the PostgreSQL statements as sent.
+// LifecycleStatements lists the life cycle's statements on a driver.
+var LifecycleStatements = lifecycleStatements
 
-func TransitionStatementPG(t gate.Transition, known bool, notify *string) (string, []any) {
-	return transitionStatementPG(t, utc(t.At), known, notify)
+// OpenAt opens a database and migrates it to version only, as an older
+// binary left it.
+func OpenAt(ctx context.Context, driver, dsn string, version int) (*DB, error) {
+	s, err := open(ctx, Options{Driver: driver, DSN: dsn})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.migrateTo(ctx, version); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
-func ClaimStatementPG(owner string, now time.Time, lease time.Duration, limit int) (string, []any) {
-	return claimCardsPG, claimArgsPG(owner, utc(now), lease, limit)
+// UseSQLiteDriver makes Open use the database/sql driver registered as
+// name until restore is called.
+func UseSQLiteDriver(name string) (restore func()) {
+	old := sqliteDriver
+	sqliteDriver = name
+	return func() { sqliteDriver = old }
 }
-
-// Dollars numbers a statement's placeholders as PostgreSQL's.
-var Dollars = dollars

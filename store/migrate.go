@@ -9,17 +9,19 @@ import (
 	"gorm.io/gorm"
 )
 
-// migration is one schema step. Its SQL is written once for both drivers;
-// {{ts}}, {{serial}} and {{bool}} become each driver's types.
+// migration is one schema step. Its SQL is written once for both drivers,
+// where {{ts}}, {{serial}} and {{bool}} become each driver's types, unless
+// the step needs SQL of each driver's own (pg, then sql is SQLite's).
 type migration struct {
 	version int
 	name    string
 	sql     string
+	pg      string
 }
 
 // migrations are append-only: never edit one that has shipped.
 var migrations = []migration{
-	{1, "requests, events, cards, votes, sessions", `
+	{version: 1, name: "requests, events, cards, votes, sessions", sql: `
 CREATE TABLE requests (
 	id TEXT PRIMARY KEY,
 	status TEXT NOT NULL,
@@ -100,11 +102,63 @@ CREATE INDEX sessions_expires ON sessions (expires_at)`},
 	// other pages. Only pending rows are looked up by deadline (the
 	// sweeper), and only decided rows by approver (the history filter), so
 	// both become partial: a verdict deletes one entry and adds one.
-	{2, "partial indexes for the sweeper and the approver filter", `
+	{version: 2, name: "partial indexes for the sweeper and the approver filter", sql: `
 DROP INDEX requests_status_expires;
 CREATE INDEX requests_pending_expires ON requests (expires_at) WHERE status = 'pending';
 DROP INDEX requests_decided_by;
 CREATE INDEX requests_decided_by ON requests (decided_by) WHERE decided_by <> ''`},
+	// Idempotency keys are scoped to the API token that made the request:
+	// a second token sending the same key gets a request of its own, never
+	// the first one's verdict. The key's table-wide UNIQUE goes, and
+	// (caller, idempotency_key) is unique instead. SQLite cannot drop a
+	// column's UNIQUE, so its table is rebuilt the way SQLite documents
+	// (Migrate turns foreign keys off around it and checks them before
+	// COMMIT). Rows made before this step have no caller ('').
+	{version: 3, name: "requests.caller; idempotency keys scoped to it", sql: `
+CREATE TABLE requests_v3 (
+	id TEXT PRIMARY KEY,
+	status TEXT NOT NULL,
+	tool_name TEXT NOT NULL,
+	tool_args TEXT NOT NULL,
+	requires_confirmation BOOLEAN NOT NULL,
+	summary TEXT NOT NULL DEFAULT '',
+	agent_id TEXT NOT NULL DEFAULT '',
+	user_id TEXT NOT NULL DEFAULT '',
+	session_id TEXT NOT NULL DEFAULT '',
+	tool_call_id TEXT NOT NULL DEFAULT '',
+	metadata TEXT NOT NULL DEFAULT '{}',
+	route TEXT NOT NULL,
+	caller TEXT NOT NULL DEFAULT '',
+	idempotency_key TEXT,
+	channels TEXT NOT NULL DEFAULT '[]',
+	approvers TEXT NOT NULL DEFAULT '[]',
+	quorum INTEGER NOT NULL DEFAULT 1,
+	on_timeout TEXT NOT NULL,
+	created_at DATETIME NOT NULL,
+	expires_at DATETIME NOT NULL,
+	decided_at DATETIME,
+	decided_by TEXT NOT NULL DEFAULT '',
+	decided_via TEXT NOT NULL DEFAULT '',
+	reason TEXT NOT NULL DEFAULT '',
+	modified_args TEXT
+);
+INSERT INTO requests_v3 (id, status, tool_name, tool_args, requires_confirmation, summary, agent_id, user_id, session_id,
+	tool_call_id, metadata, route, idempotency_key, channels, approvers, quorum, on_timeout, created_at, expires_at,
+	decided_at, decided_by, decided_via, reason, modified_args)
+SELECT id, status, tool_name, tool_args, requires_confirmation, summary, agent_id, user_id, session_id,
+	tool_call_id, metadata, route, idempotency_key, channels, approvers, quorum, on_timeout, created_at, expires_at,
+	decided_at, decided_by, decided_via, reason, modified_args FROM requests;
+DROP TABLE requests;
+ALTER TABLE requests_v3 RENAME TO requests;
+CREATE INDEX requests_pending_expires ON requests (expires_at) WHERE status = 'pending';
+CREATE INDEX requests_tool ON requests (tool_name);
+CREATE INDEX requests_agent ON requests (agent_id);
+CREATE INDEX requests_decided_by ON requests (decided_by) WHERE decided_by <> '';
+CREATE INDEX requests_created ON requests (created_at);
+CREATE UNIQUE INDEX requests_caller_key ON requests (caller, idempotency_key)`, pg: `
+ALTER TABLE requests ADD COLUMN caller TEXT NOT NULL DEFAULT '';
+ALTER TABLE requests DROP CONSTRAINT requests_idempotency_key_key;
+CREATE UNIQUE INDEX requests_caller_key ON requests (caller, idempotency_key)`},
 }
 
 // SchemaVersion is the newest migration this binary knows.
@@ -125,7 +179,20 @@ const migrateLock = 0x67617465686f75
 // Migrate applies every pending migration in one transaction under a lock,
 // so replicas that boot together apply each step exactly once. On SQLite the
 // transaction is BEGIN IMMEDIATE, which is the lock.
-func (s *DB) Migrate(ctx context.Context) error {
+func (s *DB) Migrate(ctx context.Context) error { return s.migrateTo(ctx, SchemaVersion()) }
+
+func (s *DB) migrateTo(ctx context.Context, target int) error {
+	if s.driver == SQLite {
+		// A step may rebuild a table that others reference, which SQLite
+		// allows only with foreign keys off; they cannot be switched inside
+		// a transaction. The pool's one write connection is the one the
+		// transaction runs on, and foreign_key_check below proves the
+		// result before it commits.
+		if err := s.db.WithContext(ctx).Exec("PRAGMA foreign_keys = OFF").Error; err != nil {
+			return fmt.Errorf("store: migrate: %w", err)
+		}
+		defer s.db.Exec("PRAGMA foreign_keys = ON")
+	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if s.driver == Postgres {
 			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", migrateLock).Error; err != nil {
@@ -144,10 +211,14 @@ func (s *DB) Migrate(ctx context.Context) error {
 			return fmt.Errorf("the database schema is version %d, newer than this binary's %d: upgrade gatehouse", cur, SchemaVersion())
 		}
 		for _, m := range migrations {
-			if m.version <= cur {
+			if m.version <= cur || m.version > target {
 				continue
 			}
-			for _, stmt := range strings.Split(s.dialect(m.sql), ";\n") {
+			text := m.sql
+			if s.driver == Postgres && m.pg != "" {
+				text = m.pg
+			}
+			for _, stmt := range strings.Split(s.dialect(text), ";\n") {
 				if strings.TrimSpace(stmt) == "" {
 					continue
 				}
@@ -160,6 +231,15 @@ func (s *DB) Migrate(ctx context.Context) error {
 				return err
 			}
 			s.log.Info("migrated", "version", m.version, "name", m.name)
+		}
+		if s.driver == SQLite {
+			var broken []struct{ Table string }
+			if err := tx.Raw("PRAGMA foreign_key_check").Scan(&broken).Error; err != nil {
+				return err
+			}
+			if len(broken) > 0 {
+				return fmt.Errorf("%d rows of %s point at missing rows", len(broken), broken[0].Table)
+			}
 		}
 		return nil
 	})

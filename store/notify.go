@@ -22,6 +22,9 @@ import (
 type PGNotifier struct {
 	db      *DB
 	channel string
+	// OnListen, when set, is called each time the LISTEN is in place
+	// (tests wait for it rather than sleep).
+	OnListen func()
 }
 
 var _ gate.Notifier = (*PGNotifier)(nil)
@@ -71,6 +74,9 @@ func (n *PGNotifier) Listen(ctx context.Context, fn func(requestID string)) erro
 			return nil
 		}
 		return fmt.Errorf("store: listen: %w", err)
+	}
+	if n.OnListen != nil {
+		n.OnListen()
 	}
 	for {
 		note, err := conn.WaitForNotification(ctx)

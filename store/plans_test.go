@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,31 +16,23 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
 )
 
-// The hot statements on PostgreSQL reach their rows through the primary
-// key even with generic plans on analysed tables, which is what a
+// The life cycle's statements on PostgreSQL reach their rows through the
+// primary key even with generic plans on analysed tables, which is what a
 // long-running server gets: pgx prepares each statement once per
 // connection, and after five runs PostgreSQL plans it without looking at
 // the arguments. The planner once preferred the sweeper's partial index
 // for a verdict (scanning every pending request) and a sequential scan of
 // cards for a claim.
-func TestPostgresPlansUseThePrimaryKey(t *testing.T) {
+func TestPostgresPlans(t *testing.T) {
 	db := storetest.Postgres(t)
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	var pending *gate.Request
 	for i := range 20 {
 		r := &gate.Request{ID: fmt.Sprintf("plan-%03d", i), Status: gate.StatusPending, ToolName: "deploy", ToolArgs: []byte(`{}`),
 			Metadata: []byte(`{}`), Route: "default", OnTimeout: gate.VerdictDeny, Quorum: 1, Channels: []string{"slack"},
 			CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-		got, _, _, err := db.Create(ctx, r, []string{"slack"}, nil, gate.Claim{})
-		if err != nil {
+		if _, _, err := db.Create(ctx, r, nil); err != nil {
 			t.Fatal(err)
-		}
-		pending = got
-		if i%4 == 0 {
-			if _, _, err := db.Transition(ctx, transitionOf(got, now)); err != nil {
-				t.Fatal(err)
-			}
 		}
 	}
 	g := db.Gorm()
@@ -60,33 +54,28 @@ func TestPostgresPlansUseThePrimaryKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	channel := "gatehouse_test"
-	statements := map[string]func() (string, []any){
-		"verdict, row known": func() (string, []any) { return store.TransitionStatementPG(transitionOf(pending, now), true, &channel) },
-		"verdict, inline card": func() (string, []any) {
-			tr := transitionOf(pending, now)
-			tr.InlineCard = "slack"
-			return store.TransitionStatementPG(tr, false, nil)
-		},
-		"expiry": func() (string, []any) {
-			tr := transitionOf(pending, now)
-			tr.Kind, tr.To = gate.AfterDeadline, gate.StatusExpired
-			return store.TransitionStatementPG(tr, false, &channel)
-		},
-		"card claim": func() (string, []any) { return store.ClaimStatementPG("w1", now, time.Minute, 8) },
-	}
-	for name, stmt := range statements {
-		q, args := stmt()
+	p := "plan-003"
+	for name, stmt := range map[string]struct {
+		q    string
+		args []any
+	}{
+		"verdict":     {store.Decide, []any{"approved", now, "web:a", "web", "", nil, p}},
+		"expiry":      {store.Expire, []any{"expired", now, "gatehouse", "timeout", "", nil, p}},
+		"lock":        {store.LockPostgres, []any{p}},
+		"final cards": {store.FinalCards, []any{"approved", now, p}},
+		"card claim":  {store.ClaimPostgres, []any{"w1", now.Add(time.Minute), now, 8}},
+		"card finish": {store.FinishCard, []any{"posted", "ts", "", false, now, now, true, now, 1, "w1"}},
+	} {
 		var plan []string
 		err := g.Transaction(func(tx *gorm.DB) error {
 			if err := tx.Exec("SET LOCAL plan_cache_mode = force_generic_plan").Error; err != nil {
 				return err
 			}
-			if err := tx.Exec("PREPARE hot AS " + store.Dollars(q)).Error; err != nil {
+			if err := tx.Exec("PREPARE hot AS " + stmt.q).Error; err != nil {
 				return err
 			}
-			lits := make([]string, len(args))
-			for i, a := range args {
+			lits := make([]string, len(stmt.args))
+			for i, a := range stmt.args {
 				lits[i] = literal(a)
 			}
 			if err := tx.Raw("EXPLAIN EXECUTE hot(" + strings.Join(lits, ", ") + ")").Scan(&plan).Error; err != nil {
@@ -106,21 +95,11 @@ func TestPostgresPlansUseThePrimaryKey(t *testing.T) {
 	}
 }
 
-func transitionOf(r *gate.Request, at time.Time) gate.Transition {
-	return gate.Transition{ID: r.ID, To: gate.StatusApproved, Kind: gate.BeforeDeadline, At: at, By: "web:a", Via: "web", Pending: r,
-		Event: gate.Event{RequestID: r.ID, At: at, Type: gate.EventDecided, Actor: "web:a"}}
-}
-
 // literal writes an argument as an SQL literal for EXECUTE.
 func literal(a any) string {
 	switch v := a.(type) {
 	case nil:
 		return "NULL"
-	case *string:
-		if v == nil {
-			return "NULL"
-		}
-		return literal(*v)
 	case string:
 		return "'" + strings.ReplaceAll(v, "'", "''") + "'"
 	case time.Time:
@@ -129,4 +108,26 @@ func literal(a any) string {
 		return fmt.Sprint(v)
 	}
 	panic(fmt.Sprintf("no literal for %T", a))
+}
+
+// One statement text serves both drivers: PostgreSQL's $n placeholders,
+// which SQLite numbers in order of first appearance, so $n must come before
+// $n+1 in every statement, or SQLite binds the wrong values.
+func TestStatementPlaceholders(t *testing.T) {
+	placeholder := regexp.MustCompile(`\$(\d+)`)
+	for _, driver := range []string{store.SQLite, store.Postgres} {
+		for _, q := range store.LifecycleStatements(driver) {
+			next := 1
+			for _, m := range placeholder.FindAllStringSubmatch(q, -1) {
+				n, _ := strconv.Atoi(m[1])
+				if n > next {
+					t.Errorf("$%d is used before $%d in:\n%s", n, next, q)
+					break
+				}
+				if n == next {
+					next++
+				}
+			}
+		}
+	}
 }

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/gatehouse-dev/gatehouse/gate"
 )
 
@@ -26,6 +24,7 @@ type requestRow struct {
 	ToolCallID           string
 	Metadata             string
 	Route                string
+	Caller               string
 	IdempotencyKey       *string
 	Channels             string
 	Approvers            string
@@ -58,7 +57,7 @@ func toRow(r *gate.Request) *requestRow {
 	row := &requestRow{
 		ID: r.ID, Status: string(r.Status), ToolName: r.ToolName, ToolArgs: string(r.ToolArgs),
 		RequiresConfirmation: r.RequiresConfirmation, Summary: r.Summary, AgentID: r.AgentID, UserID: r.UserID,
-		SessionID: r.SessionID, ToolCallID: r.ToolCallID, Metadata: string(r.Metadata), Route: r.Route,
+		SessionID: r.SessionID, ToolCallID: r.ToolCallID, Metadata: string(r.Metadata), Route: r.Route, Caller: r.Caller,
 		Channels: jsonList(r.Channels), Approvers: jsonList(r.Approvers), Quorum: r.Quorum, OnTimeout: string(r.OnTimeout),
 		CreatedAt: utc(r.CreatedAt), ExpiresAt: utc(r.ExpiresAt), DecidedBy: r.DecidedBy, DecidedVia: r.DecidedVia, Reason: r.Reason,
 	}
@@ -82,7 +81,7 @@ func (row *requestRow) toRequest() *gate.Request {
 		ID: row.ID, Status: gate.Status(row.Status), ToolName: row.ToolName, ToolArgs: json.RawMessage(row.ToolArgs),
 		RequiresConfirmation: row.RequiresConfirmation, Summary: row.Summary, AgentID: row.AgentID, UserID: row.UserID,
 		SessionID: row.SessionID, ToolCallID: row.ToolCallID, Metadata: json.RawMessage(row.Metadata), Route: row.Route,
-		Channels: parseList(row.Channels), Approvers: parseList(row.Approvers), Quorum: row.Quorum,
+		Caller: row.Caller, Channels: parseList(row.Channels), Approvers: parseList(row.Approvers), Quorum: row.Quorum,
 		OnTimeout: gate.Verdict(row.OnTimeout), CreatedAt: row.CreatedAt.UTC(), ExpiresAt: row.ExpiresAt.UTC(),
 		DecidedBy: row.DecidedBy, DecidedVia: row.DecidedVia, Reason: row.Reason,
 	}
@@ -116,55 +115,6 @@ func parseList(s string) []string {
 	return out
 }
 
-func toEventRow(e gate.Event) *eventRow {
-	return &eventRow{RequestID: e.RequestID, At: utc(e.At), Type: e.Type, Actor: e.Actor, Channel: e.Channel, Detail: e.Detail}
-}
-
-// Create inserts a request, its cards and its first events in one
-// transaction; an idempotency key already taken inserts nothing and returns
-// the request that holds it.
-func (s *DB) Create(ctx context.Context, r *gate.Request, channels []string, events []gate.Event, claim gate.Claim) (*gate.Request, bool, []gate.Card, error) {
-	row := toRow(r)
-	created := false
-	var claimed []gate.Card
-	var err error
-	if s.driver == Postgres {
-		created, claimed, err = s.createPG(ctx, row, channels, events, claim)
-	} else {
-		created, claimed, err = s.createSQLite(ctx, row, channels, events, claim)
-	}
-	if err != nil {
-		return nil, false, nil, wrap("create request", err)
-	}
-	if created {
-		return row.toRequest(), true, claimed, nil
-	}
-	var existing requestRow
-	if err := s.rdb.WithContext(ctx).Where("idempotency_key = ?", r.IdempotencyKey).Take(&existing).Error; err != nil {
-		return nil, false, nil, wrap("read request by idempotency key", err)
-	}
-	return existing.toRequest(), false, nil, nil
-}
-
-// Get returns one request.
-// It is the most frequent read (the card worker, a verdict and a long poll
-// each make one), so it is a statement prepared once per connection of the
-// read pool, scanned by hand.
-func (s *DB) Get(ctx context.Context, id string) (*gate.Request, error) {
-	rows, err := s.get.QueryContext(ctx, id)
-	if err != nil {
-		return nil, wrap("get request", err)
-	}
-	row, err := scanRequest(rows)
-	if err != nil {
-		return nil, wrap("get request", err)
-	}
-	if row == nil {
-		return nil, gate.Errorf(gate.ENOTFOUND, "no request %q", id)
-	}
-	return row.toRequest(), nil
-}
-
 // List returns requests newest first (ids are ULIDs, so id order is time
 // order) with keyset pagination.
 func (s *DB) List(ctx context.Context, f gate.Filter) ([]*gate.Request, string, error) {
@@ -184,6 +134,9 @@ func (s *DB) List(ctx context.Context, f gate.Filter) ([]*gate.Request, string, 
 			ss[i] = string(st)
 		}
 		q = q.Where("status IN ?", ss)
+	}
+	if f.Caller != nil {
+		q = q.Where("caller = ?", *f.Caller)
 	}
 	if f.Tool != "" {
 		if strings.ContainsAny(f.Tool, "*?") {
@@ -242,35 +195,6 @@ func globToLike(g string) string {
 	return strings.NewReplacer("*", "%", "?", "_").Replace(escapeLike(g))
 }
 
-// Transition is the compare-and-set at the heart of the gate: the UPDATE
-// matches only a pending row on the right side of its deadline, so of any
-// number of concurrent verdicts, on any number of replicas, one wins.
-func (s *DB) Transition(ctx context.Context, t gate.Transition) (*gate.Request, bool, error) {
-	var r *gate.Request
-	var changed bool
-	var err error
-	if s.driver == Postgres {
-		r, changed, err = s.transitionPG(ctx, t)
-	} else {
-		r, changed, err = s.transitionSQLite(ctx, t)
-	}
-	if err != nil {
-		if gate.ErrorCode(err) == gate.ENOTFOUND {
-			return nil, false, err
-		}
-		return nil, false, wrap("transition", err)
-	}
-	return r, changed, nil
-}
-
-// AddEvent appends to the audit trail.
-func (s *DB) AddEvent(ctx context.Context, e gate.Event) error {
-	if s.w != nil {
-		return wrap("add event", s.addEventSQLite(ctx, e))
-	}
-	return wrap("add event", s.db.WithContext(ctx).Create(toEventRow(e)).Error)
-}
-
 // Events returns a request's audit trail in order.
 func (s *DB) Events(ctx context.Context, requestID string) ([]gate.Event, error) {
 	var rows []eventRow
@@ -282,21 +206,6 @@ func (s *DB) Events(ctx context.Context, requestID string) ([]gate.Event, error)
 		out[i] = gate.Event{ID: r.ID, RequestID: r.RequestID, At: r.At.UTC(), Type: r.Type, Actor: r.Actor, Channel: r.Channel, Detail: r.Detail}
 	}
 	return out, nil
-}
-
-// AddVote records an approval toward a quorum.
-func (s *DB) AddVote(ctx context.Context, requestID, actor, via string, at time.Time) (int, bool, error) {
-	var n int64
-	fresh := false
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Exec("INSERT INTO votes (request_id, actor, via, at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", requestID, actor, via, utc(at))
-		if res.Error != nil {
-			return res.Error
-		}
-		fresh = res.RowsAffected == 1
-		return tx.Raw("SELECT COUNT(*) FROM votes WHERE request_id = ?", requestID).Scan(&n).Error
-	})
-	return int(n), fresh, wrap("add vote", err)
 }
 
 // Overdue lists pending requests past their deadline, most overdue first.

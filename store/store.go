@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +29,10 @@ const (
 	Postgres = "postgres"
 )
 
+// sqliteDriver is the database/sql driver SQLite is opened with (tests
+// wrap it to count what reaches it).
+var sqliteDriver = "sqlite3"
+
 // Options configure Open.
 type Options struct {
 	Driver string
@@ -41,75 +44,65 @@ type Options struct {
 	Logger  *slog.Logger
 }
 
-// DB is the gorm-backed gate.Store.
+// DB is the gate.Store. The request life cycle's writes are the prepared
+// statements of lifecycle.go, run in database/sql transactions on both
+// drivers; gorm opens the databases, runs the migrations, keeps the web
+// sessions and builds the history's queries.
 type DB struct {
-	db     *gorm.DB // writes (and reads inside write transactions)
-	rdb    *gorm.DB // reads outside transactions: its own pool on SQLite, db on PostgreSQL
-	w      *writer  // SQLite: the group-commit writer of the life-cycle writes
-	pool   *sql.DB  // the write pool below gorm (PostgreSQL's life-cycle writes)
-	get    *sql.Stmt
+	db *gorm.DB // migrations, sessions
+	// rdb reads outside transactions: on SQLite a pool of its own, since
+	// in WAL mode readers never wait for the writer; db on PostgreSQL.
+	rdb    *gorm.DB
+	wdb    *sql.DB                // db's pool: the life cycle's write transactions (lifecycle.go)
+	prep   *prepared              // the life cycle's statements
 	notify atomic.Pointer[string] // PostgreSQL: the NOTIFY channel of transitions, once a notifier exists
-
-	stopCkpt, ckptDone chan struct{} // SQLite: the background checkpointer
-	ckptOnce           sync.Once
-	driver             string
-	dsn                string
-	log                *slog.Logger
+	driver string
+	dsn    string
+	log    *slog.Logger
 }
 
 var _ gate.Store = (*DB)(nil)
 
-// Open connects, checks the connection and the schema version, and runs
-// migrations when asked to.
-func Open(ctx context.Context, o Options) (*DB, error) {
+// open connects and checks the connection.
+func open(ctx context.Context, o Options) (*DB, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	var dial gorm.Dialector
+	var dial func() gorm.Dialector
 	switch o.Driver {
 	case SQLite, "":
 		o.Driver = SQLite
-		registerSQLite()
-		dial = sqlite.New(sqlite.Config{DriverName: sqliteDriver, DSN: sqliteDSN(o.DSN)})
+		dial = func() gorm.Dialector {
+			return sqlite.New(sqlite.Config{DriverName: sqliteDriver, DSN: sqliteDSN(o.DSN)})
+		}
 	case Postgres:
-		dial = postgres.New(postgres.Config{DSN: o.DSN})
+		dial = func() gorm.Dialector { return postgres.Open(o.DSN) }
 	default:
 		return nil, fmt.Errorf("store: unknown driver %q (sqlite or postgres)", o.Driver)
 	}
-	cfg := func(prepare bool) *gorm.Config {
-		return &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, PrepareStmt: prepare}
+	unreachable := func(err error) error {
+		return fmt.Errorf("store: cannot reach the %s database: %w", o.Driver, redact(err, o.DSN))
 	}
-	// gorm's statement cache stays off for writes: it prepares under a
-	// lock on a connection of its own choosing, and with SQLite's single
-	// writer connection held by a transaction that needs the same lock,
-	// the two wait for each other forever. pgx caches prepared statements
-	// per connection by itself, so PostgreSQL needs none either.
-	db, err := gorm.Open(dial, cfg(false))
+	db, err := gorm.Open(dial(), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
 	if err != nil {
-		return nil, fmt.Errorf("store: cannot reach the %s database: %w", o.Driver, redact(err, o.DSN))
+		return nil, unreachable(err)
 	}
 	sqlDB, err := db.DB()
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	rdb := db
+	s := &DB{db: db, rdb: db, wdb: sqlDB, driver: o.Driver, dsn: o.DSN, log: o.Logger}
 	if o.Driver == SQLite {
-		// SQLite has one writer at a time. Give it exactly one connection,
-		// so writers queue in Go (a channel hand-off) instead of colliding
-		// on the file lock, where SQLite's busy handler sleeps 1, 2, 5, 10
-		// … 100 ms between tries. Reads go to a pool of their own: in WAL
-		// mode they never wait for the writer.
-		// The writer's statements live on that connection, so it is
-		// never closed for idleness (nor given a lifetime).
+		// SQLite has one writer at a time. Give writes exactly one
+		// connection, so they queue in Go instead of colliding on the file
+		// lock, where SQLite's busy handler sleeps between tries. Reads get
+		// a pool of their own, with statements prepared once per connection.
 		sqlDB.SetMaxOpenConns(1)
-		sqlDB.SetMaxIdleConns(1)
-		// Reads are prepared once per connection and reused (preparing was
-		// a seventh of the server's CPU); no transaction holds a reader.
-		if rdb, err = gorm.Open(sqlite.New(sqlite.Config{DriverName: sqliteDriver, DSN: sqliteDSN(o.DSN)}), cfg(true)); err != nil {
+		if s.rdb, err = gorm.Open(dial(), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, PrepareStmt: true}); err != nil {
 			sqlDB.Close()
-			return nil, fmt.Errorf("store: cannot reach the %s database: %w", o.Driver, redact(err, o.DSN))
+			return nil, unreachable(err)
 		}
-		if rsql, err := rdb.DB(); err == nil {
+		if rsql, err := s.rdb.DB(); err == nil {
 			rsql.SetMaxOpenConns(8)
 			rsql.SetMaxIdleConns(8)
 			rsql.SetConnMaxIdleTime(5 * time.Minute)
@@ -123,41 +116,44 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		sqlDB.SetMaxIdleConns(n)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	}
-	s := &DB{db: db, rdb: rdb, pool: sqlDB, driver: o.Driver, dsn: o.DSN, log: o.Logger}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := sqlDB.PingContext(pctx); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("store: cannot reach the %s database: %w", o.Driver, redact(err, o.DSN))
+		return nil, unreachable(err)
 	}
-	if o.Migrate {
-		if err := s.Migrate(ctx); err != nil {
-			s.Close()
-			return nil, err
-		}
-	} else if err := s.checkVersion(ctx); err != nil {
-		s.Close()
+	return s, nil
+}
+
+// Open connects, checks the connection and the schema version, and runs
+// migrations when asked to.
+func Open(ctx context.Context, o Options) (*DB, error) {
+	s, err := open(ctx, o)
+	if err != nil {
 		return nil, err
 	}
-	get := qRequest
-	if o.Driver == Postgres {
-		get = dollars(get)
-	}
-	rsql, err := rdb.DB()
-	if err == nil {
-		s.get, err = rsql.PrepareContext(pctx, get)
+	if o.Migrate {
+		err = s.Migrate(ctx)
+	} else {
+		err = s.checkVersion(ctx)
 	}
 	if err != nil {
 		s.Close()
-		return nil, fmt.Errorf("store: %w", err)
+		return nil, err
 	}
-	if o.Driver == SQLite {
-		if s.w, err = newWriter(pctx, sqlDB, hotQueries); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("store: %w", err)
-		}
-		s.stopCkpt, s.ckptDone = make(chan struct{}), make(chan struct{})
-		go checkpointer(rsql, s.stopCkpt, s.ckptDone)
+	rsql, err := s.rdb.DB()
+	if err == nil {
+		s.prep, err = prepare(ctx, s.driver, s.wdb, rsql)
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	if s.driver == SQLite {
+		// The planner's statistics, as SQLite advises for long-lived
+		// connections: without them it reads the pending queue through the
+		// primary key rather than its partial index.
+		s.rdb.WithContext(ctx).Exec("PRAGMA optimize=0x10002")
 	}
 	return s, nil
 }
@@ -222,19 +218,12 @@ func (s *DB) Ping(ctx context.Context) error {
 	return sqlDB.PingContext(ctx)
 }
 
-// Close finishes the queued writes and closes the pools.
+// Close closes the pools.
 func (s *DB) Close() error {
-	if s.stopCkpt != nil {
-		s.ckptOnce.Do(func() { close(s.stopCkpt) })
-		<-s.ckptDone
+	if s.prep != nil {
+		s.prep.close()
 	}
-	if s.w != nil {
-		s.w.close()
-	}
-	if s.get != nil {
-		s.get.Close()
-	}
-	if s.rdb != nil && s.rdb != s.db {
+	if s.rdb != s.db {
 		if r, err := s.rdb.DB(); err == nil {
 			r.Close()
 		}
@@ -249,6 +238,3 @@ func (s *DB) Close() error {
 // utc normalises a time for storage: UTC, microseconds (PostgreSQL's
 // precision), so a row reads back equal to what was written on both drivers.
 func utc(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
-
-// never is the zero lease and the "no retry pending" time.
-var never = time.Unix(0, 0).UTC()

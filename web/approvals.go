@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
 // SubmitBody is the JSON body of POST /api/v1/approvals and /api/v1/gate.
@@ -139,13 +140,22 @@ func (s *Server) createApproval(c echo.Context) error {
 	return c.JSON(status, r)
 }
 
+// getApproval is GET /api/v1/approvals/{id}?wait=: the request, held until
+// it leaves pending or the wait passes. A token reads only its own requests.
 func (s *Server) getApproval(c echo.Context) error {
 	wait, err := s.parseWait(c, 0)
 	if err != nil {
 		return s.apiError(c, err)
 	}
+	r, err := s.svc.Owned(c.Request().Context(), s.caller(c), c.Param("id"))
+	if err != nil {
+		return s.apiError(c, err)
+	}
+	if wait <= 0 || r.Status.Final() {
+		return c.JSON(http.StatusOK, r)
+	}
 	method, path := c.Request().Method, c.Path()
-	return s.longPoll(c, c.Param("id"), wait, func(h http.Header, r *gate.Request, err error) (int, any) {
+	return s.longPoll(c, r.ID, wait, func(h http.Header, r *gate.Request, err error) (int, any) {
 		if err != nil {
 			code := gate.ErrorCode(err)
 			if code == gate.EINTERNAL || code == gate.EUNAVAILABLE {
@@ -153,7 +163,7 @@ func (s *Server) getApproval(c echo.Context) error {
 			}
 			return statusOf(code), newErrorBody(code, gate.ErrorMessage(err))
 		}
-		if wait > 0 && r.Status == gate.StatusPending {
+		if r.Status == gate.StatusPending {
 			h.Set("Retry-After", "0")
 		}
 		return http.StatusOK, r
@@ -167,7 +177,7 @@ func (s *Server) cancelApproval(c echo.Context) error {
 	if err := decodeBody(c, &b, true); err != nil {
 		return s.apiError(c, err)
 	}
-	r, err := s.svc.Cancel(c.Request().Context(), c.Param("id"), "agent:"+agentName(c), b.Reason)
+	r, err := s.svc.Cancel(c.Request().Context(), s.caller(c), c.Param("id"), "agent:"+agentName(c), b.Reason)
 	if err != nil {
 		return s.apiError(c, err)
 	}
@@ -175,7 +185,11 @@ func (s *Server) cancelApproval(c echo.Context) error {
 }
 
 func (s *Server) approvalEvents(c echo.Context) error {
-	evs, err := s.svc.Events(c.Request().Context(), c.Param("id"))
+	ctx := c.Request().Context()
+	if _, err := s.svc.Owned(ctx, s.caller(c), c.Param("id")); err != nil {
+		return s.apiError(c, err)
+	}
+	evs, err := s.svc.Events(ctx, c.Param("id"))
 	if err != nil {
 		return s.apiError(c, err)
 	}
@@ -187,6 +201,8 @@ func (s *Server) listApprovals(c echo.Context) error {
 	if err != nil {
 		return s.apiError(c, err)
 	}
+	caller := s.caller(c)
+	f.Caller = &caller
 	rs, next, err := s.svc.List(c.Request().Context(), f)
 	if err != nil {
 		return s.apiError(c, err)
@@ -268,19 +284,12 @@ func ResultOf(r *gate.Request, now time.Time) HookResult {
 	case r.Status == gate.StatusPending:
 		res.Error = "still pending: call again with the same idempotency_key to keep waiting"
 	case !res.Allow:
-		res.Error = upperFirst(line)
+		res.Error = text.UpperFirst(line)
 	}
 	if r.Status != gate.StatusPending {
 		res.SideEffects = append(res.SideEffects, "gatehouse: "+line)
 	}
 	return res
-}
-
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // denied is the hook result of a failure: an explicit deny that names it.
@@ -304,14 +313,22 @@ func (s *Server) gate(c echo.Context) error {
 	if err != nil {
 		return c.JSON(statusOf(gate.ErrorCode(err)), denied("", err))
 	}
-	p, r, err := s.svc.SubmitAndPark(c.Request().Context(), b.Submission(s.caller(c)), wait)
-	if r == nil {
-		return c.JSON(statusOf(gate.ErrorCode(err)), denied("", err))
+	r, _, err := s.svc.Submit(c.Request().Context(), b.Submission(s.caller(c)))
+	if err != nil {
+		return s.apiError(c, err)
 	}
-	return s.hold(c, r.ID, p, r, err, func(_ http.Header, got *gate.Request, err error) (int, any) {
+	if r.Status.Final() || wait <= 0 {
+		return c.JSON(http.StatusOK, ResultOf(r, s.now()))
+	}
+	method, path, id := c.Request().Method, c.Path(), r.ID
+	return s.longPoll(c, id, wait, func(_ http.Header, r *gate.Request, err error) (int, any) {
 		if err != nil {
-			return statusOf(gate.ErrorCode(err)), denied(r.ID, err)
+			code := gate.ErrorCode(err)
+			if code == gate.EINTERNAL || code == gate.EUNAVAILABLE {
+				s.log.Error("request failed", "method", method, "path", path, "err", err)
+			}
+			return statusOf(code), denied(id, err)
 		}
-		return http.StatusOK, ResultOf(got, s.now())
+		return http.StatusOK, ResultOf(r, s.now())
 	})
 }

@@ -51,7 +51,8 @@ func newErrorBody(code, msg string) errorBody {
 	return b
 }
 
-// apiError writes err as {"error":{...}} with its status.
+// apiError writes err as {"error":{...}} with its status; on
+// /api/v1/gate, as a hook result that denies.
 func (s *Server) apiError(c echo.Context, err error) error {
 	code := gate.ErrorCode(err)
 	if code == gate.EINTERNAL || code == gate.EUNAVAILABLE {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,9 +63,44 @@ type Server struct {
 	tokens []tokenHash
 	pages  *pages
 	http   *http.Server
-	// parkedN counts long polls parked off their connection's goroutine
-	// (web/park.go); Shutdown waits for their answers.
-	parkedN atomic.Int64
+	parked parkedCount // long polls answered off net/http (longpoll.go)
+}
+
+// parkedCount counts the parked long polls, so Shutdown can wait for their
+// answers. Once it is closed nothing more parks.
+type parkedCount struct {
+	mu     sync.Mutex
+	closed bool
+	n      atomic.Int64
+	wg     sync.WaitGroup
+}
+
+// add counts one more parked long poll, unless Shutdown has begun.
+func (p *parkedCount) add() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.n.Add(1)
+	p.wg.Add(1)
+	return true
+}
+
+func (p *parkedCount) done() { p.n.Add(-1); p.wg.Done() }
+
+// wait closes the count and waits, at most until ctx ends, for the parked
+// long polls' answers.
+func (p *parkedCount) wait(ctx context.Context) {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 type tokenHash struct {
@@ -158,12 +194,13 @@ func (s *Server) Serve(ln net.Listener) error {
 	return err
 }
 
-// Shutdown stops taking connections and waits for the ones in flight. The
-// service should be stopped first, so long polls return at once with
-// "still pending, come back" rather than be cut.
+// Shutdown stops taking connections and waits for the ones in flight and
+// for the parked long polls' answers. The service should be stopped first,
+// so long polls return at once with "still pending, come back" rather than
+// be cut.
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.http.Shutdown(ctx)
-	s.waitParked(ctx)
+	s.parked.wait(ctx)
 	return err
 }
 

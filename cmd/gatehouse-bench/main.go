@@ -146,7 +146,7 @@ func runParts(ctx context.Context, o options, rep *report, log io.Writer) error 
 		}
 		if o.parts["cycles"] {
 			c := measureCycles(ctx, fake, srvs, o.conc, o.cycleFor)
-			rep.cycles("SQLite, 1 node", c, 1000)
+			rep.cycles("SQLite, 1 node", c, 300)
 			checkCards(rep, fake, "life cycles on SQLite", c.ids, 10*time.Second)
 		}
 		s.stop()
@@ -156,7 +156,7 @@ func runParts(ctx context.Context, o options, rep *report, log io.Writer) error 
 		logf(log, "PostgreSQL, one node: life cycles")
 		if err := onPostgres(o, 1, func(fake *fakeSlack, srvs []*server) {
 			c := measureCycles(ctx, fake, srvs, o.conc, o.cycleFor)
-			rep.cycles("PostgreSQL, 1 node", c, 500)
+			rep.cycles("PostgreSQL, 1 node", c, 200)
 			checkCards(rep, fake, "life cycles on PostgreSQL", c.ids, 10*time.Second)
 		}); err != nil {
 			return err
@@ -184,7 +184,7 @@ func runParts(ctx context.Context, o options, rep *report, log io.Writer) error 
 				func(i int) *server { return srvs[(i+1)%n] }) // tapped on B
 			rep.crossReplica(n, lat)
 			c := measureCycles(ctx, fake, srvs, o.conc, o.cycleFor)
-			rep.cycles(fmt.Sprintf("PostgreSQL, %d replicas", n), c, 0)
+			rep.cycles(fmt.Sprintf("PostgreSQL, %d replicas", n), c, 150)
 			checkCards(rep, fake, fmt.Sprintf("%d replicas", n), append(lat.ids, c.ids...), 10*time.Second)
 		}); err != nil {
 			return err

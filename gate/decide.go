@@ -1,0 +1,216 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/text"
+)
+
+// Decide applies a person's verdict. The first verdict wins; a second gets
+// ECONFLICT, one after the deadline EEXPIRED, one from someone the route
+// does not name EFORBIDDEN. Refusals are audited. With a quorum above one,
+// each approval is a vote and the vote that meets the quorum approves.
+//
+// Who may decide is checked on the row the store's transaction holds, and
+// that transaction writes the verdict: nothing can change in between.
+func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
+	t := Transition{ID: d.RequestID, To: StatusRejected, Kind: BeforeDeadline, At: s.stamp(), By: d.Actor, Via: d.Via,
+		Reason: text.Clean(d.Reason)}
+	t.Reason, _ = text.CutBytes(t.Reason, maxTextLen)
+	var badArgs bool
+	if d.Approve {
+		t.To = StatusApproved
+		t.Vote = &Vote{Voter: d.voter(), Actor: d.Actor, Via: d.Via}
+		if len(d.ModifiedArgs) > 0 {
+			var err error
+			t.ModifiedArgs, err = compactJSON(d.ModifiedArgs, "")
+			badArgs = err != nil || len(t.ModifiedArgs) == 0 || len(t.ModifiedArgs) > maxArgsLen
+		}
+	}
+	t.Admit = func(r *Request) error {
+		if r.Status.Final() {
+			return nil // the store reports it as it stands
+		}
+		if !MayDecide(r.Approvers, append([]string{d.Actor}, d.Identities...)...) {
+			return Errorf(EFORBIDDEN, "%s is not an approver of this request", d.Actor)
+		}
+		if len(r.Approvers) == 0 && !slices.Contains(r.Channels, d.Via) {
+			// "Anyone who can see the card" means the card's audience: with
+			// no approvers list, a verdict counts only through the request's
+			// channels.
+			return Errorf(EFORBIDDEN, "this request was sent to %s, not %s; only its audience there (or a listed approver) may decide", strings.Join(r.Channels, ", "), d.Via)
+		}
+		if d.Approve && len(d.ModifiedArgs) > 0 {
+			if r.Quorum > 1 {
+				// Earlier voters approved the proposed arguments; the last
+				// one must not swap in others.
+				return Errorf(EINVALID, "edited arguments need a single approver; this route needs %d approvals", r.Quorum)
+			}
+			if badArgs {
+				return Errorf(EINVALID, "modified arguments are not valid JSON of at most %d KiB", maxArgsLen>>10)
+			}
+		}
+		return nil
+	}
+	detail := string(t.To)
+	if t.Reason != "" {
+		detail += ": " + t.Reason
+	}
+	if t.ModifiedArgs != nil {
+		detail += " (with edited arguments)"
+	}
+	t.Event = Event{Type: EventDecided, Actor: d.Actor, Channel: d.Via, Detail: detail}
+	if d.CardUpdated {
+		t.InlineCard = d.Via
+	}
+	out, err := s.transition(ctx, t)
+	if e := (*Error)(nil); errors.As(err, &e) && out.Request != nil {
+		s.obs.DecisionRefused(d.Via, e.Code)
+		s.addEvent(ctx, Event{RequestID: out.Request.ID, Type: EventRefused, Actor: d.Actor, Channel: d.Via,
+			Detail: fmt.Sprintf("%s: %s", verb(d.Approve), e.Message)})
+		return out.Request, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out.Request, nil
+}
+
+func verb(approve bool) string {
+	if approve {
+		return "approve"
+	}
+	return "reject"
+}
+
+// finalError says why a request cannot be decided any more.
+func finalError(r *Request) *Error {
+	switch r.Status {
+	case StatusPending:
+		// Past its deadline, and its expiry is not recorded yet (it may
+		// have failed): too late all the same.
+		return Errorf(EEXPIRED, "expired at %s", r.ExpiresAt.UTC().Format(time.RFC3339))
+	case StatusExpired:
+		return Errorf(EEXPIRED, "expired at %s", r.ExpiresAt.UTC().Format(time.RFC3339))
+	case StatusCancelled:
+		return Errorf(ECONFLICT, "already cancelled by %s", r.DecidedBy)
+	default:
+		return Errorf(ECONFLICT, "already %s by %s", r.Status, r.DecidedBy)
+	}
+}
+
+// Owned returns a request made with the caller's token. Any other request
+// is ENOTFOUND, so a token cannot even learn that another's exists.
+func (s *Service) Owned(ctx context.Context, caller, id string) (*Request, error) {
+	r, err := s.store.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Caller != caller {
+		return nil, Errorf(ENOTFOUND, "no request %q", id)
+	}
+	return r, nil
+}
+
+// Cancel withdraws a pending request on its agent's behalf. Only the token
+// that made the request may cancel it; to any other it does not exist.
+func (s *Service) Cancel(ctx context.Context, caller, id, by, reason string) (*Request, error) {
+	reason, _ = text.CutBytes(text.Clean(reason), maxTextLen)
+	detail := "cancelled by the agent"
+	if reason != "" {
+		detail += ": " + reason
+	}
+	out, err := s.transition(ctx, Transition{ID: id, To: StatusCancelled, Kind: BeforeDeadline, At: s.stamp(), By: by, Via: "api",
+		Reason: reason, Event: Event{Type: EventCancelled, Actor: by, Channel: "api", Detail: detail},
+		Admit: func(r *Request) error {
+			if r.Caller != caller {
+				return Errorf(ENOTFOUND, "no request %q", id)
+			}
+			return nil
+		}})
+	if e := (*Error)(nil); errors.As(err, &e) && out.Request != nil {
+		if e.Code == ENOTFOUND {
+			return nil, err
+		}
+		s.addEvent(ctx, Event{RequestID: id, Type: EventRefused, Actor: by, Channel: "api", Detail: "cancel: " + e.Message})
+	}
+	return out.Request, err
+}
+
+// Expire moves an overdue pending request to expired. It is idempotent
+// across replicas: the compare-and-set lets exactly one caller do it, and
+// the others get ECONFLICT (or EEXPIRED) with the row as it stands.
+func (s *Service) Expire(ctx context.Context, id string) (*Request, error) {
+	r, err := s.store.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Status.Final() {
+		return r, finalError(r)
+	}
+	reason := fmt.Sprintf("no verdict within %s; on timeout: %s", r.ExpiresAt.Sub(r.CreatedAt).Round(time.Second), r.OnTimeout)
+	out, err := s.transition(ctx, Transition{ID: id, To: StatusExpired, Kind: AfterDeadline, At: s.stamp(), By: ActorSystem, Via: "timeout",
+		Reason: reason, Event: Event{Type: EventExpired, Actor: ActorSystem, Detail: reason}})
+	return out.Request, err
+}
+
+// transition runs a compare-and-set and, when it took, wakes the local
+// waiters and the card worker (the store's Notifier wakes other replicas').
+// When it did not take, the error says what the request became instead; a
+// vote that did not yet meet its quorum is no error.
+func (s *Service) transition(ctx context.Context, t Transition) (Outcome, error) {
+	t.Event.RequestID, t.Event.At = t.ID, t.At
+	out, err := s.store.Transition(ctx, t)
+	if err != nil {
+		return out, err // refused by Admit (with the row), or the database failed
+	}
+	r := out.Request
+	switch {
+	case out.Changed:
+		s.settled(r)
+		return out, nil
+	case r.Status.Final():
+		return out, finalError(r)
+	case t.Kind == BeforeDeadline && !t.At.Before(r.ExpiresAt):
+		// Too late: expire it now rather than at the sweeper's next round.
+		if exp, err := s.Expire(ctx, t.ID); exp != nil && (err == nil || exp.Status.Final()) {
+			out.Request = exp
+		}
+		return out, finalError(out.Request)
+	case t.Vote != nil && r.Quorum > 1 && !out.Fresh:
+		return out, Errorf(ECONFLICT, "%s already approved; %d of %d approvals so far", t.Vote.Voter, out.Votes, r.Quorum)
+	case t.Vote != nil && r.Quorum > 1:
+		return out, nil // counted; more approvals are needed
+	}
+	return out, Errorf(ECONFLICT, "not yet due to expire")
+}
+
+// settled answers the request's waiters here, hands the final row to them,
+// and starts its cards' final update.
+func (s *Service) settled(r *Request) {
+	s.waiters.settle(r)
+	s.obs.RequestFinished(r.Route, r.Status, r.Waited(s.now()))
+	s.log.Info("request "+string(r.Status), "request_id", r.ID, "by", r.DecidedBy, "via", r.DecidedVia)
+	if len(r.Channels) > 0 {
+		s.kickWork()
+	}
+}
+
+// Refuse audits a callback that was not accepted.
+func (s *Service) Refuse(ctx context.Context, requestID, channel, actor, detail string) {
+	s.log.Warn("callback refused", "request_id", requestID, "channel", channel, "actor", actor, "detail", detail)
+	s.obs.CallbackRefused(channel)
+	if requestID == "" {
+		return
+	}
+	if _, err := s.store.Get(ctx, requestID); err != nil {
+		return
+	}
+	detail, _ = text.CutBytes(text.Clean(detail), maxTextLen)
+	s.addEvent(ctx, Event{RequestID: requestID, Type: EventCallbackRefused, Actor: actor, Channel: channel, Detail: detail})
+}

@@ -1,0 +1,174 @@
+package gate_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/storetest"
+)
+
+func TestExpiryDeniesWaiter(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		fake := newFake("fake")
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{fake}, tweak: func(o *gate.Options) { o.SweepInterval = time.Hour }})
+		r := submit(t, svc, gate.Submission{Timeout: time.Second})
+		start := time.Now()
+		got, err := svc.Wait(context.Background(), r.ID, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != gate.StatusExpired || got.Allowed() {
+			t.Fatalf("after the deadline: status %s allowed %v", got.Status, got.Allowed())
+		}
+		if took := time.Since(start); took > 3*time.Second {
+			t.Fatalf("expired after %v, want about 1s: the waiter did not expire it itself", took)
+		}
+		_, err = svc.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: true, Actor: "web:late", Via: "fake"})
+		if gate.ErrorCode(err) != gate.EEXPIRED {
+			t.Fatalf("late approval: got %v, want expired", err)
+		}
+		fake.await(t, "update "+r.ID+" expired")
+		evs := events(t, svc, r.ID)
+		if countEvents(evs, gate.EventExpired) != 1 || countEvents(evs, gate.EventRefused) != 1 {
+			t.Fatalf("trail: %+v", evs)
+		}
+	})
+}
+
+func TestTimeoutVerdictAllow(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clk := newClock()
+		svc := newService(t, db, svcOpts{clock: clk, chans: []gate.Channel{newFake("fake")},
+			routes: []gate.Route{{Name: "lenient", Tool: "read_*", Channels: []string{"fake"}, Timeout: time.Minute, OnTimeout: gate.VerdictAllow}}})
+		r := submit(t, svc, gate.Submission{ToolName: "read_file"})
+		if _, err := svc.Expire(context.Background(), r.ID); gate.ErrorCode(err) != gate.ECONFLICT {
+			t.Fatalf("expiring before the deadline: %v", err)
+		}
+		clk.Add(time.Minute)
+		got, err := svc.Expire(context.Background(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != gate.StatusExpired || !got.Allowed() || got.Route != "lenient" {
+			t.Fatalf("expired on an allow route: %+v", got)
+		}
+	})
+}
+
+// A waiter that cannot read the row answers an error (the HTTP layer turns
+// it into a deny), and Stop sends every waiter back with the row as it is.
+func TestStopReturnsWaiters(t *testing.T) {
+	db := storetest.SQLite(t)
+	svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}})
+	r := submit(t, svc, gate.Submission{})
+	a, b := svc.waitAsync(t, r.ID, time.Hour), svc.waitAsync(t, r.ID, time.Hour)
+	svc.Stop()
+	for _, ch := range []<-chan *gate.Request{a, b} {
+		if got := answered(t, ch, 5*time.Second, "waiter kept waiting after Stop"); got.Status != gate.StatusPending {
+			t.Fatalf("after Stop: %s", got.Status)
+		}
+	}
+}
+
+func TestRestartRecovery(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "gatehouse.db")
+	clk := newClock()
+	fake := newFake("fake")
+	db1 := storetest.Open(t, store.SQLite, dsn)
+	svc1 := newService(t, db1, svcOpts{clock: clk, chans: []gate.Channel{fake}})
+	keep := submit(t, svc1, gate.Submission{Timeout: time.Hour, IdempotencyKey: "k-keep", Caller: "bot"})
+	overdue := submit(t, svc1, gate.Submission{Timeout: time.Minute})
+	cardsSettle(t, svc1, keep.ID, gate.CardPosted)
+	cardsSettle(t, svc1, overdue.ID, gate.CardPosted)
+	svc1.Stop()
+	svc1.Drain(context.Background())
+	db1.Close()
+
+	clk.Add(2 * time.Minute) // the server was down past one deadline
+	db2 := storetest.Open(t, store.SQLite, dsn)
+	svc2 := newService(t, db2, svcOpts{clock: clk, chans: []gate.Channel{fake}})
+	got, _ := svc2.Get(context.Background(), overdue.ID)
+	if got.Status != gate.StatusExpired {
+		t.Fatalf("overdue request after restart: %s, want expired at boot", got.Status)
+	}
+	again, created, err := svc2.Submit(context.Background(), gate.Submission{ToolName: keep.ToolName, ToolArgs: keep.ToolArgs,
+		IdempotencyKey: "k-keep", Caller: "bot"})
+	if err != nil || created || again.ID != keep.ID || again.Status != gate.StatusPending {
+		t.Fatalf("re-attach after restart: %v created=%v %+v", err, created, again)
+	}
+	done := svc2.waitAsync(t, keep.ID, 10*time.Second)
+	if _, err := svc2.Decide(context.Background(), gate.Decision{RequestID: keep.ID, Approve: true, Actor: "web:a", Via: "fake"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := answered(t, done, 5*time.Second, "re-attached waiter not answered"); r.Status != gate.StatusApproved {
+		t.Fatalf("re-attached waiter got %s", r.Status)
+	}
+	cardsSettle(t, svc2, keep.ID, string(gate.StatusApproved))
+	if fake.postCount(keep.ID) != 1 {
+		t.Fatalf("card posted %d times across the restart", fake.postCount(keep.ID))
+	}
+}
+
+// TestNotifierWakesAnotherReplica: two services on one PostgreSQL schema,
+// as two replicas are; the safety re-read is set to an hour, so only
+// NOTIFY can wake the waiter on A when B decides.
+func TestNotifierWakesAnotherReplica(t *testing.T) {
+	dsn := storetest.PostgresDSN(t)
+	dbA, dbB := storetest.Open(t, store.Postgres, dsn), storetest.Open(t, store.Postgres, dsn)
+	listening := make(chan struct{}, 2)
+	replica := func(db *store.DB) harness {
+		n, err := store.NewNotifier(context.Background(), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.OnListen = func() { listening <- struct{}{} }
+		return newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, tweak: func(o *gate.Options) {
+			o.Notifier, o.SafetyInterval = n, time.Hour
+		}})
+	}
+	a, b := replica(dbA), replica(dbB)
+	<-listening
+	<-listening
+	for i := range 3 {
+		r := submit(t, a, gate.Submission{ToolName: "deploy"})
+		got := a.waitAsync(t, r.ID, 30*time.Second)
+		if _, err := b.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: i%2 == 0, Actor: "web:alice", Via: "fake"}); err != nil {
+			t.Fatal(err)
+		}
+		if w := answered(t, got, 10*time.Second, "waiter on A was not woken by a verdict on B"); w == nil || !w.Status.Final() {
+			t.Fatalf("waiter on A returned %+v", w)
+		}
+	}
+}
+
+// A verdict taken in this process reaches its waiters without a read of
+// the row: Decide checks the request on the row its transaction holds, and
+// the final row that transaction returns is handed to the waiters with the
+// wake-up (a final row never changes). Both are there for the verdict's
+// latency (README, "Speed mechanisms"); without either, a read appears here.
+func TestLocalVerdictAnswersWithoutARead(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		rc := &readCounter{DB: db}
+		svc := newService(t, rc, svcOpts{chans: []gate.Channel{newFake("fake")},
+			tweak: func(o *gate.Options) { o.SafetyInterval = time.Hour }})
+		r := submit(t, svc, gate.Submission{})
+		done := svc.waitAsync(t, r.ID, time.Minute)
+		cardsSettle(t, svc, r.ID, gate.CardPosted) // the card worker's read of the row is done
+		before := rc.gets.Load()
+		if _, err := svc.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: true, Actor: "web:a", Via: "fake"}); err != nil {
+			t.Fatal(err)
+		}
+		got := answered(t, done, 5*time.Second, "waiter not answered")
+		if got.Status != gate.StatusApproved || got.DecidedBy != "web:a" {
+			t.Fatalf("waiter got %+v", got)
+		}
+		cardsSettle(t, svc, r.ID, string(gate.StatusApproved))
+		if n := rc.gets.Load() - before; n != 1 {
+			t.Fatalf("the verdict, its answer and the card's update read the row %d times; want once, for the card", n)
+		}
+	})
+}

@@ -1,0 +1,138 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/storetest"
+)
+
+func TestMigrationsConcurrentAndVersioned(t *testing.T) {
+	for _, driver := range []string{store.SQLite, store.Postgres} {
+		t.Run(driver, func(t *testing.T) {
+			dsn := filepath.Join(t.TempDir(), "m.db")
+			if driver == store.Postgres {
+				dsn = storetest.PostgresDSN(t)
+			}
+			ctx := context.Background()
+			if _, err := store.Open(ctx, store.Options{Driver: driver, DSN: dsn}); err == nil || !strings.Contains(err.Error(), "run gatehouse migrate") {
+				t.Fatalf("opening an unmigrated database without migrating: %v", err)
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, 3)
+			for range 3 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					db, err := store.Open(ctx, store.Options{Driver: driver, DSN: dsn, Migrate: true})
+					if err == nil {
+						db.Close()
+					}
+					errs <- err
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Fatalf("replica migrating at the same time: %v", err)
+				}
+			}
+			db := storetest.Open(t, driver, dsn)
+			var n int64
+			db.Gorm().Raw("SELECT COUNT(*) FROM schema_migrations").Scan(&n)
+			if n != int64(store.SchemaVersion()) {
+				t.Fatalf("%d migration rows, want %d", n, store.SchemaVersion())
+			}
+		})
+	}
+}
+
+// Migration 3 rebuilds SQLite's requests table to scope idempotency keys
+// to the token. A database with a history upgrades with every row, event,
+// card and vote intact, and the new uniqueness holds afterwards.
+func TestMigrationThreeKeepsTheHistory(t *testing.T) {
+	for _, driver := range []string{store.SQLite, store.Postgres} {
+		t.Run(driver, func(t *testing.T) {
+			dsn := filepath.Join(t.TempDir(), "m.db")
+			if driver == store.Postgres {
+				dsn = storetest.PostgresDSN(t)
+			}
+			ctx := context.Background()
+			old, err := store.OpenAt(ctx, driver, dsn, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := old.Gorm()
+			now := time.Now().UTC().Truncate(time.Second)
+			for _, q := range []string{
+				`INSERT INTO requests (id, status, tool_name, tool_args, requires_confirmation, route, idempotency_key, on_timeout, created_at, expires_at)
+				 VALUES ('r1', 'pending', 'deploy', '{"env":"prod"}', TRUE, 'default', 'call_7', 'deny', @now, @now)`,
+				`INSERT INTO events (request_id, at, type, detail) VALUES ('r1', @now, 'created', 'old event')`,
+				`INSERT INTO cards (request_id, channel, want, next_attempt_at, lease_until, updated_at) VALUES ('r1', 'ops', 'posted', @now, @now, @now)`,
+				`INSERT INTO votes (request_id, actor, via, at) VALUES ('r1', 'web:alice', 'web', @now)`,
+			} {
+				if err := g.Exec(q, map[string]any{"now": now}).Error; err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			old.Close()
+			db := storetest.Open(t, driver, dsn)
+			r, err := db.Get(ctx, "r1")
+			if err != nil || r.ToolName != "deploy" || string(r.ToolArgs) != `{"env":"prod"}` || r.IdempotencyKey != "call_7" || r.Caller != "" {
+				t.Fatalf("the old row after migration 3: %+v, %v", r, err)
+			}
+			evs, _ := db.Events(ctx, "r1")
+			cards, _ := db.Cards(ctx, "r1")
+			var votes int64
+			g = db.Gorm()
+			g.Raw("SELECT COUNT(*) FROM votes WHERE request_id = 'r1'").Scan(&votes)
+			if len(evs) != 1 || len(cards) != 1 || votes != 1 {
+				t.Fatalf("after migration 3: %d events, %d cards, %d votes", len(evs), len(cards), votes)
+			}
+			// The same key now belongs to each token once.
+			mk := func(id, caller string) *gate.Request {
+				return &gate.Request{ID: id, Status: gate.StatusPending, ToolName: "deploy", ToolArgs: json.RawMessage(`{}`),
+					Metadata: json.RawMessage(`{}`), Route: "default", Caller: caller, IdempotencyKey: "call_7", Quorum: 1,
+					OnTimeout: gate.VerdictDeny, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+			}
+			for _, tc := range []struct {
+				id, caller string
+				created    bool
+				got        string
+			}{{"r2", "bot-a", true, "r2"}, {"r3", "bot-b", true, "r3"}, {"r4", "bot-a", false, "r2"}, {"r5", "", false, "r1"}} {
+				got, created, err := db.Create(ctx, mk(tc.id, tc.caller), nil)
+				if err != nil || created != tc.created || got.ID != tc.got {
+					t.Fatalf("create %s for %q: %+v created %v, %v; want %s created %v", tc.id, tc.caller, got, created, err, tc.got, tc.created)
+				}
+			}
+			// The foreign keys still point at requests.
+			if err := g.Exec(`INSERT INTO events (request_id, at, type) VALUES ('nope', ?, 'x')`, now).Error; err == nil {
+				t.Fatal("an event for a request that does not exist was stored")
+			}
+		})
+	}
+}
+
+func TestOpenErrorsAreClear(t *testing.T) {
+	ctx := context.Background()
+	_, err := store.Open(ctx, store.Options{Driver: store.Postgres, DSN: "postgres://nobody:s3cret@127.0.0.1:1/none?connect_timeout=2"})
+	if err == nil || !strings.Contains(err.Error(), "cannot reach the postgres database") || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("unreachable postgres: %v", err)
+	}
+	_, err = store.Open(ctx, store.Options{Driver: store.SQLite, DSN: "/nonexistent/dir/x.db", Migrate: true})
+	if err == nil {
+		t.Fatal("sqlite in a missing directory opened")
+	}
+	_, err = store.Open(ctx, store.Options{Driver: "mysql", DSN: "x"})
+	if err == nil || !strings.Contains(err.Error(), `unknown driver "mysql"`) {
+		t.Fatalf("unknown driver: %v", err)
+	}
+}
