@@ -226,3 +226,33 @@ func TestExpand(t *testing.T) {
 		}
 	}
 }
+
+// A config in which nothing demands confirmation of every call leaves the
+// decision to the agent's requires_confirmation for calls no route matches:
+// legal (it is the documented default), but check-config says so.
+func TestWarningWhenTheAgentDecides(t *testing.T) {
+	no := false
+	for _, tc := range []struct {
+		name   string
+		routes []Route
+		warn   bool
+	}{
+		{"no routes", nil, true},
+		{"routes for some tools", []Route{{Name: "pay", Match: Match{Tool: "oa__*"}}}, true},
+		{"a catch-all that does not confirm", []Route{{Name: "all", Match: Match{Tool: "*"}, Confirm: &no}}, true},
+		{"a catch-all for one agent", []Route{{Name: "ci", Match: Match{Agent: "ci-*"}}}, true},
+		{"a catch-all that confirms", []Route{{Name: "pay", Match: Match{Tool: "oa__*"}}, {Name: "rest", Match: Match{Tool: "*"}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			c.Routes = tc.routes
+			ws := c.Warnings()
+			if got := len(ws) > 0; got != tc.warn {
+				t.Fatalf("warnings %q, want a warning: %v", ws, tc.warn)
+			}
+			if tc.warn && !strings.Contains(ws[0], `"requires_confirmation": false`) {
+				t.Fatalf("the warning does not say what happens: %q", ws[0])
+			}
+		})
+	}
+}

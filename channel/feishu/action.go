@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/larksuite/oapi-sdk-go/v3/event/dispatcher/callback"
 
 	"github.com/gatehouse-dev/gatehouse/channel"
 	"github.com/gatehouse-dev/gatehouse/gate"
+	textutil "github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
 // decideTimeout keeps the answer inside Feishu's 3 s callback deadline.
@@ -123,6 +123,7 @@ func (c *Channel) decide(ctx context.Context, log *slog.Logger, ev *cardEvent, v
 		Approve:     v.Choice == choiceApprove,
 		Actor:       actor,
 		Identities:  identities(ev),
+		Voter:       voter(ev, actor),
 		Via:         c.name,
 		Reason:      reason(ev.Action.FormValue),
 		CardUpdated: true, // the answer below carries the final card
@@ -179,6 +180,17 @@ func identities(ev *cardEvent) []string {
 	return ids
 }
 
+// voter is who an approval toward a quorum counts for: the operator's
+// union_id, the same in every app of one developer, where Feishu sends it.
+// The open_id differs per app, so keyed by it one person could meet a
+// quorum alone by tapping in two apps' chats.
+func voter(ev *cardEvent, actor string) string {
+	if ev.Operator.UnionID != "" {
+		return "feishu:union:" + ev.Operator.UnionID
+	}
+	return actor
+}
+
 // reason is the form's reason input, trimmed and bounded.
 func reason(form map[string]any) string {
 	s, _ := form[reasonField].(string)
@@ -196,8 +208,5 @@ func capitalize(s string) string {
 	if first, _, _ := strings.Cut(s, " "); strings.Contains(first, ":") {
 		return s
 	}
-	for i, r := range s {
-		return string(unicode.ToUpper(r)) + s[i+len(string(r)):]
-	}
-	return s
+	return textutil.UpperFirst(s)
 }

@@ -72,6 +72,10 @@ func TestCallbackApproveAndReject(t *testing.T) {
 			if strings.Join(d.Identities, ",") != "feishu:union:on_alice,feishu:user:u_alice" {
 				t.Errorf("identities = %v", d.Identities)
 			}
+			// Votes count for the union_id: one person, whichever app's chat.
+			if d.Voter != "feishu:union:on_alice" {
+				t.Errorf("voter = %q, want the union_id", d.Voter)
+			}
 			if d.Reason != strings.TrimSpace(tc.reason) {
 				t.Errorf("reason = %q", d.Reason)
 			}

@@ -68,6 +68,14 @@ func verify(secret string, h http.Header, body []byte, now time.Time) error {
 	return nil
 }
 
+// signatureKey is what the replay cache remembers of a verified request:
+// its signature's bytes, not the header's text, so the same signature
+// written in upper-case hex (which verifies too) is the same replay.
+func signatureKey(h http.Header) string {
+	raw, _ := hex.DecodeString(strings.TrimPrefix(h.Get("X-Slack-Signature"), "v0="))
+	return string(raw)
+}
+
 // replayCache remembers the signatures seen within the signature window, so
 // a captured callback cannot be played again while its timestamp is fresh.
 // It is per process: a replay sent to another replica gets through, and is
@@ -160,7 +168,7 @@ func (h *callbackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := verified[0]
 	ts, _ := strconv.ParseInt(r.Header.Get("X-Slack-Request-Timestamp"), 10, 64)
-	replayed := h.replays.check(r.Header.Get("X-Slack-Signature"), time.Unix(ts, 0), c.now())
+	replayed := h.replays.check(signatureKey(r.Header), time.Unix(ts, 0), c.now())
 	ic, perr := parsePayload(body)
 	if perr == nil {
 		c = pick(verified, ic)

@@ -143,6 +143,18 @@ func TestCallbackApproveAndReplay(t *testing.T) {
 	if r := d.refused(); len(r) != 1 || !strings.HasPrefix(r[0], "01JREQ|slack:T123/U456|replayed") {
 		t.Errorf("replay not audited: %q", r)
 	}
+
+	// The same signature in upper-case hex verifies too, and is the same
+	// replay (the cache once keyed the header's text and let it through).
+	upper := hdr.Clone()
+	upper.Set("X-Slack-Signature", "v0="+strings.ToUpper(strings.TrimPrefix(hdr.Get("X-Slack-Signature"), "v0=")))
+	if code := post(h, body, upper); code != http.StatusUnauthorized {
+		t.Errorf("replay in upper-case hex: status %d, want 401", code)
+	}
+	c.Flush()
+	if n := len(d.taken()); n != 1 {
+		t.Errorf("an upper-case replay reached Decide: %d decisions", n)
+	}
 }
 
 func TestCallbackRefusalsAreTold(t *testing.T) {

@@ -27,7 +27,8 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 	if *path == "" && fs.NArg() == 1 {
 		*path = fs.Arg(0)
 	}
-	if _, err := config.Load(*path); err != nil {
+	cfg, err := config.Load(*path)
+	if err != nil {
 		var errs config.Errors
 		n := 1
 		if errors.As(err, &errs) {
@@ -35,6 +36,9 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "%s: %d problem(s):\n%s\n", orDefault(*path, "built-in config"), n, indent(err))
 		return 1
+	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", orDefault(*path, "built-in config"))
 	return 0

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -147,6 +148,86 @@ func startServer(t *testing.T, cfg string) *server {
 }
 
 // Kill ends the process at once, as a crash or an OOM kill would.
+// waiters reads the server's gatehouse_waiters gauge: the agents waiting
+// for a verdict on it now.
+func waiters(t *testing.T, base string) int {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "gatehouse_waiters "); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return int(n)
+		}
+	}
+	return 0
+}
+
+// awaitWaiters waits until the servers have n agents waiting in all.
+func awaitWaiters(t *testing.T, n int, bases ...string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := 0
+		for _, b := range bases {
+			got += waiters(t, b)
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d agents waiting after 10s, want %d", got, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a bytes.Buffer that a process writes while a test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// awaitText waits until buf holds want, failing after 10 s.
+func awaitText(t *testing.T, buf *syncBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(buf.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("never saw %q in:\n%s", want, buf.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// awaitLog waits until the server's log holds want, failing after 10 s.
+func (s *server) awaitLog(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(s.Log(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server never logged %q:\n%s", want, s.Log())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func (s *server) Kill() {
 	if s.cmd.ProcessState == nil {
 		_ = s.cmd.Process.Signal(syscall.SIGKILL)
@@ -280,7 +361,7 @@ func TestKillRestartReattach(t *testing.T) {
 	srv := startServer(t, cfg)
 
 	agent := cli(srv.URL, "request", "--tool", "deploy", "--args", `{"env":"prod"}`, "--summary", "Deploy prod", "--retry-for", "1m")
-	var stdout, stderr bytes.Buffer
+	var stdout, stderr syncBuffer
 	agent.Stdout, agent.Stderr = &stdout, &stderr
 	if err := agent.Start(); err != nil {
 		t.Fatal(err)
@@ -289,7 +370,7 @@ func TestKillRestartReattach(t *testing.T) {
 	pending := waitPending(t, srv.URL)
 
 	srv.Kill()
-	time.Sleep(300 * time.Millisecond) // the agent now fails to reach it and keeps retrying
+	awaitText(t, &stderr, "server unreachable, re-attaching") // the agent fails to reach it and keeps retrying
 	srv = startServer(t, cfg)
 
 	alice := webLogin(t, srv.URL, "alice")
@@ -311,7 +392,7 @@ func TestKillRestartReattach(t *testing.T) {
 		Status    string `json:"status"`
 		Allow     bool   `json:"allow"`
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res.Status != "approved" || !res.Allow || res.RequestID != pending.ID {
+	if err := json.Unmarshal([]byte(stdout.String()), &res); err != nil || res.Status != "approved" || !res.Allow || res.RequestID != pending.ID {
 		t.Fatalf("agent printed %q (%v)", stdout.String(), err)
 	}
 	all := listAll(t, srv.URL)
@@ -520,6 +601,26 @@ routes:
 		}
 	}
 
+	// A valid config where the agent's requires_confirmation decides for
+	// unrouted calls passes, with a warning that says so; a catch-all
+	// route silences it.
+	for cfg, warn := range map[string]bool{
+		"routes:\n  - name: pay\n    match: {tool: \"oa__*\"}\n":                                           true,
+		"routes:\n  - name: pay\n    match: {tool: \"oa__*\"}\n  - name: rest\n    match: {tool: \"*\"}\n": false,
+	} {
+		f := filepath.Join(dir, "warn.yaml")
+		os.WriteFile(f, []byte(cfg), 0o600)
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(binPath, "check-config", "--config", f)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil || !strings.Contains(stdout.String(), "ok") {
+			t.Fatalf("check-config on a valid file: %v\n%s%s", err, stdout.String(), stderr.String())
+		}
+		if got := strings.Contains(stderr.String(), `warning: no route matches every call`); got != warn {
+			t.Errorf("check-config warned %v, want %v:\n%s", got, warn, stderr.String())
+		}
+	}
+
 	dsn := filepath.Join(dir, "pg.yaml")
 	os.WriteFile(dsn, []byte("database:\n  driver: postgres\n  dsn: postgres://nobody@127.0.0.1:1/x?connect_timeout=2\n"), 0o600)
 	cmd := exec.Command(binPath, "serve", "--config", dsn)
@@ -559,7 +660,7 @@ func TestGracefulShutdownReleasesPollers(t *testing.T) {
 		a.err = json.NewDecoder(resp.Body).Decode(&a.r)
 		got <- a
 	}()
-	time.Sleep(300 * time.Millisecond)
+	awaitWaiters(t, 1, srv.URL)
 	start := time.Now()
 	srv.cmd.Process.Signal(syscall.SIGTERM)
 	select {

@@ -118,6 +118,9 @@ func runServer(ctx context.Context, cfg *config.Config, log *slog.Logger) error 
 		log.Warn("no web users configured: log in as admin with this one-time password (it changes at every start; add users with gatehouse user add)",
 			"user", "admin", "password", bootstrap)
 	}
+	for _, w := range cfg.Warnings() {
+		log.Warn(w)
+	}
 	if len(cfg.Auth.APITokens) == 0 {
 		log.Warn("no api_tokens configured: the agent API is open to anyone who can reach " + cfg.Listen)
 	}
@@ -171,11 +174,14 @@ func runServer(ctx context.Context, cfg *config.Config, log *slog.Logger) error 
 		log.Warn("shutdown", "err", err)
 	}
 	flush(built.flushers, 10*time.Second, log)
-	cancelBG()
-	wg.Wait()
-	dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// The card posts and updates in flight finish and are recorded before
+	// their context ends: cancelled, a post the platform already shows
+	// would be recorded as failed, and posted again after the restart.
+	dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer dcancel()
 	svc.Drain(dctx)
+	cancelBG()
+	wg.Wait()
 	return nil
 }
 

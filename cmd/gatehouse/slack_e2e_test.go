@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -495,4 +496,50 @@ func TestSlackSocketModeEndToEnd(t *testing.T) {
 		t.Fatalf("request after approval: %+v", r)
 	}
 	slackFinal(t, fake.WaitCalls(t, "chat.update", 1)[0], post.TS, "Approved", "<@"+slackE2EAlice+">")
+}
+
+// Defect: shutdown cancelled the card posts in flight before it waited for
+// them, so a card Slack already showed was recorded as a failed post and
+// posted a second time after the restart. A post in flight at SIGTERM now
+// finishes and is recorded, and the restarted server does not post again.
+func TestShutdownRecordsTheCardPostInFlight(t *testing.T) {
+	fake := slacktest.NewServer(t, slackE2EBot, slackE2EApp)
+	entered, release := fake.HoldNext("chat.postMessage")
+	defer release()
+	dir, port := t.TempDir(), freePort(t)
+	cfg := e2eConfig(t, dir, port, slackConfig(fake.APIURL(), false))
+	srv := startServer(t, cfg)
+	var r apiRequest
+	if code := api(t, "POST", srv.URL+"/api/v1/approvals", map[string]any{"tool_name": "deploy"}, &r); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the card post never reached Slack")
+	}
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	srv.awaitLog(t, "shutting down")
+	release() // Slack answers while the server is shutting down
+	if err := srv.cmd.Wait(); err != nil {
+		t.Fatalf("server exit after SIGTERM: %v\n%s", err, srv.Log())
+	}
+
+	srv = startServer(t, cfg)
+	evs := slackEvents(t, srv.URL, r.ID)
+	if slackCount(evs, "card_posted") != 1 || slackCount(evs, "card_post_failed") != 0 {
+		t.Fatalf("the post in flight at shutdown was not recorded as posted: %+v", evs)
+	}
+	// A tap now updates the one card Slack shows; it is never posted again.
+	tap := slackBlockActions(slackE2EAlice, fake.CallsOf("chat.postMessage")[0].TS, "gatehouse_approve", "approve:"+r.ID)
+	body := slacktest.Form(tap)
+	if code, _ := slackCallback(t, srv.URL, body, slacktest.Sign(slackE2ESecret, time.Now(), body)); code != 200 {
+		t.Fatalf("tap: %d", code)
+	}
+	fake.WaitCalls(t, "chat.update", 1)
+	if n := len(fake.CallsOf("chat.postMessage")); n != 1 {
+		t.Fatalf("the card was posted %d times across the restart", n)
+	}
 }

@@ -60,13 +60,15 @@ type Server struct {
 	calls     []Call
 	seq       int
 	fails     map[string][]func(http.ResponseWriter) // method → next answers
+	holds     map[string][]chan struct{}             // method → next calls to hold
 	socketURL string
 }
 
 // NewServer starts a fake Web API accepting botToken and appToken; it is
 // closed when tb's test ends. Unexpected requests fail tb.
 func NewServer(tb testing.TB, botToken, appToken string) *Server {
-	s := &Server{tb: tb, botToken: botToken, appToken: appToken, fails: map[string][]func(http.ResponseWriter){}}
+	s := &Server{tb: tb, botToken: botToken, appToken: appToken, fails: map[string][]func(http.ResponseWriter){},
+		holds: map[string][]chan struct{}{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	tb.Cleanup(s.srv.Close)
@@ -88,6 +90,18 @@ func (s *Server) FailNext(method string, answers ...func(w http.ResponseWriter))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fails[method] = append(s.fails[method], answers...)
+}
+
+// HoldNext makes the next call of method wait, once recorded, until
+// release is called: a platform call in flight, for as long as a test
+// needs. entered closes when the call arrives.
+func (s *Server) HoldNext(method string) (entered <-chan struct{}, release func()) {
+	in, out := make(chan struct{}), make(chan struct{})
+	s.mu.Lock()
+	s.holds[method] = append(s.holds[method], in, out)
+	s.mu.Unlock()
+	var once sync.Once
+	return in, func() { once.Do(func() { close(out) }) }
 }
 
 // Status answers with an HTTP status and header pairs (name, value, …).
@@ -139,8 +153,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if q := s.fails[method]; len(q) > 0 {
 		fail, s.fails[method] = q[0], q[1:]
 	}
+	var hold []chan struct{}
+	if q := s.holds[method]; len(q) > 0 {
+		hold, s.holds[method] = q[:2], q[2:]
+	}
 	socketURL := s.socketURL
 	s.mu.Unlock()
+	if hold != nil {
+		close(hold[0])
+		<-hold[1]
+	}
 	if fail != nil {
 		fail(w)
 		return

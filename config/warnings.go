@@ -1,0 +1,27 @@
+package config
+
+// Warnings are findings that do not stop the server but that an operator
+// should see: check-config prints them and serve logs them at start.
+func (c *Config) Warnings() []string {
+	var out []string
+	if !c.confirmsEveryCall() {
+		out = append(out, "no route matches every call and demands confirmation, so a call that no route matches is "+
+			`allowed at once when its agent sends "requires_confirmation": false; to have a person asked for every `+
+			`other call, end the routes with one that matches every tool: {name: everything-else, match: {tool: "*"}}`)
+	}
+	return out
+}
+
+// confirmsEveryCall reports whether some route matches every call (any
+// tool, any agent) and demands confirmation, so no call falls through to
+// the defaults, where the agent's requires_confirmation decides.
+func (c *Config) confirmsEveryCall() bool {
+	for _, r := range c.Routes {
+		everyTool := r.Match.Tool == "" || r.Match.Tool == "*"
+		everyAgent := r.Match.Agent == "" || r.Match.Agent == "*"
+		if everyTool && everyAgent && (r.Confirm == nil || *r.Confirm) {
+			return true
+		}
+	}
+	return false
+}
