@@ -14,10 +14,12 @@ import (
 // Sixteen card workers calling the API at once, round after round, reuse
 // their connections: the first round dials, the later ones do not.
 func TestHTTPClientKeepsConnectionsForTheCardWorkers(t *testing.T) {
-	var dials atomic.Int64
+	var dials, inFlight atomic.Int64
 	gate := make(chan struct{})
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Add(1)
 		<-gate // hold every call of a round until all are in flight
+		inFlight.Add(-1)
 		io.WriteString(w, `{"ok":true}`)
 	}))
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
@@ -46,7 +48,12 @@ func TestHTTPClientKeepsConnectionsForTheCardWorkers(t *testing.T) {
 				resp.Body.Close()
 			}()
 		}
-		time.Sleep(50 * time.Millisecond)
+		for deadline := time.Now().Add(10 * time.Second); inFlight.Load() < workers; {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d calls in flight after 10s", inFlight.Load(), workers)
+			}
+			time.Sleep(time.Millisecond)
+		}
 		for range workers {
 			gate <- struct{}{}
 		}

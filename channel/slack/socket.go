@@ -2,7 +2,6 @@ package slack
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -49,12 +48,11 @@ func (c *Channel) runSocket(ctx context.Context) error {
 		defer close(done)
 		c.events(ctx, sm)
 	}()
+	// RunContext returns only with an error (a failed reconnection, or
+	// ctx's end).
 	err := sm.RunContext(ctx)
 	cancel()
 	<-done
-	if err == nil {
-		err = errors.New("socket mode client returned")
-	}
 	return err
 }
 

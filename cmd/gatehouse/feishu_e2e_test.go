@@ -309,14 +309,15 @@ func TestFeishuApproveEndToEnd(t *testing.T) {
 		t.Errorf("the replay changed the request: %+v, was %+v", r2, r)
 	}
 
-	// The answer was the card's update: one send, no patch.
-	time.Sleep(300 * time.Millisecond)
-	if n, m := len(fake.Calls(feishuSend)), len(fake.Calls(feishuPatch)); n != 1 || m != 0 {
-		t.Errorf("fake feishu saw %d sends and %d patches, want 1 and 0", n, m)
-	}
+	// The answer was the card's update: one send, no patch. The trail's
+	// card_updated is written with the card row's final state, in the
+	// verdict's transaction, so with it recorded no patch can come later.
 	evs := slackEvents(t, srv.URL, id)
 	if slackCount(evs, "card_posted") != 1 || slackCount(evs, "card_updated") != 1 || slackCount(evs, "decided") != 1 {
 		t.Errorf("trail: %+v", evs)
+	}
+	if n, m := len(fake.Calls(feishuSend)), len(fake.Calls(feishuPatch)); n != 1 || m != 0 {
+		t.Errorf("fake feishu saw %d sends and %d patches, want 1 and 0", n, m)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/metrics"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/web"
 )
@@ -46,9 +47,11 @@ func hookServer(t *testing.T, routes []gate.Route) *hookEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	svc := gate.NewService(gate.Options{Store: db, Routes: routes, SweepInterval: 50 * time.Millisecond, SafetyInterval: 100 * time.Millisecond})
+	m := metrics.New()
+	svc := gate.NewService(gate.Options{Store: db, Routes: routes, Observer: m, SweepInterval: 50 * time.Millisecond, SafetyInterval: 100 * time.Millisecond})
 	svc.Register(web.Channel{})
-	srv, err := web.New(web.Options{Service: svc, Sessions: db, Tokens: []config.APIToken{{Name: "agent", Token: hookToken}, {Name: "expiring", Token: hookExpiringToken}}})
+	srv, err := web.New(web.Options{Service: svc, Sessions: db, Metrics: m.Handler(),
+		Tokens: []config.APIToken{{Name: "agent", Token: hookToken}, {Name: "expiring", Token: hookExpiringToken}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +403,7 @@ func TestHookOneCallOneCard(t *testing.T) {
 			hookPending(t, env.svc) // the others attach to it
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	awaitWaiters(t, 4, env.url) // all four calls wait on the one request
 	id := <-hookDecide(t, env.svc, true, "", nil)
 	wg.Wait()
 	wants := []string{ccPreOut("allow", rsApprove), ccPreOut("allow", rsApprove), ccPermAllow, ccPreOut("allow", rsApprove)}

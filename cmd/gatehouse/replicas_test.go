@@ -199,7 +199,7 @@ func TestReplicasOnOnePostgres(t *testing.T) {
 				results[i] <- result{r.Status, at.Sub(tapped[i])}
 			}()
 		}
-		time.Sleep(300 * time.Millisecond) // the waiters are parked
+		awaitWaiters(t, n, srvs[0].URL, srvs[1].URL, srvs[2].URL)
 		for i := range n {
 			tapped[i] = time.Now()
 			switch {
@@ -265,10 +265,20 @@ func TestReplicasOnOnePostgres(t *testing.T) {
 	})
 
 	// Every card posted once and updated once; every request ended once.
+	// A card_updated event is written with the card row's final state, in
+	// one transaction: once a request's trail has it, no card work on it
+	// is left anywhere, and its counts are final.
 	for _, id := range ids {
-		replicaEventually(t, func() bool { _, u := replicaCounts(slack, id); return u >= 1 }, "final card update of %s", id)
+		replicaEventually(t, func() bool {
+			_, types := replicaFinalEvents(t, srvs[2].URL, id)
+			for _, ty := range types {
+				if ty == "card_updated" {
+					return true
+				}
+			}
+			return false
+		}, "final card update of %s recorded", id)
 	}
-	time.Sleep(1500 * time.Millisecond) // room for a duplicate to show up, were there one
 	for _, id := range ids {
 		posts, updates := replicaCounts(slack, id)
 		if posts != 1 || updates != 1 {
