@@ -3,7 +3,7 @@ module github.com/gatehouse-dev/gatehouse
 go 1.26.0
 
 require (
-	github.com/gorilla/websocket v1.5.3
+	github.com/gorilla/websocket v1.5.3 // tests only: the fake Slack Socket Mode and Feishu long-connection servers (the SDKs use it too)
 	github.com/jackc/pgx/v5 v5.10.0
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/larksuite/oapi-sdk-go/v3 v3.12.0
