@@ -1,0 +1,297 @@
+package policy
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"strings"
+	"unicode/utf8"
+)
+
+// pattern is one Claude Code permission rule: `Bash(git push:*)`,
+// `Read(/etc/**)`, `WebFetch(domain:example.com)`, `mcp__github__*`.
+type pattern struct {
+	src  string
+	tool string // the tool the rule names; a glob for bare names
+	bare bool   // no parentheses: the rule names tools only
+	arg  string // inside the parentheses
+	// Bash: the command's words, and whether the rule is a prefix (:*)
+	// or holds wildcards.
+	words  []string
+	line   string // words joined by single spaces
+	prefix bool
+	glob   bool
+}
+
+func parsePattern(s string) (pattern, error) {
+	p := pattern{src: s}
+	s = strings.TrimSpace(s)
+	open := strings.IndexByte(s, '(')
+	if open < 0 {
+		if s == "" || strings.ContainsAny(s, ") ") {
+			return p, fmt.Errorf("%q is not a tool name or Tool(argument)", s)
+		}
+		p.tool, p.bare = s, true
+		return p, nil
+	}
+	if !strings.HasSuffix(s, ")") || open == 0 {
+		return p, fmt.Errorf("%q: expected Tool(argument)", s)
+	}
+	p.tool, p.arg = s[:open], s[open+1:len(s)-1]
+	if strings.ContainsAny(p.tool, "*? ") {
+		return p, fmt.Errorf("%q: a tool with an argument pattern must be named exactly", s)
+	}
+	if strings.TrimSpace(p.arg) == "" {
+		return p, fmt.Errorf("%q: empty argument pattern (write %s alone for every call)", s, p.tool)
+	}
+	switch p.tool {
+	case "Bash":
+		arg := p.arg
+		if rest, ok := strings.CutSuffix(arg, ":*"); ok {
+			p.prefix, arg = true, rest
+		}
+		p.glob = strings.ContainsAny(arg, "*")
+		p.words = strings.Fields(arg)
+		if len(p.words) == 0 {
+			return p, fmt.Errorf("%q: no command", s)
+		}
+		p.line = strings.Join(p.words, " ")
+	case "WebFetch":
+		d, ok := strings.CutPrefix(p.arg, "domain:")
+		if !ok || d == "" || strings.ContainsAny(d, "/:@ ") {
+			return p, fmt.Errorf("%q: expected WebFetch(domain:example.com)", s)
+		}
+		p.arg = strings.ToLower(d)
+	}
+	return p, nil
+}
+
+// match reports whether the pattern, on a route with this action, covers
+// the call. An allow pattern must cover every part of a shell command,
+// read literally; an ask or deny pattern any part, read generously (see
+// broadMatch). What cannot be read (a command that does not parse, a part
+// whose code is made at run time) matches ask patterns only: it is asked
+// about, never allowed or denied on a guess.
+func (p *pattern) match(c *Call, action Action) bool {
+	strict, unknown := action == Allow, action != Allow && action != Deny
+	if p.bare {
+		return globMatch(p.tool, c.Tool)
+	}
+	if c.Tool != p.tool {
+		return false
+	}
+	switch p.tool {
+	case "Bash":
+		sh := c.shell()
+		if sh == nil || sh.unreadable {
+			return unknown // no command, or one that does not parse
+		}
+		if len(sh.parts) == 0 {
+			return false
+		}
+		for i := range sh.parts {
+			q := &sh.parts[i]
+			switch {
+			case strict && !p.strictMatch(q):
+				return false
+			case !strict && (q.unreadable && unknown || !q.unreadable && p.broadMatch(q)):
+				return true
+			}
+		}
+		return strict
+	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
+		fp, ok := c.stringArg("file_path")
+		if !ok && p.tool == "NotebookEdit" {
+			fp, ok = c.stringArg("notebook_path")
+		}
+		return ok && pathMatch(p.arg, fp, c.cwd())
+	case "WebFetch":
+		u, ok := c.stringArg("url")
+		if !ok {
+			return false
+		}
+		parsed, err := url.Parse(strings.TrimSpace(u))
+		if err != nil || parsed.Host == "" {
+			return unknown // a URL we cannot read is asked about
+		}
+		host := strings.ToLower(strings.TrimSuffix(parsed.Hostname(), "."))
+		return host == p.arg || strings.HasSuffix(host, "."+p.arg)
+	}
+	v, ok := c.singleString()
+	return ok && globMatch(p.arg, v)
+}
+
+// strictMatch is an allow pattern's test of one part: the command as it
+// is written, with nothing before it (no FOO=1, no sudo) and no output
+// into files.
+func (p *pattern) strictMatch(q *part) bool {
+	if q.unreadable || q.env || q.writes || len(q.words) == 0 {
+		return false
+	}
+	return p.lineMatch(q.line)
+}
+
+func (p *pattern) lineMatch(line string) bool {
+	switch {
+	case p.glob && p.prefix:
+		return globMatch(p.line+"*", line)
+	case p.glob:
+		return globMatch(p.line, line)
+	case p.prefix:
+		return line == p.line || len(line) > len(p.line) && line[len(p.line)] == ' ' && line[:len(p.line)] == p.line
+	}
+	return line == p.line
+}
+
+// broadMatch is an ask or deny pattern's test of one part, which errs
+// toward matching: the rule's command is looked for at any word of the
+// part (so sudo, env, xargs, timeout and the like before it do not hide
+// it), and options between the rule's words are skipped (so `git -C app
+// push` and `git --no-pager push` are pushes).
+func (p *pattern) broadMatch(q *part) bool {
+	if p.glob {
+		for i, w := range q.words {
+			if (strings.ContainsAny(p.words[0], "*") || globMatch(p.words[0], w)) && p.lineMatch(strings.Join(q.words[i:], " ")) {
+				return true
+			}
+		}
+		return false
+	}
+	var f *follower
+	for i, w := range q.words {
+		if w != p.words[0] {
+			continue
+		}
+		if f == nil {
+			f = &follower{p: p, words: q.words, memo: map[[3]int]bool{}}
+		}
+		if f.follows(i+1, 1, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// follower decides whether the rule's words p.words[j:] come next in
+// words[i:], in order, with only options between them, where an option
+// without "=" may take the next word as its value (git -C dir push); after
+// them an exact rule allows only options, a prefix rule anything. It is
+// memoised: a hostile line of options cannot make it exponential.
+type follower struct {
+	p     *pattern
+	words []string
+	memo  map[[3]int]bool
+}
+
+func (f *follower) follows(i, j int, mayBeValue bool) bool {
+	key := [3]int{i, j, 0}
+	if mayBeValue {
+		key[2] = 1
+	}
+	if v, ok := f.memo[key]; ok {
+		return v
+	}
+	v := f.step(i, j, mayBeValue)
+	f.memo[key] = v
+	return v
+}
+
+func (f *follower) step(i, j int, mayBeValue bool) bool {
+	if j == len(f.p.words) && f.p.prefix {
+		return true
+	}
+	if i == len(f.words) {
+		return j == len(f.p.words)
+	}
+	w := f.words[i]
+	if j < len(f.p.words) && w == f.p.words[j] && f.follows(i+1, j+1, false) {
+		return true
+	}
+	if strings.HasPrefix(w, "-") && w != "-" {
+		return f.follows(i+1, j, !strings.Contains(w, "="))
+	}
+	return mayBeValue && f.follows(i+1, j, false)
+}
+
+// pathMatch matches a path against a glob where ** spans directories. A
+// relative pattern is relative to the call's working directory; paths are
+// cleaned first, so /etc/../etc/passwd is /etc/passwd.
+func pathMatch(pat, p, cwd string) bool {
+	if p == "" {
+		return false
+	}
+	if !path.IsAbs(p) {
+		if cwd == "" {
+			return false
+		}
+		p = path.Join(cwd, p)
+	}
+	p = path.Clean(p)
+	pat = strings.TrimPrefix(pat, "./")
+	if !path.IsAbs(pat) {
+		if cwd == "" {
+			return false
+		}
+		pat = path.Join(cwd, pat)
+	}
+	return segmentsMatch(strings.Split(strings.Trim(pat, "/"), "/"), strings.Split(strings.Trim(p, "/"), "/"))
+}
+
+func segmentsMatch(pat, segs []string) bool {
+	for len(pat) > 0 {
+		if pat[0] == "**" {
+			for i := 0; i <= len(segs); i++ {
+				if segmentsMatch(pat[1:], segs[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(segs) == 0 {
+			return false
+		}
+		if ok, _ := path.Match(pat[0], segs[0]); !ok {
+			return false
+		}
+		pat, segs = pat[1:], segs[1:]
+	}
+	return len(segs) == 0
+}
+
+// globMatch matches s against a pattern where * is any run of characters
+// and ? one character (no special meaning for /). It walks both strings
+// by rune without allocating, with one backtrack point: linear in
+// practice, never exponential, whatever a config holds.
+func globMatch(pattern, s string) bool {
+	if !strings.ContainsAny(pattern, "*?") {
+		return pattern == s
+	}
+	pi, si, star, mark := 0, 0, -1, 0
+	for si < len(s) {
+		if pi < len(pattern) {
+			pr, pw := utf8.DecodeRuneInString(pattern[pi:])
+			sr, sw := utf8.DecodeRuneInString(s[si:])
+			switch {
+			case pr == '*':
+				star, mark = pi, si
+				pi += pw
+				continue
+			case pr == '?' || pr == sr:
+				pi += pw
+				si += sw
+				continue
+			}
+		}
+		if star < 0 {
+			return false
+		}
+		// Let the last * take one more rune and retry from after it.
+		_, mw := utf8.DecodeRuneInString(s[mark:])
+		mark += mw
+		pi, si = star+1, mark
+	}
+	for pi < len(pattern) && pattern[pi] == '*' {
+		pi++
+	}
+	return pi == len(pattern)
+}

@@ -1,0 +1,311 @@
+// Package policy decides, from Gatehouse's config, what happens to a tool
+// call: which route it takes and whether that route asks a person, allows
+// or denies. Routes match the tool and the agent by glob, the call's
+// arguments by a CEL condition (when), and Claude Code permission-rule
+// patterns (call). It is pure: no I/O, no clock of its own.
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+)
+
+// Action is what a route does with the calls it matches.
+type Action string
+
+// The actions. Agent is the legacy `confirm: false`: the agent's
+// requires_confirmation decides (true: ask, false: allow).
+const (
+	Ask   Action = "ask"
+	Allow Action = "allow"
+	Deny  Action = "deny"
+	Agent Action = "agent"
+)
+
+// Route is what the policy needs of one configured route.
+type Route struct {
+	Name   string
+	Tool   string   // a glob over the tool name; "" matches every tool
+	Agent  string   // a glob over the authenticated agent; "" matches every agent
+	When   string   // a CEL boolean over the call; "" always holds
+	Calls  []string // Claude Code permission-rule patterns; any may match
+	Action Action   // Ask when empty
+}
+
+// Policy is a compiled list of routes: first match wins.
+type Policy struct {
+	rules []rule
+}
+
+type rule struct {
+	Route
+	when cel.Program
+	pats []pattern
+}
+
+// celEnv declares the variables a condition may use. Numbers compare
+// across int and double (args.amount > 50000 works on a JSON number).
+var celEnv = func() *cel.Env {
+	env, err := cel.NewEnv(
+		cel.Variable("tool", cel.StringType),
+		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("agent", cel.StringType),
+		cel.Variable("agent_label", cel.StringType),
+		cel.Variable("user", cel.StringType),
+		cel.Variable("session", cel.StringType),
+		cel.Variable("metadata", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("now", cel.TimestampType),
+		cel.CrossTypeNumericComparisons(true),
+	)
+	if err != nil {
+		panic(err)
+	}
+	return env
+}()
+
+// costLimit bounds the work one condition may do on one call, so a
+// condition over hostile arguments (a huge list, a long string) cannot
+// stall the gate. Exceeding it is an evaluation error, which never allows.
+const costLimit = 100000
+
+// Compile checks every route's condition and patterns and returns the
+// policy, or an error per bad route naming it and, for a condition, the
+// position of the error.
+func Compile(routes []Route) (*Policy, error) {
+	p := &Policy{}
+	var errs []string
+	for _, r := range routes {
+		cr := rule{Route: r}
+		if cr.Action == "" {
+			cr.Action = Ask
+		}
+		if strings.TrimSpace(r.When) != "" {
+			prg, err := compileWhen(r.When)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("route %q: match.when: %v", r.Name, err))
+			}
+			cr.when = prg
+		}
+		for i, c := range r.Calls {
+			pat, err := parsePattern(c)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("route %q: match.call[%d]: %v", r.Name, i, err))
+				continue
+			}
+			cr.pats = append(cr.pats, pat)
+		}
+		p.rules = append(p.rules, cr)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return p, nil
+}
+
+// CheckWhen compiles one condition, for the config's validation.
+func CheckWhen(expr string) error {
+	_, err := compileWhen(expr)
+	return err
+}
+
+// CheckCall parses one call pattern, for the config's validation.
+func CheckCall(s string) error {
+	_, err := parsePattern(s)
+	return err
+}
+
+func compileWhen(expr string) (cel.Program, error) {
+	ast, iss := celEnv.Compile(expr)
+	if iss.Err() != nil {
+		return nil, fmt.Errorf("%s", strings.TrimSpace(strings.ReplaceAll(iss.Err().Error(), "<input>:", "")))
+	}
+	if ast.OutputType() != cel.BoolType {
+		return nil, fmt.Errorf("must be true or false, not %s", ast.OutputType())
+	}
+	return celEnv.Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptOptimize))
+}
+
+// Call is a tool call as the policy sees it.
+type Call struct {
+	Tool       string
+	Args       map[string]any // the arguments, when they are a JSON object
+	Agent      string         // the authenticated agent (the token's name)
+	AgentLabel string         // the agent_id the caller sent
+	User       string
+	Session    string
+	Metadata   map[string]any
+	Now        time.Time
+
+	sh     *shellCmd
+	shRead bool
+	vars   map[string]any
+}
+
+// NewCall builds a call from JSON arguments and metadata (either may be
+// empty). Arguments that are not an object still reach the patterns'
+// single-argument match when they are one string.
+func NewCall(tool string, args, metadata json.RawMessage) *Call {
+	c := &Call{Tool: tool, Args: map[string]any{}, Metadata: map[string]any{}}
+	if len(args) > 0 {
+		_ = json.Unmarshal(args, &c.Args)
+		if c.Args == nil {
+			c.Args = map[string]any{}
+		}
+	}
+	if len(metadata) > 0 {
+		_ = json.Unmarshal(metadata, &c.Metadata)
+		if c.Metadata == nil {
+			c.Metadata = map[string]any{}
+		}
+	}
+	return c
+}
+
+// shell is the Bash command of the call, read once; nil when it has none.
+func (c *Call) shell() *shellCmd {
+	if !c.shRead {
+		c.shRead = true
+		if cmd, ok := c.stringArg("command"); ok {
+			c.sh = readShell(cmd)
+		}
+	}
+	return c.sh
+}
+
+func (c *Call) stringArg(key string) (string, bool) {
+	s, ok := c.Args[key].(string)
+	return s, ok
+}
+
+// singleString is the call's one argument, when it has exactly one and
+// it is a string.
+func (c *Call) singleString() (string, bool) {
+	if len(c.Args) != 1 {
+		return "", false
+	}
+	for _, v := range c.Args {
+		s, ok := v.(string)
+		return s, ok
+	}
+	return "", false
+}
+
+// cwd is the working directory an agent client reported, for relative paths.
+func (c *Call) cwd() string {
+	s, _ := c.Metadata["cwd"].(string)
+	return s
+}
+
+func (c *Call) activation() map[string]any {
+	if c.vars == nil {
+		c.vars = map[string]any{"tool": c.Tool, "args": c.Args, "agent": c.Agent, "agent_label": c.AgentLabel,
+			"user": c.User, "session": c.Session, "metadata": c.Metadata, "now": c.Now}
+	}
+	return c.vars
+}
+
+// Step is one route tried, for explanations and the trail.
+type Step struct {
+	Route   string `json:"route"`
+	Matched bool   `json:"matched"`
+	Why     string `json:"why"`
+}
+
+// Result is what the policy decided for a call.
+type Result struct {
+	// Route is the index of the matched route in the list, -1 for none.
+	Route int
+	// Action is the matched route's action; "" when no route matched.
+	Action Action
+	// Errors are the conditions that failed to evaluate on the way, with
+	// their route; they are written to the request's trail.
+	Errors []string
+	// Steps explain every route tried (only when asked for).
+	Steps []Step
+}
+
+// Evaluate finds the first route that matches the call. A condition that
+// fails to evaluate (a missing key, a wrong type, the cost limit) never
+// allows: an allow route does not match, an ask or deny route does.
+func (p *Policy) Evaluate(c *Call, explain bool) Result {
+	res := Result{Route: -1}
+	for i := range p.rules {
+		r := &p.rules[i]
+		ok, why := r.matches(c, &res, explain)
+		if explain {
+			res.Steps = append(res.Steps, Step{Route: r.Name, Matched: ok, Why: why})
+		}
+		if ok {
+			res.Route, res.Action = i, r.Action
+			return res
+		}
+	}
+	return res
+}
+
+// matches tests one route, cheapest test first, and says why when asked
+// to explain.
+func (r *rule) matches(c *Call, res *Result, explain bool) (bool, string) {
+	// The reasons are built only when asked for: the arguments of a
+	// formatted string escape to the heap even when it is never made.
+	why := func(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+	if r.Tool != "" && !globMatch(r.Tool, c.Tool) {
+		if !explain {
+			return false, ""
+		}
+		return false, why("tool %q does not match %q", c.Tool, r.Tool)
+	}
+	if r.Agent != "" && !globMatch(r.Agent, c.Agent) {
+		if !explain {
+			return false, ""
+		}
+		return false, why("agent %q does not match %q", c.Agent, r.Agent)
+	}
+	var reasons []string
+	if len(r.pats) > 0 {
+		hit := -1
+		for i := range r.pats {
+			if r.pats[i].match(c, r.Action) {
+				hit = i
+				break
+			}
+		}
+		switch {
+		case hit < 0 && r.Action == Allow:
+			return false, "no call pattern covers every part of the call"
+		case hit < 0:
+			return false, "no call pattern matches"
+		case explain:
+			reasons = append(reasons, "call matches "+r.pats[hit].src)
+		}
+	}
+	if r.when != nil {
+		out, _, err := r.when.Eval(c.activation())
+		switch {
+		case err != nil:
+			res.Errors = append(res.Errors, fmt.Sprintf("route %s: when %s: %v", r.Name, r.When, err))
+			if r.Action == Allow {
+				if !explain {
+					return false, ""
+				}
+				return false, why("when failed (%v): an error never allows", err)
+			}
+			if explain {
+				reasons = append(reasons, why("when failed (%v): matched, as an error never allows", err))
+			}
+		case out != types.True:
+			return false, "when is false"
+		case explain:
+			reasons = append(reasons, "when is true")
+		}
+	}
+	if len(reasons) == 0 {
+		return true, "tool and agent match"
+	}
+	return true, strings.Join(reasons, "; ")
+}
