@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -49,6 +50,12 @@ type Result struct {
 	Error        string          `json:"error"`
 	ModifiedArgs json.RawMessage `json:"modified_args"`
 	SideEffects  []string        `json:"side_effects"`
+	// When and how the request was decided, and its tool call id: what a
+	// hook needs to tell a call from an identical later one.
+	DecidedAt  *time.Time `json:"decided_at,omitempty"`
+	DecidedBy  string     `json:"decided_by,omitempty"`
+	DecidedVia string     `json:"decided_via,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
 }
 
 // APIError is an answer the server gave with an error status: bad input, a
@@ -83,6 +90,12 @@ type Client struct {
 	// MaxOutage, when set, gives up once the server has been unreachable (or
 	// answering 5xx) for this long without a break. Zero retries until ctx ends.
 	MaxOutage time.Duration
+	// FailFast gives up at once when the first attempt cannot reach the
+	// server (no connection) or the server answers it with a 5xx: no
+	// request was made, and a hook denies at once rather than hold the
+	// agent. A first attempt whose connection drops after the call was
+	// sent is retried, as every later failure is: the request may exist.
+	FailFast bool
 }
 
 // FromEnv builds a client from GATEHOUSE_URL (default http://127.0.0.1:8080)
@@ -147,6 +160,9 @@ func (c *Client) Gate(ctx context.Context, req Request) (Result, error) {
 		if ctx.Err() != nil {
 			return deny(last.RequestID, ctx.Err()), ctx.Err()
 		}
+		if c.FailFast && attempt == 1 && (errors.As(err, &apiErr) || dialFailed(err)) {
+			return deny("", err), err
+		}
 		if failingSince.IsZero() {
 			failingSince = time.Now()
 		} else if c.MaxOutage > 0 && time.Since(failingSince) > c.MaxOutage {
@@ -163,6 +179,12 @@ func (c *Client) Gate(ctx context.Context, req Request) (Result, error) {
 		}
 		delay = min(delay*2, 5*time.Second)
 	}
+}
+
+// dialFailed says the error is a connection that was never made.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 func deny(id string, err error) Result {

@@ -73,3 +73,36 @@ func TestGateGivesUpAsDeny(t *testing.T) {
 		t.Fatalf("server gone: res %+v err %v", res, err)
 	}
 }
+
+// FailFast (the hook's mode) denies at once when the first call reaches no
+// server or gets a 5xx, and retries a first call whose connection dropped
+// after it was sent: that request may exist, and is re-attached by key.
+func TestGateFailFast(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if res, err := (&Client{URL: "http://127.0.0.1:1", FailFast: true}).Gate(ctx, Request{ToolName: "x"}); err == nil || res.Allow || !dialFailed(err) {
+		t.Fatalf("no server: %+v %v", res, err)
+	}
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"request_id":"","status":"error","allow":false,"error":"database error"}`))
+	}))
+	defer down.Close()
+	if res, err := (&Client{URL: down.URL, FailFast: true}).Gate(ctx, Request{ToolName: "x"}); err == nil || res.Allow {
+		t.Fatalf("a 5xx first: %+v %v", res, err)
+	}
+	var calls atomic.Int32
+	dropping := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close() // the call was made; its answer never comes
+			return
+		}
+		w.Write([]byte(`{"request_id":"r1","status":"approved","allow":true}`))
+	}))
+	defer dropping.Close()
+	res, err := (&Client{URL: dropping.URL, FailFast: true}).Gate(ctx, Request{ToolName: "x"})
+	if err != nil || !res.Allow || calls.Load() != 2 {
+		t.Fatalf("a dropped first call: %+v %v after %d calls", res, err, calls.Load())
+	}
+}

@@ -38,6 +38,10 @@ type Database struct {
 
 // Defaults apply to requests that match no route.
 type Defaults struct {
+	// Action is what happens to calls no route matches: ask, allow or
+	// deny. Empty: the agent's requires_confirmation decides (true, or
+	// absent: ask; false: allow).
+	Action     string   `yaml:"action"`
 	Timeout    Duration `yaml:"timeout"`
 	MaxTimeout Duration `yaml:"max_timeout"`
 	OnTimeout  string   `yaml:"on_timeout"`
@@ -121,23 +125,65 @@ const (
 	FeishuWebsocket = "websocket"
 )
 
-// Route is an operator's rule for a class of tool calls.
+// Route is an operator's rule for a class of tool calls: which calls it
+// matches, and what happens to them.
 type Route struct {
-	Name      string   `yaml:"name"`
-	Match     Match    `yaml:"match"`
-	Confirm   *bool    `yaml:"confirm"` // true when absent
+	Name  string `yaml:"name"`
+	Match Match  `yaml:"match"`
+	// Action is ask (the default), allow or deny.
+	Action string `yaml:"action"`
+	// Message is told to the agent with a policy verdict (and shown on cards).
+	Message string `yaml:"message"`
+	// Confirm is the older form of action: true is ask, false lets the
+	// agent's requires_confirmation decide. Give one or the other.
+	Confirm   *bool    `yaml:"confirm"`
 	Channels  []string `yaml:"channels"`
 	Approvers []string `yaml:"approvers"`
 	Quorum    int      `yaml:"quorum"`
 	Timeout   Duration `yaml:"timeout"`
 	OnTimeout string   `yaml:"on_timeout"`
+	// Remember lets approvers "approve for D": a grant (see CONTRACT.md).
+	Remember *Remember `yaml:"remember"`
+	// Rate limits the calls the route matches, across replicas.
+	Rate *Rate `yaml:"rate"`
+	// Record false skips storing calls an allow route lets through (they
+	// are counted in the metrics only).
+	Record *bool `yaml:"record"`
 }
 
-// Match selects the tool calls a route covers.
+// Match selects the tool calls a route covers; every given key must hold.
 type Match struct {
-	Tool  string `yaml:"tool"`
-	Agent string `yaml:"agent"`
+	Tool  string   `yaml:"tool"`  // a glob over the tool name
+	Agent string   `yaml:"agent"` // a glob over the authenticated agent (the token's name)
+	When  string   `yaml:"when"`  // a CEL condition over the call
+	Call  Patterns `yaml:"call"`  // Claude Code permission-rule patterns; any may match
 }
+
+// Patterns is one pattern or a list of them.
+type Patterns []string
+
+// Remember is a route's grants: `remember: 1h`, or `{for: 1h, args: any}`.
+type Remember struct {
+	For Duration `yaml:"for"`
+	// Args is same (the default: a grant covers the same arguments only)
+	// or any.
+	Args string `yaml:"args"`
+}
+
+// Rate limits a route's calls: at most Limit per Per, counted by agent
+// (the default), user, session or for the whole route.
+type Rate struct {
+	Limit int      `yaml:"limit"`
+	Per   Duration `yaml:"per"`
+	By    string   `yaml:"by"`
+}
+
+// Actions of a route.
+const (
+	ActionAsk   = "ask"
+	ActionAllow = "allow"
+	ActionDeny  = "deny"
+)
 
 // Duration is a time.Duration written as a Go duration ("90s", "10m").
 type Duration time.Duration

@@ -169,7 +169,11 @@ func expand(s string, lookup func(string) (string, bool)) string {
 	}
 }
 
-var durationType = reflect.TypeOf(Duration(0))
+var (
+	durationType = reflect.TypeOf(Duration(0))
+	patternsType = reflect.TypeOf(Patterns(nil))
+	rememberType = reflect.TypeOf(Remember{})
+)
 
 // check walks the tree against the Go types and reports every unknown key
 // and every value of the wrong kind, each with its path.
@@ -192,6 +196,19 @@ func check(n *yaml.Node, t reflect.Type, path string, errs *Errors) {
 		}
 	case t == reflect.TypeOf(Channel{}):
 		checkChannel(n, path, errs)
+	case t == patternsType:
+		if n.Kind == yaml.ScalarNode {
+			return
+		}
+		if n.Kind != yaml.SequenceNode {
+			errs.add(path, "must be a pattern or a list of patterns")
+			return
+		}
+		for i, c := range n.Content {
+			check(c, reflect.TypeOf(""), fmt.Sprintf("%s[%d]", path, i), errs)
+		}
+	case t == rememberType && n.Kind == yaml.ScalarNode:
+		check(n, durationType, path, errs) // remember: 1h
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			errs.add(path, "must be a mapping")
@@ -323,6 +340,29 @@ func (c Channel) MarshalYAML() (any, error) {
 		}
 	}
 	return m, nil
+}
+
+// UnmarshalYAML reads one pattern or a list; check has vetted it.
+func (p *Patterns) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*p = Patterns{n.Value}
+		return nil
+	}
+	var list []string
+	if err := n.Decode(&list); err != nil {
+		return err
+	}
+	*p = list
+	return nil
+}
+
+// UnmarshalYAML reads `remember: 1h` or `remember: {for: 1h, args: any}`.
+func (r *Remember) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return r.For.UnmarshalYAML(n)
+	}
+	type plain Remember
+	return n.Decode((*plain)(r))
 }
 
 // UnmarshalYAML parses a Go duration; check has already vetted it.

@@ -6,8 +6,11 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/gatehouse-dev/gatehouse/policy"
 )
 
 // Validate checks the whole config and fills the few defaults that depend
@@ -94,6 +97,15 @@ func (c *Config) validateDefaults(errs *Errors) {
 	checkVerdict(d.OnTimeout, "defaults.on_timeout", errs)
 	if d.OnTimeout == "" {
 		d.OnTimeout = "deny"
+	}
+	checkAction(d.Action, "defaults.action", errs)
+}
+
+func checkAction(a, path string, errs *Errors) {
+	switch a {
+	case "", ActionAsk, ActionAllow, ActionDeny:
+	default:
+		errs.add(path, "%q is not one of ask, allow, deny", a)
 	}
 }
 
@@ -279,6 +291,60 @@ func (c *Config) validateRoutes(channels map[string]bool, errs *Errors) {
 				errs.add(fmt.Sprintf("%s.approvers[%d]", p, j), "%q is not an identity such as slack:T123/U456, feishu:ou_xxx or web:alice", a)
 			}
 		}
+		r.validatePolicy(p, errs)
+	}
+}
+
+// validatePolicy checks what a route matches and what it does.
+func (r *Route) validatePolicy(p string, errs *Errors) {
+	checkAction(r.Action, p+".action", errs)
+	if r.Action != "" && r.Confirm != nil {
+		errs.add(p+".confirm", "give action (ask, allow or deny) or the older confirm, not both")
+	}
+	if strings.TrimSpace(r.Match.When) != "" {
+		if err := policy.CheckWhen(r.Match.When); err != nil {
+			errs.add(p+".match.when", "%v", err)
+		}
+	}
+	for j, c := range r.Match.Call {
+		if err := policy.CheckCall(c); err != nil {
+			errs.add(fmt.Sprintf("%s.match.call[%d]", p, j), "%v", err)
+		}
+	}
+	if m := r.Remember; m != nil {
+		switch {
+		case m.For <= 0:
+			errs.add(p+".remember", "must be a positive duration such as 1h")
+		case m.For.D() > 30*24*time.Hour:
+			errs.add(p+".remember", "at most 720h (30 days): a grant is a shortcut, not a policy (write an allow route instead)")
+		}
+		if m.Args != "" && m.Args != "same" && m.Args != "any" {
+			errs.add(p+".remember.args", "%q is not one of same, any", m.Args)
+		}
+		if r.Action == ActionAllow || r.Action == ActionDeny {
+			errs.add(p+".remember", "grants are given by approvers, so only a route that asks may remember")
+		}
+		if r.Quorum > 1 {
+			errs.add(p+".remember", "a grant would let one approver stand in for a quorum of %d", r.Quorum)
+		}
+	}
+	if rt := r.Rate; rt != nil {
+		if rt.Limit < 1 {
+			errs.add(p+".rate.limit", "must be at least 1")
+		}
+		if rt.Per <= 0 {
+			errs.add(p+".rate.per", "must be a positive duration such as 1h")
+		}
+		switch rt.By {
+		case "":
+			rt.By = "agent"
+		case "agent", "user", "session", "route":
+		default:
+			errs.add(p+".rate.by", "%q is not one of agent, user, session, route", rt.By)
+		}
+	}
+	if r.Record != nil && !*r.Record && r.Action != ActionAllow {
+		errs.add(p+".record", "only a route whose action is allow may skip the record (asks and denials are always kept)")
 	}
 }
 

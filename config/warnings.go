@@ -4,10 +4,10 @@ package config
 // should see: check-config prints them and serve logs them at start.
 func (c *Config) Warnings() []string {
 	var out []string
-	if !c.confirmsEveryCall() {
+	if c.Defaults.Action == "" && !c.confirmsEveryCall() {
 		out = append(out, "no route matches every call and demands confirmation, so a call that no route matches is "+
 			`allowed at once when its agent sends "requires_confirmation": false; to have a person asked for every `+
-			`other call, end the routes with one that matches every tool: {name: everything-else, match: {tool: "*"}}`)
+			`other call, set defaults.action: ask (or end the routes with one that matches every tool)`)
 	}
 	return out
 }
@@ -19,7 +19,9 @@ func (c *Config) confirmsEveryCall() bool {
 	for _, r := range c.Routes {
 		everyTool := r.Match.Tool == "" || r.Match.Tool == "*"
 		everyAgent := r.Match.Agent == "" || r.Match.Agent == "*"
-		if everyTool && everyAgent && (r.Confirm == nil || *r.Confirm) {
+		every := everyTool && everyAgent && r.Match.When == "" && len(r.Match.Call) == 0
+		confirms := r.Action == ActionAsk || r.Action == ActionDeny || r.Action == "" && (r.Confirm == nil || *r.Confirm)
+		if every && confirms {
 			return true
 		}
 	}

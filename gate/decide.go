@@ -45,6 +45,18 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 			// channels.
 			return Errorf(EFORBIDDEN, "this request was sent to %s, not %s; only its audience there (or a listed approver) may decide", strings.Join(r.Channels, ", "), d.Via)
 		}
+		if d.Remember {
+			switch {
+			case !d.Approve:
+				return Errorf(EINVALID, "only an approval can be remembered")
+			case r.RememberSeconds <= 0:
+				return Errorf(EINVALID, "route %s does not let approvers approve for a while", r.Route)
+			case len(d.ModifiedArgs) > 0:
+				return Errorf(EINVALID, "an approval for a while covers the arguments as proposed: approve edited arguments once")
+			case r.Quorum > 1:
+				return Errorf(EINVALID, "an approval for a while needs a single approver; this route needs %d", r.Quorum)
+			}
+		}
 		if d.Approve && len(d.ModifiedArgs) > 0 {
 			if r.Quorum > 1 {
 				// Earlier voters approved the proposed arguments; the last
@@ -58,6 +70,10 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 		return nil
 	}
 	detail := string(t.To)
+	if d.Remember {
+		detail += " (and remembered: a grant)"
+		t.Grant = func(r *Request) (*Grant, Event) { return s.grantFor(r, d.Actor, d.Via, t.At) }
+	}
 	if t.Reason != "" {
 		detail += ": " + t.Reason
 	}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
 )
@@ -337,7 +338,7 @@ func TestNoApprovalWithoutAHuman(t *testing.T) {
 			{Name: "ci", Agent: "ci-*", Channels: []string{"fake"}, Timeout: time.Hour, OnTimeout: gate.VerdictAllow},
 			{Name: "payments", Tool: "oa__purchase_*", Channels: []string{"fake"}, Approvers: []string{"web:alice", "web:bob"}, Quorum: 2},
 			{Name: "slack-only", Tool: "deploy", Channels: []string{"ops-slack"}},
-			{Name: "reads", Tool: "*", Confirm: false, Channels: []string{"fake"}},
+			{Name: "reads", Tool: "*", Action: policy.Agent, Channels: []string{"fake"}},
 		}})
 		ctx := context.Background()
 		no := false

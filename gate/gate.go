@@ -17,6 +17,9 @@ type Store interface {
 	Create(ctx context.Context, r *Request, events []Event) (got *Request, created bool, err error)
 	// Get returns one request, or an ENOTFOUND error.
 	Get(ctx context.Context, id string) (*Request, error)
+	// ByKey returns the request a caller made under an idempotency key, or
+	// an ENOTFOUND error.
+	ByKey(ctx context.Context, caller, key string) (*Request, error)
 	// List returns requests newest first and the cursor of the next page ("" at the end).
 	List(ctx context.Context, f Filter) ([]*Request, string, error)
 	// Transition applies t in one transaction; see Transition.
@@ -39,6 +42,19 @@ type Store interface {
 	// it. due reports that the card still lags behind its request and may be
 	// worked on now (its request ended while it was being posted).
 	FinishCard(ctx context.Context, res CardResult) (due bool, err error)
+	// FindGrant returns an active grant covering a call, or nil: one for
+	// these exact arguments (argsHash) or for any arguments.
+	FindGrant(ctx context.Context, route, caller, tool, argsHash string, now time.Time) (*Grant, error)
+	// Grants lists grants, newest first: of one caller when caller is not
+	// nil, and only those active at now when active is set.
+	Grants(ctx context.Context, caller *string, active bool, now time.Time) ([]Grant, error)
+	// RevokeGrant ends a grant at once, and appends the event to the trail
+	// of the request that gave it; ENOTFOUND for an unknown grant.
+	RevokeGrant(ctx context.Context, id, by string, at time.Time) (*Grant, error)
+	// CountCall adds one call to a rate counter's window and returns the
+	// count in that window, across replicas; windows that started before
+	// keep may be dropped on the way.
+	CountCall(ctx context.Context, key string, window, keep time.Time) (int, error)
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 }
@@ -88,6 +104,10 @@ type Transition struct {
 	// not) before anything is written; its error refuses the transition,
 	// which writes nothing and returns that error with the row.
 	Admit func(r *Request) error
+	// Grant, when set, gives the grant an approval writes (with its event)
+	// from the row it approves, in the approval's transaction: a grant
+	// exists exactly when the approval that gave it does.
+	Grant func(r *Request) (*Grant, Event)
 }
 
 // Vote is one approval toward a quorum.
@@ -178,6 +198,9 @@ type Decision struct {
 	ModifiedArgs json.RawMessage
 	// CardUpdated says the channel's card already shows the final state.
 	CardUpdated bool
+	// Remember asks for an approval that is also a grant ("approve for
+	// D"), on a request whose route allows it.
+	Remember bool
 }
 
 // voter is who the decision's vote counts for.

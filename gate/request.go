@@ -44,9 +44,13 @@ const (
 
 // Actors and channels that are not people or adapters.
 const (
-	// ActorSystem decides requests nobody had to see (no confirmation needed)
-	// and expires requests nobody answered.
+	// ActorSystem decides requests a route decides alone (allow, deny, a
+	// rate limit) and expires requests nobody answered.
 	ActorSystem = "gatehouse"
+	// ActorAgent allows a call on the agent's own word: it sent
+	// requires_confirmation false and nothing in the config asks about the
+	// call. Hooks answer it by leaving the call to the client's own prompt.
+	ActorAgent = "agent"
 	// ViaPolicy marks a verdict that a route gave without asking anyone.
 	ViaPolicy = "policy"
 	// WebChannel is the built-in channel: the web page's pending queue.
@@ -70,19 +74,24 @@ type Request struct {
 	Route                string          `json:"route"`
 	// Caller is the API token the request was made with ("" on a server
 	// without tokens). Its idempotency key, reads and cancels are scoped to it.
-	Caller         string          `json:"caller"`
-	IdempotencyKey string          `json:"idempotency_key,omitempty"`
-	Channels       []string        `json:"channels"`
-	Approvers      []string        `json:"approvers"`
-	Quorum         int             `json:"quorum"`
-	OnTimeout      Verdict         `json:"on_timeout"`
-	CreatedAt      time.Time       `json:"created_at"`
-	ExpiresAt      time.Time       `json:"expires_at"`
-	DecidedAt      *time.Time      `json:"decided_at"`
-	DecidedBy      string          `json:"decided_by"`
-	DecidedVia     string          `json:"decided_via"`
-	Reason         string          `json:"reason"`
-	ModifiedArgs   json.RawMessage `json:"modified_args"`
+	Caller         string   `json:"caller"`
+	IdempotencyKey string   `json:"idempotency_key,omitempty"`
+	Channels       []string `json:"channels"`
+	Approvers      []string `json:"approvers"`
+	Quorum         int      `json:"quorum"`
+	OnTimeout      Verdict  `json:"on_timeout"`
+	// RememberSeconds, when set, lets an approver "approve for" that long:
+	// a grant for the same agent, tool and route, and the same arguments
+	// unless RememberAnyArgs.
+	RememberSeconds int64           `json:"remember_seconds,omitempty"`
+	RememberAnyArgs bool            `json:"remember_any_args,omitempty"`
+	CreatedAt       time.Time       `json:"created_at"`
+	ExpiresAt       time.Time       `json:"expires_at"`
+	DecidedAt       *time.Time      `json:"decided_at"`
+	DecidedBy       string          `json:"decided_by"`
+	DecidedVia      string          `json:"decided_via"`
+	Reason          string          `json:"reason"`
+	ModifiedArgs    json.RawMessage `json:"modified_args"`
 }
 
 // Allowed reports whether the agent may run the tool call: approved, or
@@ -96,6 +105,10 @@ func (r *Request) Allowed() bool {
 	}
 	return false
 }
+
+// RememberFor is how long an approver's "approve for" lasts on this
+// request; zero when its route does not remember.
+func (r *Request) RememberFor() time.Duration { return time.Duration(r.RememberSeconds) * time.Second }
 
 // Waited is how long the request waited for its verdict (or has waited so far).
 func (r *Request) Waited(now time.Time) time.Duration {
@@ -142,7 +155,37 @@ const (
 	EventCancelled       = "cancelled"
 	EventRefused         = "decision_refused"
 	EventCallbackRefused = "callback_refused"
+	EventPolicy          = "policy_verdict" // allowed or denied by a route, or over a rate limit
+	EventPolicyError     = "policy_error"   // a condition failed to evaluate on the way
+	EventGrantGiven      = "grant_given"
+	EventGrantUsed       = "grant_used"
+	EventGrantRevoked    = "grant_revoked"
 )
+
+// ViaGrant marks a verdict that a grant gave without asking anyone.
+const ViaGrant = "grant"
+
+// Grant is an approver's "approve for D": for its duration, calls of the
+// same agent (token) to the same tool on the same route, with the same
+// arguments unless ArgsHash is empty, are approved at once. It never
+// crosses agents or routes.
+type Grant struct {
+	ID        string     `json:"id"`
+	Route     string     `json:"route"`
+	Caller    string     `json:"caller"`
+	Tool      string     `json:"tool"`
+	ArgsHash  string     `json:"args_hash,omitempty"` // "" covers any arguments
+	GivenBy   string     `json:"given_by"`
+	GivenVia  string     `json:"given_via"`
+	RequestID string     `json:"request_id"` // the approval that gave it
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt time.Time  `json:"expires_at"`
+	RevokedAt *time.Time `json:"revoked_at"`
+	RevokedBy string     `json:"revoked_by,omitempty"`
+}
+
+// Active reports whether the grant covers calls at now.
+func (g *Grant) Active(now time.Time) bool { return g.RevokedAt == nil && now.Before(g.ExpiresAt) }
 
 // Card is what a channel posted (or is to post) for a request, and how far
 // its platform copy has caught up with the request's state.
@@ -174,6 +217,10 @@ type Filter struct {
 	Since  time.Time
 	Until  time.Time
 	Query  string // free text over tool, summary, arguments, agent and decider
+	// Policy says whether requests a route decided without a person
+	// (decided_via policy) are shown: "" or "include" all, "exclude"
+	// people's decisions only, "only" those alone.
+	Policy string
 	Limit  int
 	Cursor string // the id of the last request of the previous page
 }
@@ -188,11 +235,14 @@ func (r *Request) Explain(now time.Time) string {
 		}
 		return s
 	}
+	switch {
+	case r.DecidedVia == ViaPolicy && r.Reason != "":
+		return r.Reason // names the route and its message
+	case r.Status == StatusApproved && r.DecidedVia == ViaGrant:
+		return "approved at once: " + r.Reason
+	}
 	switch r.Status {
 	case StatusApproved:
-		if r.DecidedVia == ViaPolicy {
-			return withReason("allowed by route " + r.Route)
-		}
 		return withReason(fmt.Sprintf("approved by %s via %s after %s", r.DecidedBy, r.DecidedVia, after))
 	case StatusRejected:
 		return withReason(fmt.Sprintf("rejected by %s via %s after %s", r.DecidedBy, r.DecidedVia, after))

@@ -3,17 +3,30 @@ package gate
 import (
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/policy"
 )
 
-// Route is an operator's rule for a class of tool calls: who is asked,
-// through which channels, for how long, and what silence means.
+// Route is an operator's rule for a class of tool calls: which calls it
+// matches, what happens to them, and, for those it asks about, who is
+// asked, through which channels, for how long and what silence means.
 type Route struct {
 	Name  string
-	Tool  string // a glob over the tool name; "" matches every tool
-	Agent string // a glob over the agent id; "" matches every agent
-	// Confirm says matching calls need a human even when the caller says
-	// requires_confirmation: false (hooks leave that decision to routes).
-	Confirm   bool
+	Tool  string   // a glob over the tool name; "" matches every tool
+	Agent string   // a glob over the authenticated agent; "" matches every agent
+	When  string   // a CEL condition over the call
+	Calls []string // Claude Code permission-rule patterns; any may match
+	// Action is ask (when empty), allow, deny, or agent (the older
+	// `confirm: false`: the agent's requires_confirmation decides).
+	Action  policy.Action
+	Message string // told to the agent with a policy verdict
+	// Remember lets approvers "approve for" this long: a grant covering
+	// the same agent, tool and route (and arguments, unless RememberAny).
+	Remember    time.Duration
+	RememberAny bool
+	Rate        *Rate
+	// NoRecord skips storing the calls an allow route lets through.
+	NoRecord  bool
 	Channels  []string
 	Approvers []string // identity globs; empty means anyone who sees the card
 	Quorum    int      // distinct approvals needed; 1 when zero
@@ -21,9 +34,21 @@ type Route struct {
 	OnTimeout Verdict
 }
 
-// Matches reports whether the route covers a tool call by this agent.
-func (r Route) Matches(tool, agent string) bool {
-	return (r.Tool == "" || Glob(r.Tool, tool)) && (r.Agent == "" || Glob(r.Agent, agent))
+// Rate limits a route's calls: at most Limit per Per, by agent, user,
+// session or for the whole route.
+type Rate struct {
+	Limit int
+	Per   time.Duration
+	By    string
+}
+
+// compile turns routes into the policy that matches calls to them.
+func compile(routes []Route) (*policy.Policy, error) {
+	specs := make([]policy.Route, len(routes))
+	for i, r := range routes {
+		specs[i] = policy.Route{Name: r.Name, Tool: r.Tool, Agent: r.Agent, When: r.When, Calls: r.Calls, Action: r.Action}
+	}
+	return policy.Compile(specs)
 }
 
 // Glob matches s against a pattern where * stands for any run of characters

@@ -9,10 +9,15 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+
+	"github.com/gatehouse-dev/gatehouse/policy"
 )
 
 // Defaults apply to requests that match no route.
 type Defaults struct {
+	// Action is what happens to calls no route matches. Empty: the
+	// agent's requires_confirmation decides (true or absent: ask).
+	Action     policy.Action
 	Timeout    time.Duration // how long a request waits; 10m when zero
 	MaxTimeout time.Duration // the longest timeout a caller may ask for; 24h when zero
 	OnTimeout  Verdict       // deny when empty
@@ -54,8 +59,7 @@ type Options struct {
 // announce them (cards.go). Its background loops are here.
 type Service struct {
 	store    Store
-	routes   []Route
-	defaults Defaults
+	rules    atomic.Pointer[rules] // swapped whole by SetRoutes
 	now      func() time.Time
 	log      *slog.Logger
 	notifier Notifier
@@ -77,7 +81,17 @@ type Service struct {
 	ids  *ulid.MonotonicEntropy
 }
 
-// NewService builds a service. Register channels, then Start it.
+// rules are the routes and defaults in force, with the policy compiled
+// from them. They are replaced whole, never changed in place.
+type rules struct {
+	routes   []Route
+	policy   *policy.Policy
+	defaults Defaults
+}
+
+// NewService builds a service. Register channels, then Start it. Its
+// routes must compile (config validation compiles them first); a route
+// that does not is a programming error.
 func NewService(o Options) *Service {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -87,18 +101,6 @@ func NewService(o Options) *Service {
 	}
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
-	}
-	if o.Defaults.Timeout <= 0 {
-		o.Defaults.Timeout = 10 * time.Minute
-	}
-	if o.Defaults.MaxTimeout <= 0 {
-		o.Defaults.MaxTimeout = 24 * time.Hour
-	}
-	if o.Defaults.OnTimeout == "" {
-		o.Defaults.OnTimeout = VerdictDeny
-	}
-	if len(o.Defaults.Channels) == 0 {
-		o.Defaults.Channels = []string{WebChannel}
 	}
 	if o.SafetyInterval <= 0 {
 		o.SafetyInterval = 2 * time.Second
@@ -118,8 +120,8 @@ func NewService(o Options) *Service {
 	if o.CardWorkers <= 0 {
 		o.CardWorkers = 64
 	}
-	return &Service{
-		store: o.Store, routes: o.Routes, defaults: o.Defaults, now: o.Now, log: o.Logger,
+	s := &Service{
+		store: o.Store, now: o.Now, log: o.Logger,
 		notifier: o.Notifier, obs: o.Observer, opts: o,
 		channels: map[string]Channel{},
 		waiters:  newHub(),
@@ -128,6 +130,36 @@ func NewService(o Options) *Service {
 		stopping: make(chan struct{}),
 		ids:      ulid.Monotonic(rand.Reader, 0),
 	}
+	if err := s.SetRoutes(o.Routes, o.Defaults); err != nil {
+		panic("gate: routes that do not compile: " + err.Error())
+	}
+	return s
+}
+
+// SetRoutes puts new routes and defaults in force (a config reload),
+// atomically: every call is decided by the old rules or the new ones,
+// never a mix. Requests already made keep what their route gave them
+// (approvers, quorum, channels, deadline). Routes that do not compile are
+// refused and the rules in force stay.
+func (s *Service) SetRoutes(routes []Route, d Defaults) error {
+	p, err := compile(routes)
+	if err != nil {
+		return err
+	}
+	if d.Timeout <= 0 {
+		d.Timeout = 10 * time.Minute
+	}
+	if d.MaxTimeout <= 0 {
+		d.MaxTimeout = 24 * time.Hour
+	}
+	if d.OnTimeout == "" {
+		d.OnTimeout = VerdictDeny
+	}
+	if len(d.Channels) == 0 {
+		d.Channels = []string{WebChannel}
+	}
+	s.rules.Store(&rules{routes: routes, policy: p, defaults: d})
+	return nil
 }
 
 // Register adds a channel. Call it before Start.

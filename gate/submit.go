@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/text"
+	"github.com/gatehouse-dev/gatehouse/policy"
 )
 
 // Submission is what an agent asks for.
@@ -42,7 +43,7 @@ const (
 	maxArgsLen = 256 << 10
 )
 
-func (s *Service) validate(in *Submission) error {
+func (s *Service) validate(in *Submission, maxTimeout time.Duration) error {
 	in.ToolName = strings.TrimSpace(in.ToolName)
 	if in.ToolName == "" {
 		return Errorf(EINVALID, "tool_name: required")
@@ -82,8 +83,8 @@ func (s *Service) validate(in *Submission) error {
 	if in.Timeout < 0 || (in.Timeout > 0 && in.Timeout < time.Second) {
 		return Errorf(EINVALID, "timeout_seconds: must be at least 1")
 	}
-	if in.Timeout > s.defaults.MaxTimeout {
-		return Errorf(EINVALID, "timeout_seconds: must be at most %d", int(s.defaults.MaxTimeout.Seconds()))
+	if in.Timeout > maxTimeout {
+		return Errorf(EINVALID, "timeout_seconds: must be at most %d", int(maxTimeout.Seconds()))
 	}
 	return nil
 }
@@ -101,51 +102,74 @@ func compactJSON(raw json.RawMessage, def string) (json.RawMessage, error) {
 	return buf.Bytes(), nil
 }
 
-// route picks the request's route: the first that matches, else the
-// defaults. A route the caller names must be that one: naming a broader
-// route would let it dodge the stricter one's approvers.
-func (s *Service) route(in *Submission) (Route, bool, error) {
-	caller := in.Caller
-	if caller == "" {
-		caller = in.AgentID
+// decision is what the policy made of a submission.
+type decision struct {
+	route   Route
+	matched bool
+	action  policy.Action // ask, allow or deny: the agent's flag already applied
+	byAgent bool          // the agent's requires_confirmation made the action
+	errors  []string      // conditions that failed to evaluate on the way
+}
+
+// decide runs the policy over a submission. The route a caller names must
+// be the one the policy picks: naming a broader route would let it dodge
+// the stricter one's approvers.
+func (rs *rules) decide(in *Submission, now time.Time) (decision, error) {
+	c := policy.NewCall(in.ToolName, in.ToolArgs, in.Metadata)
+	c.Agent, c.AgentLabel, c.User, c.Session, c.Now = in.Caller, in.AgentID, in.UserID, in.SessionID, now
+	if c.Agent == "" {
+		c.Agent = in.AgentID // a server without tokens: the agent's own name is all there is
 	}
-	rt, matched := Route{}, false
-	for _, r := range s.routes {
-		if r.Matches(in.ToolName, caller) {
-			rt, matched = r, true
-			break
+	res := rs.policy.Evaluate(c, false)
+	d := decision{errors: res.Errors, action: rs.defaults.Action}
+	if res.Route >= 0 {
+		d.route, d.matched, d.action = rs.routes[res.Route], true, res.Action
+	} else {
+		df := rs.defaults
+		d.route = Route{Name: "default", Channels: df.Channels, Approvers: df.Approvers, Timeout: df.Timeout, OnTimeout: df.OnTimeout}
+	}
+	if in.Route != "" && in.Route != d.route.Name {
+		return d, Errorf(EINVALID, "route: tool %q goes to route %q, not %q (routes are chosen by the server)", in.ToolName, d.route.Name, in.Route)
+	}
+	asked := in.RequiresConfirmation == nil || *in.RequiresConfirmation
+	switch {
+	case d.action == "" || d.action == policy.Agent:
+		// The agent's flag decides, failing closed when it says nothing.
+		d.action, d.byAgent = policy.Allow, true
+		if asked {
+			d.action = policy.Ask
 		}
+	case d.action == policy.Allow && in.RequiresConfirmation != nil && *in.RequiresConfirmation:
+		// An agent may ask for a person where the policy would allow;
+		// nothing it sends turns an ask or a deny into an allow.
+		d.action = policy.Ask
 	}
-	if !matched {
-		d := s.defaults
-		rt = Route{Name: "default", Channels: d.Channels, Approvers: d.Approvers, Timeout: d.Timeout, OnTimeout: d.OnTimeout}
-	}
-	if in.Route != "" && in.Route != rt.Name {
-		return Route{}, false, Errorf(EINVALID, "route: tool %q goes to route %q, not %q (routes are chosen by the server)", in.ToolName, rt.Name, in.Route)
-	}
-	return rt, matched, nil
+	return d, nil
 }
 
 // Submit records a request, or returns the one its caller already recorded
-// under its idempotency key (created false). A call that needs no human is
-// approved at once by policy and recorded as such; any other goes to its
-// channels.
+// under its idempotency key (created false). The policy decides first: a
+// deny route, a rate limit over its count, an allow route or a grant
+// decide at once, and the request is recorded with that verdict; any other
+// call waits for a person, through its route's channels.
 func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, error) {
-	if err := s.validate(&in); err != nil {
-		return nil, false, err
-	}
-	rt, matched, err := s.route(&in)
-	if err != nil {
+	rs := s.rules.Load()
+	if err := s.validate(&in, rs.defaults.MaxTimeout); err != nil {
 		return nil, false, err
 	}
 	now := s.stamp()
+	d, err := rs.decide(&in, now)
+	if err != nil {
+		return nil, false, err
+	}
+	rt := d.route
 	timeout := rt.Timeout
 	if timeout <= 0 {
-		timeout = s.defaults.Timeout
+		timeout = rs.defaults.Timeout
 	}
 	onTimeout := rt.OnTimeout
 	if onTimeout == "" {
-		onTimeout = s.defaults.OnTimeout
+		onTimeout = rs.defaults.OnTimeout
 	}
 	if in.Timeout > 0 {
 		// On a route whose silence means allow, a shorter wait would be an
@@ -162,20 +186,88 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		ToolCallID: in.ToolCallID, Metadata: in.Metadata, Route: rt.Name, Caller: in.Caller, IdempotencyKey: in.IdempotencyKey,
 		Channels: rt.Channels, Approvers: rt.Approvers, Quorum: max(rt.Quorum, 1), OnTimeout: onTimeout,
 		CreatedAt: now, ExpiresAt: now.Add(timeout),
+		RememberSeconds: int64(rt.Remember / time.Second), RememberAnyArgs: rt.RememberAny,
 	}
 	var events []Event
-	if r.RequiresConfirmation || (matched && rt.Confirm) {
-		events = []Event{{Type: EventCreated, At: now, Actor: actorOf(r),
-			Detail: fmt.Sprintf("route %s; channels %s; expires %s; on timeout %s", r.Route, strings.Join(r.Channels, ", "), r.ExpiresAt.Format(time.RFC3339), r.OnTimeout)}}
-	} else {
-		r.Status = StatusApproved
-		r.DecidedAt = &now
-		r.DecidedBy = ActorSystem
-		r.DecidedVia = ViaPolicy
-		r.Reason = "no confirmation required"
-		r.Channels = nil
-		events = []Event{{Type: EventAutoAllowed, At: now, Actor: ActorSystem, Channel: ViaPolicy,
-			Detail: fmt.Sprintf("route %s: no confirmation required", r.Route)}}
+	for _, e := range d.errors {
+		e, _ = text.CutBytes(text.Clean(e), maxTextLen)
+		events = append(events, Event{Type: EventPolicyError, At: now, Actor: ActorSystem, Channel: ViaPolicy, Detail: e})
+	}
+	if d.action != policy.Deny && rt.Rate != nil {
+		over, err := s.overRate(ctx, &in, rt, now)
+		if err != nil {
+			return nil, false, err
+		}
+		if over != "" {
+			return s.record(ctx, r, events, StatusRejected, ActorSystem, ViaPolicy, over)
+		}
+	}
+	switch d.action {
+	case policy.Deny:
+		return s.record(ctx, r, events, StatusRejected, ActorSystem, ViaPolicy, routeReason("denied", rt))
+	case policy.Allow:
+		if d.byAgent {
+			return s.record(ctx, r, events, StatusApproved, ActorAgent, ViaPolicy,
+				"no confirmation required: the agent sent requires_confirmation false and route "+rt.Name+" does not ask")
+		}
+		if rt.NoRecord {
+			return s.unrecorded(r, rt), true, nil
+		}
+		return s.record(ctx, r, events, StatusApproved, ActorSystem, ViaPolicy, routeReason("allowed", rt))
+	}
+	if rt.Remember > 0 {
+		hash := ""
+		if !rt.RememberAny {
+			hash = argsHash(in.ToolArgs)
+		}
+		g, err := s.store.FindGrant(ctx, rt.Name, in.Caller, in.ToolName, hash, now)
+		if err != nil {
+			return nil, false, err
+		}
+		if g != nil {
+			events = append(events, Event{Type: EventGrantUsed, At: now, Actor: g.GivenBy, Channel: ViaGrant,
+				Detail: fmt.Sprintf("grant %s, given by %s via %s on request %s, until %s", g.ID, g.GivenBy, g.GivenVia, g.RequestID,
+					g.ExpiresAt.Format(time.RFC3339))})
+			return s.record(ctx, r, events, StatusApproved, g.GivenBy, ViaGrant,
+				fmt.Sprintf("grant %s given by %s until %s", g.ID, g.GivenBy, g.ExpiresAt.Format(time.RFC3339)))
+		}
+	}
+	events = append(events, Event{Type: EventCreated, At: now, Actor: actorOf(r),
+		Detail: fmt.Sprintf("route %s; channels %s; expires %s; on timeout %s", r.Route, strings.Join(r.Channels, ", "), r.ExpiresAt.Format(time.RFC3339), r.OnTimeout)})
+	got, created, err := s.store.Create(ctx, r, events)
+	if err != nil {
+		return nil, false, err
+	}
+	if !created {
+		return s.attach(got, r)
+	}
+	s.obs.RequestCreated(got.Route)
+	s.log.Info("request created", "request_id", got.ID, "tool", got.ToolName, "route", got.Route, "status", got.Status)
+	if len(got.Channels) > 0 {
+		s.kickWork()
+	}
+	return got, true, nil
+}
+
+// routeReason names the route (and its message) in a policy verdict.
+func routeReason(verb string, rt Route) string {
+	reason := verb + " by route " + rt.Name
+	if rt.Name == "default" {
+		reason = verb + " by the defaults"
+	}
+	if rt.Message != "" {
+		reason += ": " + rt.Message
+	}
+	return reason
+}
+
+// record stores a request decided without asking anyone, with its verdict.
+func (s *Service) record(ctx context.Context, r *Request, events []Event, status Status, by, via, reason string) (*Request, bool, error) {
+	r.Status, r.DecidedAt, r.DecidedBy, r.DecidedVia, r.Reason = status, &r.CreatedAt, by, via, reason
+	r.Channels = nil
+	if via == ViaPolicy {
+		events = append(events, Event{Type: EventPolicy, At: r.CreatedAt, Actor: ActorSystem, Channel: ViaPolicy,
+			Detail: string(status) + ": " + reason})
 	}
 	got, created, err := s.store.Create(ctx, r, events)
 	if err != nil {
@@ -185,14 +277,19 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		return s.attach(got, r)
 	}
 	s.obs.RequestCreated(got.Route)
-	if got.Status.Final() {
-		s.obs.RequestFinished(got.Route, got.Status, 0)
-	}
-	s.log.Info("request created", "request_id", got.ID, "tool", got.ToolName, "route", got.Route, "status", got.Status)
-	if len(got.Channels) > 0 && !got.Status.Final() {
-		s.kickWork()
-	}
+	s.obs.RequestFinished(got.Route, got.Status, 0)
+	s.log.Info("request "+string(got.Status), "request_id", got.ID, "tool", got.ToolName, "route", got.Route, "via", via)
 	return got, true, nil
+}
+
+// unrecorded answers a call a route allows without keeping it (record:
+// false): the request is never stored, only counted.
+func (s *Service) unrecorded(r *Request, rt Route) *Request {
+	r.Status, r.DecidedAt, r.DecidedBy, r.DecidedVia = StatusApproved, &r.CreatedAt, ActorSystem, ViaPolicy
+	r.Reason, r.Channels = routeReason("allowed", rt)+" (not recorded)", nil
+	s.obs.RequestCreated(r.Route)
+	s.obs.RequestFinished(r.Route, r.Status, 0)
+	return r
 }
 
 // attach answers a submission whose idempotency key its caller used before.

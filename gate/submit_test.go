@@ -166,7 +166,7 @@ func TestNoConfirmationNeeded(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		fake := newFake("fake")
 		svc := newService(t, db, svcOpts{chans: []gate.Channel{fake},
-			routes: []gate.Route{{Name: "shell", Tool: "Bash", Confirm: true, Channels: []string{"fake"}}}})
+			routes: []gate.Route{{Name: "shell", Tool: "Bash", Channels: []string{"fake"}}}})
 		no := false
 		r, _, err := svc.Submit(context.Background(), gate.Submission{ToolName: "Read", RequiresConfirmation: &no})
 		if err != nil {

@@ -1,6 +1,6 @@
 // Package hook maps agent clients' hook protocols (Claude Code, Codex,
 // Cursor, Gemini CLI, Copilot CLI) onto the gate and back: a client's hook
-// input becomes a gate.Submission, and a request's outcome becomes that
+// input becomes an Ask of the gate, and a request's outcome becomes that
 // client's decision JSON and exit code. It is pure: the HTTP endpoint
 // (web/hooks.go) and the command hook (gatehouse hook CLIENT) share it, so
 // each wire format lives here and nowhere else.
@@ -20,10 +20,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
-	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
+	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
 // Client names, as `gatehouse hook CLIENT` and /hooks/CLIENT spell them.
@@ -305,18 +304,6 @@ func normalizeInput(raw json.RawMessage) (json.RawMessage, error) {
 	return buf.Bytes(), nil
 }
 
-// Canonical returns JSON with object keys sorted and no insignificant
-// space, so that two spellings of one input hash alike.
-func Canonical(raw json.RawMessage) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return jsonx.Marshal(v)
-}
-
 // Key is the idempotency key of the call's n-th request. Key(0) is a hash of
 // the session, the tool and the canonical input, so that both events of one
 // call (PreToolUse and PermissionRequest; only the first has a tool_use_id),
@@ -325,7 +312,7 @@ func Canonical(raw json.RawMessage) ([]byte, error) {
 // identical call finds that request settled and stale (see Reusable) and
 // moves on to Key(1), and so on.
 func (c Call) Key(n int) string {
-	canon, err := Canonical(c.ToolInput)
+	canon, err := jsonx.Canonical(c.ToolInput)
 	if err != nil {
 		canon = c.ToolInput
 	}
@@ -342,25 +329,32 @@ func (c Call) Key(n int) string {
 	return key
 }
 
-// Submission is the gate request for the call's n-th key. It does not ask
-// for confirmation itself: the operator's routes decide which tools need a
-// human (a route matching "Bash" or "mcp__*"), and calls no route claims are
-// allowed at once and recorded.
-func (c Call) Submission(n int) gate.Submission {
+// Ask is what a hook asks the gate: the request for the call's n-th key.
+type Ask struct {
+	ToolName       string
+	ToolArgs       json.RawMessage
+	Summary        string
+	SessionID      string
+	ToolCallID     string
+	Metadata       json.RawMessage
+	IdempotencyKey string
+}
+
+// Ask is the gate request for the call's n-th key. It is sent with
+// requires_confirmation false: the operator's routes decide which calls
+// need a person, and a call no route claims (with no defaults.action) is
+// left to the client's own permission flow (Defer).
+func (c Call) Ask(n int) Ask {
 	meta, _ := json.Marshal(c.Metadata)
-	no := false
 	// The arguments go in canonical form, like the key: the gate refuses a
 	// key reused with other argument bytes, and a retry whose client wrote
 	// the same input in another key order is still the same call.
-	args, err := Canonical(c.ToolInput)
+	args, err := jsonx.Canonical(c.ToolInput)
 	if err != nil {
 		args = c.ToolInput
 	}
-	return gate.Submission{
-		ToolName: c.ToolName, ToolArgs: args, RequiresConfirmation: &no, Summary: c.Summary(),
-		SessionID: truncate(c.SessionID, 256), ToolCallID: truncate(c.ToolUseID, 256), Metadata: meta,
-		IdempotencyKey: c.Key(n),
-	}
+	return Ask{ToolName: c.ToolName, ToolArgs: args, Summary: c.Summary(), SessionID: text.EllipsisBytes(c.SessionID, 256),
+		ToolCallID: text.EllipsisBytes(c.ToolUseID, 256), Metadata: meta, IdempotencyKey: c.Key(n)}
 }
 
 // Summary is the card's one line: the client, and the command or file when
@@ -379,7 +373,7 @@ func (c Call) Summary() string {
 	if detail != "" {
 		line += ": " + detail
 	}
-	return truncate(line, 300)
+	return text.EllipsisBytes(line, 300)
 }
 
 func label(client string) string {
@@ -398,36 +392,27 @@ func label(client string) string {
 	return client
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n-len("…")]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
-}
+// Pending is the status of a request still waiting for a verdict.
+const Pending = "pending"
 
-// Outcome is what a hook answer depends on, as both a gate.Request (the
-// HTTP endpoint) and the API's hook result plus the request (the command
-// hook) carry it.
+// Outcome is what a hook answer depends on, as the gate's answer (over
+// HTTP, or from a request in the server) carries it.
 type Outcome struct {
-	RequestID    string
-	Status       gate.Status
-	Allow        bool
-	ByPolicy     bool   // decided by a route without asking anyone
+	RequestID string
+	Status    string
+	Allow     bool
+	// AgentDecided says the call was allowed only because the hook said no
+	// confirmation is needed and nothing in the config asked for one: the
+	// gate has no objection, but it is not an operator's allow.
+	AgentDecided bool
 	Explain      string // "rejected by slack:T1/U2 via ops-slack after 42s: too risky"
 	ModifiedArgs json.RawMessage
 	DecidedAt    *time.Time
 	ToolCallID   string
 }
 
-// OutcomeOf reads a request.
-func OutcomeOf(r *gate.Request, now time.Time) Outcome {
-	return Outcome{RequestID: r.ID, Status: r.Status, Allow: r.Allowed(), ByPolicy: r.DecidedVia == gate.ViaPolicy,
-		Explain: r.Explain(now), ModifiedArgs: edits(r.ModifiedArgs), DecidedAt: r.DecidedAt, ToolCallID: r.ToolCallID}
-}
+// Edits is raw when it holds edited arguments, nil when it is empty or null.
+func Edits(raw json.RawMessage) json.RawMessage { return edits(raw) }
 
 func edits(raw json.RawMessage) json.RawMessage {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
@@ -443,7 +428,7 @@ func edits(raw json.RawMessage) json.RawMessage {
 // of another call id, or an old one, is a previous identical call: the
 // caller moves on to the next key.
 func (c Call) Reusable(o Outcome, now time.Time) bool {
-	if o.Status == gate.StatusPending {
+	if o.Status == Pending {
 		return true
 	}
 	if c.ToolUseID != "" && o.ToolCallID != "" {
@@ -462,9 +447,10 @@ const (
 	// Allow runs the call without the client asking its user again: a
 	// person approved it (or its route allows on timeout).
 	Allow
-	// Defer leaves the call to the client's own permission flow: no route
-	// asked for a human, so Gatehouse recorded it and has no objection, but
-	// it does not wave through what the client would otherwise ask about.
+	// Defer leaves the call to the client's own permission flow: nothing
+	// in the config asked about it, so Gatehouse recorded it and has no
+	// objection, but it does not wave through what the client would
+	// otherwise ask about. (An operator's allow route is an Allow.)
 	Defer
 )
 
@@ -484,13 +470,13 @@ type Verdict struct {
 func VerdictOf(o Outcome, waited time.Duration) Verdict {
 	v := Verdict{RequestID: o.RequestID, Reason: "gatehouse: " + o.Explain}
 	switch {
-	case o.Status == gate.StatusPending:
+	case o.Status == Pending:
 		v.Kind = Deny
 		v.Reason = fmt.Sprintf("gatehouse: still waiting for approval (request %s) after %s; denied for now. "+
 			"Retrying the same call while the request is still pending waits on the same card; "+
 			"set the route's timeout below the hook's wait so the verdict reaches this call.",
 			o.RequestID, waited.Round(time.Second))
-	case o.Allow && o.ByPolicy:
+	case o.Allow && o.AgentDecided:
 		v.Kind = Defer
 	case o.Allow:
 		v.Kind = Allow

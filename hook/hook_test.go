@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
-
-	"github.com/gatehouse-dev/gatehouse/gate"
 )
 
 func TestParseShapes(t *testing.T) {
@@ -66,8 +64,8 @@ func TestKey(t *testing.T) {
 			t.Errorf("%s shares the key", other)
 		}
 	}
-	if sub := perm.Submission(0); sub.RequiresConfirmation == nil || *sub.RequiresConfirmation || sub.IdempotencyKey != pre.Key(0) {
-		t.Errorf("submission: %+v", sub)
+	if a := perm.Ask(0); a.IdempotencyKey != pre.Key(0) {
+		t.Errorf("ask: %+v", a)
 	}
 }
 
@@ -82,11 +80,11 @@ func TestReusable(t *testing.T) {
 		o    Outcome
 		want bool
 	}{
-		{"pending is always shared", withID, Outcome{Status: gate.StatusPending, ToolCallID: "b"}, true},
-		{"same call id", withID, Outcome{Status: gate.StatusApproved, ToolCallID: "a", DecidedAt: &old}, true},
-		{"another call id", withID, Outcome{Status: gate.StatusApproved, ToolCallID: "b", DecidedAt: &recent}, false},
-		{"no id, recent", noID, Outcome{Status: gate.StatusApproved, ToolCallID: "b", DecidedAt: &recent}, true},
-		{"no id, old", noID, Outcome{Status: gate.StatusRejected, DecidedAt: &old}, false},
+		{"pending is always shared", withID, Outcome{Status: Pending, ToolCallID: "b"}, true},
+		{"same call id", withID, Outcome{Status: "approved", ToolCallID: "a", DecidedAt: &old}, true},
+		{"another call id", withID, Outcome{Status: "approved", ToolCallID: "b", DecidedAt: &recent}, false},
+		{"no id, recent", noID, Outcome{Status: "approved", ToolCallID: "b", DecidedAt: &recent}, true},
+		{"no id, old", noID, Outcome{Status: "rejected", DecidedAt: &old}, false},
 	}
 	for _, tc := range cases {
 		if got := tc.call.Reusable(tc.o, now); got != tc.want {

@@ -23,7 +23,7 @@ import (
 // so every statement must use $n before $n+1 (TestStatementPlaceholders).
 const requestColumns = `id, status, tool_name, tool_args, requires_confirmation, summary, agent_id, user_id, session_id,
 	tool_call_id, metadata, route, caller, idempotency_key, channels, approvers, quorum, on_timeout, created_at, expires_at,
-	decided_at, decided_by, decided_via, reason, modified_args`
+	decided_at, decided_by, decided_via, reason, modified_args, remember_seconds, remember_any`
 
 // casPending is the compare-and-set's test of a pending row. Written as
 // "status IS NOT DISTINCT FROM 'pending'" (status is NOT NULL, so it means
@@ -37,7 +37,7 @@ const (
 	qGetRequest    = `SELECT ` + requestColumns + ` FROM requests WHERE id = $1`
 	qGetByKey      = `SELECT ` + requestColumns + ` FROM requests WHERE caller = $1 AND idempotency_key = $2`
 	qInsertRequest = `INSERT INTO requests (` + requestColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-		$14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25) ON CONFLICT DO NOTHING`
+		$14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27) ON CONFLICT DO NOTHING`
 	qInsertCard = `INSERT INTO cards (request_id, channel, ref, want, have, attempts, last_error, abandoned, next_attempt_at,
 		lease_until, lease_owner, updated_at) VALUES ($1, $2, '', $3, '', 0, '', FALSE, $4, $5, '', $4)`
 	qInsertEvent = `INSERT INTO events (request_id, at, type, actor, channel, detail) VALUES ($1, $2, $3, $4, $5, $6)`
@@ -52,10 +52,22 @@ const (
 	qExpire     = casSet + ` AND expires_at <= $2 RETURNING ` + requestColumns
 	qFinalCards = `UPDATE cards SET want = $1, attempts = 0, last_error = '', abandoned = FALSE, next_attempt_at = $2, updated_at = $2
 		WHERE request_id = $3`
-	qInlineCard = `UPDATE cards SET have = want WHERE request_id = $1 AND channel = $2 AND have <> ''`
-	qInsertVote = `INSERT INTO votes (request_id, actor, via, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`
-	qCountVotes = `SELECT COUNT(*) FROM votes WHERE request_id = $1`
-	qNotify     = `SELECT pg_notify($1, $2)`
+	qInlineCard  = `UPDATE cards SET have = want WHERE request_id = $1 AND channel = $2 AND have <> ''`
+	qInsertVote  = `INSERT INTO votes (request_id, actor, via, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`
+	qCountVotes  = `SELECT COUNT(*) FROM votes WHERE request_id = $1`
+	qNotify      = `SELECT pg_notify($1, $2)`
+	qInsertGrant = `INSERT INTO grants (id, route, caller, tool, args_hash, given_by, given_via, request_id, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
+	grantColumns = `id, route, caller, tool, args_hash, given_by, given_via, request_id, created_at, expires_at, revoked_at, revoked_by`
+	// qFindGrant finds the grant of a call: for its arguments or any.
+	qFindGrant = `SELECT ` + grantColumns + ` FROM grants WHERE caller = $1 AND route = $2 AND tool = $3 AND args_hash IN ($4, '')
+		AND expires_at > $5 AND revoked_at IS NULL ORDER BY expires_at DESC LIMIT 1`
+	qRevokeGrant = `UPDATE grants SET revoked_at = $1, revoked_by = $2 WHERE id = $3 AND revoked_at IS NULL RETURNING ` + grantColumns
+	// qCountCall adds a call to a rate counter's window, atomically on
+	// both drivers, and returns the window's count.
+	qCountCall = `INSERT INTO rate_counts (key, window_start, count) VALUES ($1, $2, 1)
+		ON CONFLICT (key, window_start) DO UPDATE SET count = rate_counts.count + 1 RETURNING count`
+	qDropWindows = `DELETE FROM rate_counts WHERE key = $1 AND window_start < $2`
 	// The claim of due card work, one statement. On PostgreSQL the inner
 	// SELECT skips the rows another replica holds (FOR UPDATE SKIP
 	// LOCKED), so no two workers ever hold one card; SQLite's single
@@ -79,7 +91,7 @@ const (
 // lifecycleStatements lists the statements each driver prepares.
 func lifecycleStatements(driver string) []string {
 	common := []string{qGetRequest, qGetByKey, qInsertRequest, qInsertCard, qInsertEvent, qDecide, qExpire, qFinalCards,
-		qInlineCard, qInsertVote, qCountVotes, qFinishCard}
+		qInlineCard, qInsertVote, qCountVotes, qFinishCard, qInsertGrant, qFindGrant, qRevokeGrant, qCountCall, qDropWindows}
 	if driver == Postgres {
 		return append(common, qLockPostgres, qClaimPostgres, qNotify)
 	}
@@ -177,7 +189,7 @@ func scanRequest(rows *sql.Rows) (*requestRow, error) {
 	if err := rows.Scan(&r.ID, &r.Status, &r.ToolName, &r.ToolArgs, &r.RequiresConfirmation, &r.Summary, &r.AgentID,
 		&r.UserID, &r.SessionID, &r.ToolCallID, &r.Metadata, &r.Route, &r.Caller, &r.IdempotencyKey, &r.Channels,
 		&r.Approvers, &r.Quorum, &r.OnTimeout, &r.CreatedAt, &r.ExpiresAt, &r.DecidedAt, &r.DecidedBy, &r.DecidedVia,
-		&r.Reason, &r.ModifiedArgs); err != nil {
+		&r.Reason, &r.ModifiedArgs, &r.RememberSeconds, &r.RememberAny); err != nil {
 		return nil, err
 	}
 	return &r, rows.Close()
@@ -186,7 +198,8 @@ func scanRequest(rows *sql.Rows) (*requestRow, error) {
 func (r *requestRow) insertArgs() []any {
 	return []any{r.ID, r.Status, r.ToolName, r.ToolArgs, r.RequiresConfirmation, r.Summary, r.AgentID, r.UserID,
 		r.SessionID, r.ToolCallID, r.Metadata, r.Route, r.Caller, r.IdempotencyKey, r.Channels, r.Approvers, r.Quorum,
-		r.OnTimeout, r.CreatedAt, r.ExpiresAt, r.DecidedAt, r.DecidedBy, r.DecidedVia, r.Reason, r.ModifiedArgs}
+		r.OnTimeout, r.CreatedAt, r.ExpiresAt, r.DecidedAt, r.DecidedBy, r.DecidedVia, r.Reason, r.ModifiedArgs,
+		r.RememberSeconds, r.RememberAny}
 }
 
 // Create inserts a request, its first events and, when it is pending, its
@@ -222,18 +235,27 @@ func (s *DB) Create(ctx context.Context, r *gate.Request, events []gate.Event) (
 	if r.IdempotencyKey == "" {
 		return nil, false, wrap("create request", errors.New("insert ignored without an idempotency key"))
 	}
-	rows, err := s.prep.w[qGetByKey].QueryContext(ctx, r.Caller, r.IdempotencyKey)
+	existing, err := s.ByKey(ctx, r.Caller, r.IdempotencyKey)
+	if gate.ErrorCode(err) == gate.ENOTFOUND {
+		err = wrap("read request by idempotency key", errors.New("the request holding the idempotency key is gone"))
+	}
+	return existing, false, err
+}
+
+// ByKey returns the request a caller made under an idempotency key.
+func (s *DB) ByKey(ctx context.Context, caller, key string) (*gate.Request, error) {
+	rows, err := s.prep.w[qGetByKey].QueryContext(ctx, caller, key)
 	if err != nil {
-		return nil, false, wrap("read request by idempotency key", err)
+		return nil, wrap("read request by idempotency key", err)
 	}
-	existing, err := scanRequest(rows)
-	if err == nil && existing == nil {
-		err = errors.New("the request holding the idempotency key is gone")
-	}
+	row, err := scanRequest(rows)
 	if err != nil {
-		return nil, false, wrap("read request by idempotency key", err)
+		return nil, wrap("read request by idempotency key", err)
 	}
-	return existing.toRequest(), false, nil
+	if row == nil {
+		return nil, gate.Errorf(gate.ENOTFOUND, "no request under key %q", key)
+	}
+	return row.toRequest(), nil
 }
 
 // Get returns one request.
@@ -313,6 +335,14 @@ func (s *DB) Transition(ctx context.Context, t gate.Transition) (gate.Outcome, e
 			return err
 		}
 		events := []gate.Event{t.Event}
+		if t.Grant != nil {
+			g, e := t.Grant(out.Request)
+			if _, err := w.exec(qInsertGrant, g.ID, g.Route, g.Caller, g.Tool, g.ArgsHash, g.GivenBy, g.GivenVia, g.RequestID,
+				utc(g.CreatedAt), utc(g.ExpiresAt)); err != nil {
+				return err
+			}
+			events = append(events, e)
+		}
 		if t.InlineCard != "" {
 			// The callback's answer already showed the final card.
 			res, err := w.exec(qInlineCard, t.ID, t.InlineCard)

@@ -159,6 +159,35 @@ CREATE UNIQUE INDEX requests_caller_key ON requests (caller, idempotency_key)`, 
 ALTER TABLE requests ADD COLUMN caller TEXT NOT NULL DEFAULT '';
 ALTER TABLE requests DROP CONSTRAINT requests_idempotency_key_key;
 CREATE UNIQUE INDEX requests_caller_key ON requests (caller, idempotency_key)`},
+	// Policy (issue 13): what a request's approvers may remember, the
+	// grants they give ("approve for 1h"), and the rate counters routes
+	// share across replicas. A grant names the request that gave it but
+	// does not hold it: retention may delete that request before an old,
+	// expired grant.
+	{version: 4, name: "grants and rate counters", sql: `
+ALTER TABLE requests ADD COLUMN remember_seconds INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE requests ADD COLUMN remember_any {{bool}} NOT NULL DEFAULT FALSE;
+CREATE TABLE grants (
+	id TEXT PRIMARY KEY,
+	route TEXT NOT NULL,
+	caller TEXT NOT NULL,
+	tool TEXT NOT NULL,
+	args_hash TEXT NOT NULL,
+	given_by TEXT NOT NULL,
+	given_via TEXT NOT NULL,
+	request_id TEXT NOT NULL,
+	created_at {{ts}} NOT NULL,
+	expires_at {{ts}} NOT NULL,
+	revoked_at {{ts}},
+	revoked_by TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX grants_lookup ON grants (caller, route, tool, args_hash);
+CREATE TABLE rate_counts (
+	key TEXT NOT NULL,
+	window_start {{ts}} NOT NULL,
+	count INTEGER NOT NULL,
+	PRIMARY KEY (key, window_start)
+)`},
 }
 
 // SchemaVersion is the newest migration this binary knows.

@@ -37,6 +37,8 @@ type requestRow struct {
 	DecidedVia           string
 	Reason               string
 	ModifiedArgs         *string
+	RememberSeconds      int64
+	RememberAny          bool
 }
 
 func (requestRow) TableName() string { return "requests" }
@@ -60,6 +62,7 @@ func toRow(r *gate.Request) *requestRow {
 		SessionID: r.SessionID, ToolCallID: r.ToolCallID, Metadata: string(r.Metadata), Route: r.Route, Caller: r.Caller,
 		Channels: jsonList(r.Channels), Approvers: jsonList(r.Approvers), Quorum: r.Quorum, OnTimeout: string(r.OnTimeout),
 		CreatedAt: utc(r.CreatedAt), ExpiresAt: utc(r.ExpiresAt), DecidedBy: r.DecidedBy, DecidedVia: r.DecidedVia, Reason: r.Reason,
+		RememberSeconds: r.RememberSeconds, RememberAny: r.RememberAnyArgs,
 	}
 	if r.IdempotencyKey != "" {
 		k := r.IdempotencyKey
@@ -84,6 +87,7 @@ func (row *requestRow) toRequest() *gate.Request {
 		Caller: row.Caller, Channels: parseList(row.Channels), Approvers: parseList(row.Approvers), Quorum: row.Quorum,
 		OnTimeout: gate.Verdict(row.OnTimeout), CreatedAt: row.CreatedAt.UTC(), ExpiresAt: row.ExpiresAt.UTC(),
 		DecidedBy: row.DecidedBy, DecidedVia: row.DecidedVia, Reason: row.Reason,
+		RememberSeconds: row.RememberSeconds, RememberAnyArgs: row.RememberAny,
 	}
 	if row.IdempotencyKey != nil {
 		r.IdempotencyKey = *row.IdempotencyKey
@@ -137,6 +141,12 @@ func (s *DB) List(ctx context.Context, f gate.Filter) ([]*gate.Request, string, 
 	}
 	if f.Caller != nil {
 		q = q.Where("caller = ?", *f.Caller)
+	}
+	switch f.Policy {
+	case "exclude":
+		q = q.Where("decided_via <> ?", gate.ViaPolicy)
+	case "only":
+		q = q.Where("decided_via = ?", gate.ViaPolicy)
 	}
 	if f.Tool != "" {
 		if strings.ContainsAny(f.Tool, "*?") {

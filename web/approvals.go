@@ -212,10 +212,16 @@ func (s *Server) listApprovals(c echo.Context) error {
 
 // ParseFilter reads the history's query parameters (shared by the API, the
 // pages and the exports): status (comma-separated), tool, agent,
-// decided_by, route, since, until (RFC 3339 or a date), q, limit, cursor.
+// decided_by, route, since, until (RFC 3339 or a date), q, limit, cursor,
+// policy (include, exclude or only the verdicts routes gave alone).
 func ParseFilter(get func(string) string) (gate.Filter, error) {
 	f := gate.Filter{Tool: get("tool"), Agent: get("agent"), DecidedBy: get("decided_by"), Route: get("route"),
-		Query: strings.TrimSpace(get("q")), Cursor: get("cursor")}
+		Query: strings.TrimSpace(get("q")), Cursor: get("cursor"), Policy: get("policy")}
+	switch f.Policy {
+	case "", "include", "exclude", "only":
+	default:
+		return f, gate.Errorf(gate.EINVALID, "policy: %q is not one of include, exclude, only", f.Policy)
+	}
 	for _, st := range strings.Split(get("status"), ",") {
 		if st = strings.TrimSpace(st); st == "" {
 			continue
@@ -271,11 +277,18 @@ type HookResult struct {
 	Error        string          `json:"error"`
 	ModifiedArgs json.RawMessage `json:"modified_args"`
 	SideEffects  []string        `json:"side_effects"`
+	// Beyond the seed's shape, what a hook needs to tell one call from an
+	// identical later one, without reading the request back.
+	DecidedAt  *time.Time `json:"decided_at,omitempty"`
+	DecidedBy  string     `json:"decided_by,omitempty"`
+	DecidedVia string     `json:"decided_via,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
 }
 
 // ResultOf builds the hook result of a request.
 func ResultOf(r *gate.Request, now time.Time) HookResult {
-	res := HookResult{RequestID: r.ID, Status: string(r.Status), Allow: r.Allowed(), SideEffects: []string{}}
+	res := HookResult{RequestID: r.ID, Status: string(r.Status), Allow: r.Allowed(), SideEffects: []string{},
+		DecidedAt: r.DecidedAt, DecidedBy: r.DecidedBy, DecidedVia: r.DecidedVia, ToolCallID: r.ToolCallID}
 	if len(r.ModifiedArgs) > 0 {
 		res.ModifiedArgs = r.ModifiedArgs
 	}

@@ -92,7 +92,7 @@ type chartsView struct {
 // until say otherwise), honouring the history's other filters too.
 func (s *Server) chartsPage(c echo.Context) error {
 	q := c.QueryParams()
-	f, err := ParseFilter(q.Get)
+	f, err := peopleFirst(ParseFilter(q.Get))
 	if err != nil {
 		return s.page(c, http.StatusBadRequest, "charts", pageData{Title: "Charts", Error: gate.ErrorMessage(err), View: &chartsView{F: q}})
 	}

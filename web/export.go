@@ -79,7 +79,7 @@ func (s *Server) exportJSON(c echo.Context) error {
 // exportFilter parses the history's filters; on bad input it answers the
 // error page itself and ok is false.
 func (s *Server) exportFilter(c echo.Context) (gate.Filter, bool, error) {
-	f, err := ParseFilter(c.QueryParams().Get)
+	f, err := peopleFirst(ParseFilter(c.QueryParams().Get))
 	if err != nil {
 		return f, false, s.page(c, http.StatusBadRequest, "error", pageData{Title: "Bad filter", Message: gate.ErrorMessage(err)})
 	}

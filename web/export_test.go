@@ -94,7 +94,12 @@ func TestExportStreamsEveryPage(t *testing.T) {
 		}
 	}
 	b := e.login("audrey")
+	// People's decisions by default: these were all allowed by policy.
 	_, body := b.get("/export.csv")
+	if rows, err := csv.NewReader(strings.NewReader(body)).ReadAll(); err != nil || len(rows) != 1 {
+		t.Fatalf("the default export holds policy verdicts: %d rows, %v", len(rows)-1, err)
+	}
+	_, body = b.get("/export.csv?policy=include")
 	rows, err := csv.NewReader(strings.NewReader(body)).ReadAll()
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +108,7 @@ func TestExportStreamsEveryPage(t *testing.T) {
 		t.Fatalf("%d rows, first %q, last %q", len(rows)-1, rows[1][2], rows[len(rows)-1][2])
 	}
 
-	res, body := b.get("/export.json?status=approved")
+	res, body := b.get("/export.json?status=approved&policy=only")
 	var got []gate.Request
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatalf("the JSON does not parse: %v", err)

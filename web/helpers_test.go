@@ -44,7 +44,7 @@ func newEnvAt(t *testing.T, publicURL string) *env {
 	}
 	t.Cleanup(func() { db.Close() })
 	svc := gate.NewService(gate.Options{Store: db, Routes: []gate.Route{
-		{Name: "payments", Tool: "oa__purchase_*", Confirm: true, Channels: []string{gate.WebChannel}, Timeout: time.Hour},
+		{Name: "payments", Tool: "oa__purchase_*", Channels: []string{gate.WebChannel}, Timeout: time.Hour},
 	}})
 	svc.Register(web.Channel{})
 	bg, cancel := context.WithCancel(ctx)

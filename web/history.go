@@ -32,7 +32,7 @@ type historyView struct {
 func (s *Server) historyPage(c echo.Context) error {
 	q := c.QueryParams()
 	v := newHistoryView(q)
-	f, err := ParseFilter(q.Get)
+	f, err := peopleFirst(ParseFilter(q.Get))
 	if err != nil {
 		return s.page(c, http.StatusBadRequest, "history", pageData{Title: "History", Error: gate.ErrorMessage(err), View: v})
 	}
@@ -49,6 +49,16 @@ func (s *Server) historyPage(c echo.Context) error {
 	return s.page(c, http.StatusOK, "history", pageData{Title: "History", Requests: rs, View: v})
 }
 
+// peopleFirst makes the pages and exports show people's decisions unless
+// the filter asks for the policy's verdicts too (?policy=include or only):
+// a route that allows thousands of calls would bury them.
+func peopleFirst(f gate.Filter, err error) (gate.Filter, error) {
+	if f.Policy == "" {
+		f.Policy = "exclude"
+	}
+	return f, err
+}
+
 func newHistoryView(q url.Values) historyView {
 	v := historyView{F: q, Statuses: []gate.Status{gate.StatusPending, gate.StatusApproved, gate.StatusRejected,
 		gate.StatusExpired, gate.StatusCancelled}}
@@ -60,7 +70,7 @@ func newHistoryView(q url.Values) historyView {
 	v.ExportCSV = "/export.csv?" + export
 	v.ExportJSON = "/export.json?" + export
 	v.Charts = "/charts?" + export
-	for _, k := range []string{"status", "tool", "agent", "decided_by", "route", "since", "until", "q"} {
+	for _, k := range []string{"status", "tool", "agent", "decided_by", "route", "since", "until", "q", "policy"} {
 		if q.Get(k) != "" {
 			v.Filtered = true
 		}

@@ -90,7 +90,7 @@ func (s *Server) hookCall(c echo.Context) (err error) {
 // waits for it.
 func (s *Server) hookSettle(ctx context.Context, call hook.Call, agent string, wait time.Duration) (hook.Outcome, error) {
 	for n := 0; ; n++ {
-		sub := call.Submission(n)
+		sub := submission(call.Ask(n))
 		sub.AgentID = agent
 		if len(s.tokens) > 0 {
 			sub.Caller = agent
@@ -104,15 +104,29 @@ func (s *Server) hookSettle(ctx context.Context, call hook.Call, agent string, w
 		if err != nil {
 			return hook.Outcome{}, err
 		}
-		if n < hook.MaxChain && !call.Reusable(hook.OutcomeOf(r, s.now()), s.now()) {
+		if n < hook.MaxChain && !call.Reusable(outcomeOf(r, s.now()), s.now()) {
 			continue
 		}
 		id := r.ID
 		if r, err = s.svc.Wait(ctx, id, wait); err != nil {
 			return hook.Outcome{RequestID: id}, err
 		}
-		return hook.OutcomeOf(r, s.now()), nil
+		return outcomeOf(r, s.now()), nil
 	}
+}
+
+// submission turns a hook's ask into the gate's submission. A hook does not
+// ask for confirmation itself: the config decides (see hook.Call.Ask).
+func submission(a hook.Ask) gate.Submission {
+	no := false
+	return gate.Submission{ToolName: a.ToolName, ToolArgs: a.ToolArgs, RequiresConfirmation: &no, Summary: a.Summary,
+		SessionID: a.SessionID, ToolCallID: a.ToolCallID, Metadata: a.Metadata, IdempotencyKey: a.IdempotencyKey}
+}
+
+// outcomeOf reads a request as a hook's answer depends on it.
+func outcomeOf(r *gate.Request, now time.Time) hook.Outcome {
+	return hook.Outcome{RequestID: r.ID, Status: string(r.Status), Allow: r.Allowed(), AgentDecided: r.DecidedBy == gate.ActorAgent,
+		Explain: r.Explain(now), ModifiedArgs: hook.Edits(r.ModifiedArgs), DecidedAt: r.DecidedAt, ToolCallID: r.ToolCallID}
 }
 
 // hookAnswer writes a verdict as the client's JSON, always with 200.

@@ -18,7 +18,7 @@ func (s *Server) queueData(ctx context.Context) (pageData, error) {
 		return pageData{}, err
 	}
 	recent, _, err := s.svc.List(ctx, gate.Filter{Status: []gate.Status{gate.StatusApproved, gate.StatusRejected,
-		gate.StatusExpired, gate.StatusCancelled}, Limit: 20})
+		gate.StatusExpired, gate.StatusCancelled}, Policy: "exclude", Limit: 20})
 	if err != nil {
 		return pageData{}, err
 	}

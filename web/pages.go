@@ -61,12 +61,14 @@ func newPages(s *Server) (*pages, error) {
 		"left": func(r *gate.Request, now time.Time) string {
 			return max(r.ExpiresAt.Sub(now), 0).Round(time.Second).String()
 		},
-		"waited":   func(r *gate.Request, now time.Time) string { return roundDuration(r.Waited(now)).String() },
-		"explain":  func(r *gate.Request, now time.Time) string { return r.Explain(now) },
-		"pretty":   prettyJSON,
-		"unix":     func(t time.Time) int64 { return t.UnixMilli() },
-		"dur":      func(d time.Duration) string { return roundDuration(d).String() },
-		"sameJSON": func(a, b json.RawMessage) bool { return bytes.Equal(compact(a), compact(b)) },
+		"waited":        func(r *gate.Request, now time.Time) string { return roundDuration(r.Waited(now)).String() },
+		"explain":       func(r *gate.Request, now time.Time) string { return r.Explain(now) },
+		"pretty":        prettyJSON,
+		"unix":          func(t time.Time) int64 { return t.UnixMilli() },
+		"dur":           func(d time.Duration) string { return roundDuration(d).String() },
+		"sameJSON":      func(a, b json.RawMessage) bool { return bytes.Equal(compact(a), compact(b)) },
+		"remember":      RememberLabel,
+		"rememberScope": RememberScope,
 	}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
@@ -112,6 +114,8 @@ func (p *pages) routes(e *echo.Echo) {
 	e.GET("/export.csv", s.exportCSV, s.requireLogin)
 	e.GET("/export.json", s.exportJSON, s.requireLogin)
 	e.GET("/charts", s.chartsPage, s.requireLogin)
+	e.GET("/grants", s.grantsPage, s.requireLogin)
+	e.POST("/grants/:id/revoke", s.revokeGrant, s.requireLogin)
 	e.GET("/live/queue", s.liveQueue)
 }
 
@@ -254,11 +258,11 @@ func (s *Server) decide(c echo.Context) error {
 		return s.page(c, http.StatusForbidden, "error", pageData{Title: "Not allowed", Message: fmt.Sprintf("Your role (%s) may read requests but not approve or reject them.", u.Role)})
 	}
 	verdict := c.FormValue("verdict")
-	if verdict != "approve" && verdict != "reject" {
-		return s.page(c, http.StatusBadRequest, "error", pageData{Title: "Bad form", Message: "verdict must be approve or reject."})
+	if verdict != "approve" && verdict != "reject" && verdict != "approve_for" {
+		return s.page(c, http.StatusBadRequest, "error", pageData{Title: "Bad form", Message: "verdict must be approve, approve_for or reject."})
 	}
-	d := gate.Decision{RequestID: c.Param("id"), Approve: verdict == "approve", Actor: u.Identity(), Via: gate.WebChannel,
-		Reason: c.FormValue("reason")}
+	d := gate.Decision{RequestID: c.Param("id"), Approve: verdict != "reject", Remember: verdict == "approve_for",
+		Actor: u.Identity(), Via: gate.WebChannel, Reason: c.FormValue("reason")}
 	if d.Approve {
 		args, err := s.editedArgs(c, d.RequestID)
 		if err != nil {

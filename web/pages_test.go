@@ -167,8 +167,11 @@ func TestHistoryFiltersInTheURL(t *testing.T) {
 		query     string
 		want, not []string
 	}{
-		{"", []string{"oa__purchase_pay", "oa__purchase_refund", "shell_exec", "read_file"}, nil},
-		{"status=approved", []string{"oa__purchase_pay", "read_file"}, []string{"shell_exec", "oa__purchase_refund"}},
+		// People's decisions by default; the policy's verdicts on demand.
+		{"", []string{"oa__purchase_pay", "oa__purchase_refund", "shell_exec"}, []string{"read_file"}},
+		{"policy=include", []string{"oa__purchase_pay", "oa__purchase_refund", "shell_exec", "read_file"}, nil},
+		{"policy=only", []string{"read_file"}, []string{"oa__purchase_pay", "shell_exec"}},
+		{"status=approved&policy=include", []string{"oa__purchase_pay", "read_file"}, []string{"shell_exec", "oa__purchase_refund"}},
 		{"status=pending&agent=ops", []string{"shell_exec"}, []string{"oa__purchase", "read_file"}},
 		{"tool=oa__purchase_*", []string{"oa__purchase_pay", "oa__purchase_refund"}, []string{"shell_exec", "read_file"}},
 		{"decided_by=web:alice", []string{"oa__purchase_pay"}, []string{"refund", "shell_exec", "read_file"}},

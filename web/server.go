@@ -171,6 +171,7 @@ func (s *Server) routes() {
 	api.POST("/approvals/:id/cancel", s.cancelApproval)
 	api.GET("/approvals/:id/events", s.approvalEvents)
 	api.POST("/gate", s.gate)
+	api.GET("/grants", s.listGrants)
 	s.hookRoutes(e) // POST /hooks/{client}: bearer token checked, every failure a 200 deny (web/hooks.go)
 	for key, h := range s.opts.Callbacks {
 		e.POST("/callbacks/"+key, echo.WrapHandler(h))

@@ -108,7 +108,7 @@ func (c *Channel) handleEvent(ctx context.Context, env *callbackEnvelope, sentAt
 		c.decider.Refuse(context.WithoutCancel(ctx), v.RequestID, c.name, actor, "card tapped outside the approvals chat "+ev.Context.OpenChatID)
 		return toast("error", "This card can only be used in the approvals chat."), nil
 	}
-	if v.RequestID == "" || (v.Choice != choiceApprove && v.Choice != choiceReject) {
+	if v.RequestID == "" || (v.Choice != choiceApprove && v.Choice != choiceReject && v.Choice != choiceRemember) {
 		c.decider.Refuse(context.WithoutCancel(ctx), v.RequestID, c.name, actor, "feishu callback with an unknown action")
 		return toast("error", "Unknown action."), nil
 	}
@@ -120,7 +120,8 @@ func (c *Channel) handleEvent(ctx context.Context, env *callbackEnvelope, sentAt
 func (c *Channel) decide(ctx context.Context, log *slog.Logger, ev *cardEvent, v actionValue, actor string) *callback.CardActionTriggerResponse {
 	d := gate.Decision{
 		RequestID:   v.RequestID,
-		Approve:     v.Choice == choiceApprove,
+		Approve:     v.Choice != choiceReject,
+		Remember:    v.Choice == choiceRemember,
 		Actor:       actor,
 		Identities:  identities(ev),
 		Voter:       voter(ev, actor),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
+	textutil "github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
 // Feishu refuses a card message whose request body exceeds 30 KB. The card
@@ -29,16 +30,18 @@ const (
 // Names of the card's interactive elements. Feishu requires names to be
 // unique within a card; the callback reports them back.
 const (
-	formName      = "gatehouse_form"
-	reasonField   = "reason"
-	approveButton = "gatehouse_approve"
-	rejectButton  = "gatehouse_reject"
+	formName       = "gatehouse_form"
+	reasonField    = "reason"
+	approveButton  = "gatehouse_approve"
+	rememberButton = "gatehouse_approve_for"
+	rejectButton   = "gatehouse_reject"
 )
 
 // Choices carried in a button's callback value.
 const (
-	choiceApprove = "approve"
-	choiceReject  = "reject"
+	choiceApprove  = "approve"
+	choiceRemember = "approve_for"
+	choiceReject   = "reject"
 )
 
 // actionValue is the whole of a button's callback value: which request and
@@ -139,7 +142,7 @@ func (c *Channel) card(r *gate.Request, args, note string) obj {
 	}
 	els = append(els, text("Request "+r.ID, "notation", "grey"))
 	if !r.Status.Final() {
-		els = append(els, form(r.ID))
+		els = append(els, form(r))
 	}
 	return obj{
 		"schema": "2.0",
@@ -153,10 +156,12 @@ func (c *Channel) card(r *gate.Request, args, note string) obj {
 	}
 }
 
-// form is the decision area: an optional reason and the two buttons. Both
-// buttons submit the form, so the callback carries the reason as
-// form_value.reason alongside the button's value.
-func form(id string) obj {
+// form is the decision area: an optional reason and the buttons (Approve,
+// Approve for D where the route remembers, Reject). Every button submits
+// the form, so the callback carries the reason as form_value.reason
+// alongside the button's value.
+func form(r *gate.Request) obj {
+	id := r.ID
 	button := func(name, label, typ, choice string) obj {
 		return obj{
 			"tag":              "button",
@@ -167,6 +172,24 @@ func form(id string) obj {
 			"behaviors":        []any{obj{"type": "callback", "value": actionValue{RequestID: id, Choice: choice}}},
 		}
 	}
+	columns := []any{obj{"tag": "column", "width": "auto", "elements": []any{button(approveButton, "Approve", "primary", choiceApprove)}}}
+	if r.RememberFor() > 0 {
+		// A separate, plainly worded third choice, confirmed before it
+		// counts: it approves more than this one call.
+		label := "Approve for " + textutil.Duration(r.RememberFor())
+		args := "these arguments"
+		if r.RememberAnyArgs {
+			args = "any arguments"
+		}
+		b := button(rememberButton, label, "default", choiceRemember)
+		b["confirm"] = obj{
+			"title": obj{"tag": "plain_text", "content": label + "?"},
+			"text": obj{"tag": "plain_text", "content": fmt.Sprintf("For %s, the same agent may run %s with %s on route %s again without asking anyone. Revocable on the grants page.",
+				textutil.Duration(r.RememberFor()), clipName(r.ToolName), args, clipName(r.Route))},
+		}
+		columns = append(columns, obj{"tag": "column", "width": "auto", "elements": []any{b}})
+	}
+	columns = append(columns, obj{"tag": "column", "width": "auto", "elements": []any{button(rejectButton, "Reject", "danger", choiceReject)}})
 	return obj{
 		"tag":  "form",
 		"name": formName,
@@ -178,15 +201,15 @@ func form(id string) obj {
 				"max_length":  500,
 				"width":       "fill",
 			},
-			obj{
-				"tag": "column_set",
-				"columns": []any{
-					obj{"tag": "column", "width": "auto", "elements": []any{button(approveButton, "Approve", "primary", choiceApprove)}},
-					obj{"tag": "column", "width": "auto", "elements": []any{button(rejectButton, "Reject", "danger", choiceReject)}},
-				},
-			},
+			obj{"tag": "column_set", "columns": columns},
 		},
 	}
+}
+
+// clipName bounds a name shown in a button's confirmation.
+func clipName(s string) string {
+	c, _ := clip(s, budgetName)
+	return c
 }
 
 // text is a plain_text element: the one place untrusted values may go.

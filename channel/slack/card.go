@@ -13,6 +13,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/channel"
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
 // Block Kit limits, in characters (https://docs.slack.dev/reference/block-kit).
@@ -30,7 +31,9 @@ const (
 	actionApprove  = "gatehouse_approve"
 	actionReject   = "gatehouse_reject"
 	actionReason   = "gatehouse_reject_reason"
+	actionRemember = "gatehouse_approve_for"
 	choiceApprove  = "approve"
+	choiceRemember = "approve_for"
 	choiceReject   = "reject"
 	choiceReason   = "reason"
 	reasonCallback = "gatehouse_reason"
@@ -117,7 +120,24 @@ func (c *Channel) openCard(r *gate.Request) ([]slack.Block, string) {
 	approve := slack.NewButtonBlockElement(actionApprove, choiceApprove+":"+r.ID, plain("Approve", maxButtonText)).WithStyle(slack.StylePrimary)
 	reject := slack.NewButtonBlockElement(actionReject, choiceReject+":"+r.ID, plain("Reject", maxButtonText)).WithStyle(slack.StyleDanger)
 	reason := slack.NewButtonBlockElement(actionReason, choiceReason+":"+r.ID, plain("Reject with reason", maxButtonText))
-	blocks = append(blocks, slack.NewActionBlock(actionsBlock, approve, reject, reason))
+	buttons := []slack.BlockElement{approve}
+	if r.RememberFor() > 0 {
+		// A separate, plainly worded third choice, confirmed before it
+		// counts: it approves more than this one call.
+		label := "Approve for " + text.Duration(r.RememberFor())
+		args := "these arguments"
+		if r.RememberAnyArgs {
+			args = "any arguments"
+		}
+		remember := slack.NewButtonBlockElement(actionRemember, choiceRemember+":"+r.ID, plain(label, maxButtonText))
+		remember.Confirm = slack.NewConfirmationBlockObject(plain(label+"?", maxHeader),
+			plain(fmt.Sprintf("For %s, the same agent may run %s with %s on route %s again without asking anyone. Revocable on the grants page.",
+				text.Duration(r.RememberFor()), r.ToolName, args, r.Route), maxSection),
+			plain(label, 30), plain("Cancel", 30))
+		buttons = append(buttons, remember)
+	}
+	buttons = append(buttons, reject, reason)
+	blocks = append(blocks, slack.NewActionBlock(actionsBlock, buttons...))
 	return blocks, "Approval needed: " + r.ToolName + summaryTail(r)
 }
 

@@ -119,8 +119,8 @@ func (c *Channel) later(ctx context.Context, fn func(ctx context.Context, ready 
 func (c *Channel) tap(ctx context.Context, ready func(), ic slack.InteractionCallback, actor string, ids []string, choice, id string) {
 	from, user := tapChannel(ic), ic.User.ID
 	switch choice {
-	case choiceApprove, choiceReject:
-		c.decide(ctx, ready, from, user, gate.Decision{RequestID: id, Approve: choice == choiceApprove,
+	case choiceApprove, choiceReject, choiceRemember:
+		c.decide(ctx, ready, from, user, gate.Decision{RequestID: id, Approve: choice != choiceReject, Remember: choice == choiceRemember,
 			Actor: actor, Identities: ids, Via: c.name})
 	case choiceReason:
 		ready()

@@ -63,8 +63,8 @@ func hookServer(t *testing.T, routes []gate.Route) *hookEnv {
 
 // hookRoutes gate every tool; calls from agent "expiring" get a 1s deadline.
 var hookTestRoutes = []gate.Route{
-	{Name: "brief", Agent: "expiring", Confirm: true, Channels: []string{gate.WebChannel}, Timeout: time.Second},
-	{Name: "all", Tool: "*", Confirm: true, Channels: []string{gate.WebChannel}, Timeout: 10 * time.Minute},
+	{Name: "brief", Agent: "expiring", Channels: []string{gate.WebChannel}, Timeout: time.Second},
+	{Name: "all", Tool: "*", Channels: []string{gate.WebChannel}, Timeout: 10 * time.Minute},
 }
 
 // hookDecide decides the first pending request once it shows up, as an
@@ -359,7 +359,7 @@ func TestHookEdits(t *testing.T) {
 // TestHookNoRouteDefers: a call no route claims is recorded as allowed by
 // policy, with no card, and the client's own permission flow carries on.
 func TestHookNoRouteDefers(t *testing.T) {
-	env := hookServer(t, []gate.Route{{Name: "deploys", Tool: "mcp__deploy__*", Confirm: true, Channels: []string{gate.WebChannel}}})
+	env := hookServer(t, []gate.Route{{Name: "deploys", Tool: "mcp__deploy__*", Channels: []string{gate.WebChannel}}})
 	for _, tc := range []struct{ input, client, want string }{
 		{ccPre, "claude-code", `{}`}, {ccPerm, "claude-code", `{}`}, {cuShell, "cursor", `{"permission":"allow"}`},
 		{gmTool, "gemini", `{}`}, {cpPre, "copilot", `{}`},
@@ -486,7 +486,7 @@ func TestHookEndpoint(t *testing.T) {
 	}
 	<-decided
 	// Expiry: the "brief" route covers agent "expiring", here the token's name.
-	expEnv := hookServer(t, []gate.Route{{Name: "brief", Tool: "Bash", Confirm: true, Channels: []string{gate.WebChannel}, Timeout: time.Second}})
+	expEnv := hookServer(t, []gate.Route{{Name: "brief", Tool: "Bash", Channels: []string{gate.WebChannel}, Timeout: time.Second}})
 	if got := hookNorm(hookPost(t, expEnv.url+"/hooks/claude-code", hookToken, ccPre)); got != ccPreOut("deny", rsExpire) {
 		t.Errorf("expire: %s", got)
 	}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/gatehouse-dev/gatehouse/cmd/internal/hookcmd"
 	"io"
 	"os"
 	"runtime/debug"
@@ -60,7 +61,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "request":
 		return request(rest, stdout, stderr)
 	case "hook":
-		return hookCmd(rest, stdin, stdout, stderr)
+		return hookcmd.Run(rest, stdin, stdout, stderr)
 	case "check-config":
 		return checkConfig(rest, stdout, stderr)
 	case "user":

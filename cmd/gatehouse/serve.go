@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/metrics"
+	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/web"
 )
@@ -94,12 +95,11 @@ func runServer(ctx context.Context, cfg *config.Config, log *slog.Logger) error 
 	}
 	m := metrics.New()
 	svc := gate.NewService(gate.Options{
-		Store:    db,
-		Notifier: notifier,
-		Observer: m,
-		Routes:   routes(cfg),
-		Defaults: gate.Defaults{Timeout: cfg.Defaults.Timeout.D(), MaxTimeout: cfg.Defaults.MaxTimeout.D(),
-			OnTimeout: gate.Verdict(cfg.Defaults.OnTimeout), Channels: cfg.Defaults.Channels, Approvers: cfg.Defaults.Approvers},
+		Store:       db,
+		Notifier:    notifier,
+		Observer:    m,
+		Routes:      routes(cfg),
+		Defaults:    defaults(cfg),
 		Logger:      log,
 		CardWorkers: cfg.Cards.Workers,
 	})
@@ -185,6 +185,7 @@ func runServer(ctx context.Context, cfg *config.Config, log *slog.Logger) error 
 	return nil
 }
 
+// routes turns the config's routes into the gate's.
 func routes(cfg *config.Config) []gate.Route {
 	out := make([]gate.Route, len(cfg.Routes))
 	for i, r := range cfg.Routes {
@@ -195,10 +196,29 @@ func routes(cfg *config.Config) []gate.Route {
 		if len(chs) == 0 {
 			chs = []string{gate.WebChannel}
 		}
-		out[i] = gate.Route{Name: r.Name, Tool: r.Match.Tool, Agent: r.Match.Agent, Confirm: r.Confirm == nil || *r.Confirm,
+		action := policy.Action(r.Action)
+		if r.Action == "" && r.Confirm != nil && !*r.Confirm {
+			action = policy.Agent // the older confirm: false
+		}
+		g := gate.Route{Name: r.Name, Tool: r.Match.Tool, Agent: r.Match.Agent, When: r.Match.When, Calls: r.Match.Call,
+			Action: action, Message: r.Message, NoRecord: r.Record != nil && !*r.Record,
 			Channels: chs, Approvers: r.Approvers, Quorum: r.Quorum, Timeout: r.Timeout.D(), OnTimeout: gate.Verdict(r.OnTimeout)}
+		if r.Remember != nil {
+			g.Remember, g.RememberAny = r.Remember.For.D(), r.Remember.Args == "any"
+		}
+		if r.Rate != nil {
+			g.Rate = &gate.Rate{Limit: r.Rate.Limit, Per: r.Rate.Per.D(), By: r.Rate.By}
+		}
+		out[i] = g
 	}
 	return out
+}
+
+// defaults turns the config's defaults into the gate's.
+func defaults(cfg *config.Config) gate.Defaults {
+	d := cfg.Defaults
+	return gate.Defaults{Action: policy.Action(d.Action), Timeout: d.Timeout.D(), MaxTimeout: d.MaxTimeout.D(),
+		OnTimeout: gate.Verdict(d.OnTimeout), Channels: d.Channels, Approvers: d.Approvers}
 }
 
 func randomPassword() string {

@@ -19,3 +19,16 @@ func Marshal(v any) ([]byte, error) {
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
+
+// Canonical returns JSON with object keys sorted and no insignificant
+// space, so that two spellings of one value hash alike (numbers keep the
+// digits they were written with).
+func Canonical(raw json.RawMessage) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return Marshal(v)
+}

@@ -3,6 +3,7 @@ package text
 import (
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -52,5 +53,14 @@ func TestCleanAndUpperFirst(t *testing.T) {
 	}
 	if got := UpperFirst(""); got != "" {
 		t.Fatalf("UpperFirst(\"\") = %q", got)
+	}
+}
+
+func TestDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{time.Hour: "1h", 30 * time.Minute: "30m", 90 * time.Minute: "1h30m",
+		48 * time.Hour: "2d", 45 * time.Second: "45s", 25 * time.Hour: "25h", 61 * time.Second: "1m1s"} {
+		if got := Duration(d); got != want {
+			t.Errorf("Duration(%s) = %q, want %q", d, got, want)
+		}
 	}
 }

@@ -1,4 +1,8 @@
-package main
+// Package hookcmd is the command hook for agent clients, shared by
+// `gatehouse hook CLIENT` and the lean `gatehouse-hook CLIENT`, which links
+// nothing of the server and so starts as fast as a small Go program: it
+// runs before every tool call the client makes.
+package hookcmd
 
 import (
 	"context"
@@ -14,19 +18,18 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/client"
-	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/hook"
 )
 
 // maxHookInput bounds what a command hook reads from stdin.
 const maxHookInput = 4 << 20
 
-// hookCmd is `gatehouse hook CLIENT`: a command hook for an agent client.
+// Run is `gatehouse hook CLIENT`: a command hook for an agent client.
 // It reads the client's hook JSON on stdin, asks the server, and prints the
 // client's decision. Every failure (no server, a bad token, unreadable
 // input, no verdict in time) is that client's explicit deny, with a reason
 // the user can act on, because the clients run the tool when a hook fails.
-func hookCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprintf(stderr, "gatehouse hook: name the client: one of %s\n", strings.Join(hook.Clients, ", "))
 		return 2
@@ -73,6 +76,7 @@ func hookCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	c := client.FromEnv()
+	c.FailFast = true // no server at the first try: deny now, do not hold the agent
 	// Polls shorter than the whole wait, so the last one still answers
 	// "pending" (with the request id) before the wait is up.
 	c.Wait = min(55*time.Second, max(*wait-2*time.Second, *wait/2))
@@ -112,37 +116,28 @@ func parseHookWait(v string) (time.Duration, error) {
 // askGate finds the call's request along its keys (see hook.Call.Key)
 // through POST /api/v1/gate, which re-attaches across dropped connections
 // and server restarts, and turns what it learns into a verdict.
+// One round trip when the gate decides at once: the gate's answer carries
+// what the hook needs, and there is no separate probe (a server that is not
+// there fails the call itself, which is a deny).
 func askGate(ctx context.Context, c *client.Client, call hook.Call, agent string, wait time.Duration) hook.Verdict {
 	start := time.Now()
-	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	err := c.Ping(pctx)
-	cancel()
-	if err != nil {
-		return hook.Failure(fmt.Sprintf("gatehouse server unreachable at %s (%v): start it (gatehouse serve) or fix GATEHOUSE_URL", c.URL, err))
-	}
+	no := false
 	for n := 0; ; n++ {
-		sub := call.Submission(n)
+		a := call.Ask(n)
 		if n >= hook.MaxChain {
-			sub.IdempotencyKey += "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			a.IdempotencyKey += "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 		}
-		req := client.Request{ToolName: sub.ToolName, ToolArgs: sub.ToolArgs, RequiresConfirmation: sub.RequiresConfirmation,
-			Summary: sub.Summary, AgentID: agent, SessionID: sub.SessionID, ToolCallID: sub.ToolCallID,
-			Metadata: sub.Metadata, IdempotencyKey: sub.IdempotencyKey}
+		req := client.Request{ToolName: a.ToolName, ToolArgs: a.ToolArgs, RequiresConfirmation: &no,
+			Summary: a.Summary, AgentID: agent, SessionID: a.SessionID, ToolCallID: a.ToolCallID,
+			Metadata: a.Metadata, IdempotencyKey: a.IdempotencyKey}
 		res, err := c.Gate(ctx, req)
 		if err != nil {
 			return gateFailure(ctx, c, res, err, time.Since(start), wait)
 		}
-		o := hook.Outcome{RequestID: res.RequestID, Status: gate.Status(res.Status), Allow: res.Allow,
-			Explain: explainOf(res), ModifiedArgs: res.ModifiedArgs}
-		if o.Status.Final() {
-			a, err := c.Get(ctx, res.RequestID)
-			if err != nil {
-				return gateFailure(ctx, c, res, err, time.Since(start), wait)
-			}
-			o.DecidedAt, o.ToolCallID, o.ByPolicy = a.DecidedAt, a.ToolCallID, a.DecidedVia == gate.ViaPolicy
-			if n < hook.MaxChain && !call.Reusable(o, time.Now()) {
-				continue
-			}
+		o := hook.Outcome{RequestID: res.RequestID, Status: res.Status, Allow: res.Allow, AgentDecided: res.DecidedBy == "agent",
+			Explain: explainOf(res), ModifiedArgs: res.ModifiedArgs, DecidedAt: res.DecidedAt, ToolCallID: res.ToolCallID}
+		if o.Status != hook.Pending && n < hook.MaxChain && !call.Reusable(o, time.Now()) {
+			continue
 		}
 		return hook.VerdictOf(o, time.Since(start))
 	}
@@ -163,7 +158,7 @@ func gateFailure(ctx context.Context, c *client.Client, res client.Result, err e
 	var apiErr *client.APIError
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) && res.RequestID != "":
-		v := hook.VerdictOf(hook.Outcome{RequestID: res.RequestID, Status: gate.StatusPending}, waited)
+		v := hook.VerdictOf(hook.Outcome{RequestID: res.RequestID, Status: hook.Pending}, waited)
 		v.Reason += fmt.Sprintf(" (the hook waits %s: raise --wait or GATEHOUSE_HOOK_WAIT together with the client's hook timeout)", wait)
 		return v
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):

@@ -1,0 +1,322 @@
+package gate_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/policy"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/storetest"
+)
+
+func yes() *bool { b := true; return &b }
+func no() *bool  { b := false; return &b }
+
+// The rule Gatehouse exists for, end to end through the service: payments
+// above ¥50,000 wait for a person; smaller ones are allowed at once and
+// recorded as allowed by the policy; a force push is denied with the
+// route's message; nothing the agent sends lowers any of it.
+func TestPolicyDecides(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		fake := newFake("fake")
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{fake}, routes: []gate.Route{
+			{Name: "no-force-push", Calls: []string{"Bash(git push --force:*)"}, Action: policy.Deny, Message: "open a pull request"},
+			{Name: "big-payments", Tool: "oa__purchase_*", When: `double(args.amount) > 50000.0`, Channels: []string{"fake"}},
+			{Name: "small-payments", Tool: "oa__purchase_*", Action: policy.Allow},
+		}, tweak: func(o *gate.Options) { o.Defaults.Action = policy.Ask }})
+		ctx := context.Background()
+		sub := func(tool, args string, flag *bool) *gate.Request {
+			t.Helper()
+			r, _, err := svc.Submit(ctx, gate.Submission{ToolName: tool, ToolArgs: json.RawMessage(args), Caller: "bot", RequiresConfirmation: flag})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		big := sub("oa__purchase_pay", `{"vendor":"ACME","amount":60000}`, no())
+		if big.Status != gate.StatusPending || big.Route != "big-payments" {
+			t.Fatalf("¥60,000 with requires_confirmation false: %s on %s, want pending on big-payments", big.Status, big.Route)
+		}
+		fake.await(t, "post "+big.ID)
+		small := sub("oa__purchase_pay", `{"vendor":"ACME","amount":600}`, nil)
+		if small.Status != gate.StatusApproved || !small.Allowed() || small.DecidedBy != gate.ActorSystem || small.DecidedVia != gate.ViaPolicy ||
+			small.Reason != "allowed by route small-payments" {
+			t.Fatalf("¥600: %+v", small)
+		}
+		if cards, _ := svc.Cards(ctx, small.ID); len(cards) != 0 {
+			t.Fatalf("a policy verdict got cards: %+v", cards)
+		}
+		// The agent may ask for a person where the policy would allow.
+		if r := sub("oa__purchase_pay", `{"vendor":"ACME","amount":600}`, yes()); r.Status != gate.StatusPending {
+			t.Fatalf("an allow raised by requires_confirmation true: %s", r.Status)
+		}
+		force := sub("Bash", `{"command":"git push --force origin main"}`, no())
+		if force.Status != gate.StatusRejected || force.Allowed() || force.Reason != "denied by route no-force-push: open a pull request" {
+			t.Fatalf("force push: %+v", force)
+		}
+		// No route: defaults.action ask, whatever the agent says.
+		if r := sub("rm_rf", `{}`, no()); r.Status != gate.StatusPending || r.Route != "default" {
+			t.Fatalf("an unrouted call under defaults.action ask: %s on %s", r.Status, r.Route)
+		}
+		evs := events(t, svc, force.ID)
+		if countEvents(evs, gate.EventPolicy) != 1 || countEvents(evs, gate.EventCreated) != 0 {
+			t.Fatalf("trail of a policy verdict: %+v", evs)
+		}
+	})
+}
+
+// Without defaults.action the agent's flag decides unrouted calls, failing
+// closed when it says nothing; the older confirm: false does the same on
+// its route; a deny default denies.
+func TestDefaultsAndTheAgentsFlag(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		for _, tc := range []struct {
+			def    policy.Action
+			flag   *bool
+			status gate.Status
+		}{
+			{"", nil, gate.StatusPending}, {"", yes(), gate.StatusPending}, {"", no(), gate.StatusApproved},
+			{policy.Deny, no(), gate.StatusRejected}, {policy.Allow, nil, gate.StatusApproved}, {policy.Allow, yes(), gate.StatusPending},
+		} {
+			svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")},
+				tweak: func(o *gate.Options) { o.Defaults.Action = tc.def }})
+			r, _, err := svc.Submit(context.Background(), gate.Submission{ToolName: "x", RequiresConfirmation: tc.flag})
+			if err != nil || r.Status != tc.status {
+				t.Errorf("defaults.action %q, flag %v: %v %v, want %s", tc.def, tc.flag, r, err, tc.status)
+			}
+		}
+	})
+}
+
+// A condition that fails to evaluate never allows, and the trail says so.
+func TestConditionErrorsAreAuditedAndNeverAllow(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: []gate.Route{
+			{Name: "cheap", Tool: "pay", When: `args.amount < 100`, Action: policy.Allow},
+			{Name: "rest", Tool: "pay", Channels: []string{"fake"}},
+		}})
+		r, _, err := svc.Submit(context.Background(), gate.Submission{ToolName: "pay", ToolArgs: json.RawMessage(`{"amount":"cheap"}`)})
+		if err != nil || r.Status != gate.StatusPending || r.Route != "rest" {
+			t.Fatalf("a failing allow condition: %+v %v", r, err)
+		}
+		evs := events(t, svc, r.ID)
+		if countEvents(evs, gate.EventPolicyError) != 1 || !strings.Contains(evs[0].Detail, "route cheap") {
+			t.Fatalf("trail: %+v", evs)
+		}
+	})
+}
+
+func TestUnrecordedAllows(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		svc := newService(t, db, svcOpts{routes: []gate.Route{{Name: "reads", Tool: "Read", Action: policy.Allow, NoRecord: true}}})
+		r, created, err := svc.Submit(context.Background(), gate.Submission{ToolName: "Read"})
+		if err != nil || !created || !r.Allowed() || r.DecidedVia != gate.ViaPolicy {
+			t.Fatalf("an unrecorded allow: %+v %v", r, err)
+		}
+		if _, err := svc.Get(context.Background(), r.ID); gate.ErrorCode(err) != gate.ENOTFOUND {
+			t.Fatalf("an unrecorded allow was stored: %v", err)
+		}
+	})
+}
+
+// Grants: "approve for 1h" covers the same agent, tool, route and
+// arguments, and nothing else; it is written with the approval, audited at
+// every use, revocable, and gone at its end.
+func TestGrantsCrossNothing(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clk := newClock()
+		svc := newService(t, db, svcOpts{clock: clk, chans: []gate.Channel{newFake("fake")}, routes: []gate.Route{
+			{Name: "deploys", Tool: "deploy", Channels: []string{"fake"}, Remember: time.Hour},
+			{Name: "any-env", Tool: "migrate", Channels: []string{"fake"}, Remember: time.Hour, RememberAny: true},
+			{Name: "other", Tool: "deploy_*", Channels: []string{"fake"}},
+		}})
+		ctx := context.Background()
+		sub := func(caller, tool, args string) *gate.Request {
+			t.Helper()
+			r, _, err := svc.Submit(ctx, gate.Submission{ToolName: tool, ToolArgs: json.RawMessage(args), Caller: caller})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		first := sub("bot", "deploy", `{"env":"staging","ref":"v1"}`)
+		got, err := svc.Decide(ctx, gate.Decision{RequestID: first.ID, Approve: true, Actor: "slack:T1/U1", Via: "fake", Remember: true})
+		if err != nil || got.Status != gate.StatusApproved {
+			t.Fatalf("approve for 1h: %+v %v", got, err)
+		}
+		if countEvents(events(t, svc, first.ID), gate.EventGrantGiven) != 1 {
+			t.Fatalf("no grant_given in the trail")
+		}
+		// The same call again, keys in another order: approved by the grant.
+		again := sub("bot", "deploy", `{"ref":"v1","env":"staging"}`)
+		if again.Status != gate.StatusApproved || again.DecidedVia != gate.ViaGrant || again.DecidedBy != "slack:T1/U1" || !again.Allowed() {
+			t.Fatalf("a call the grant covers: %+v", again)
+		}
+		if countEvents(events(t, svc, again.ID), gate.EventGrantUsed) != 1 {
+			t.Fatal("a grant's use is not in the trail")
+		}
+		for name, r := range map[string]*gate.Request{
+			"other arguments": sub("bot", "deploy", `{"env":"prod","ref":"v1"}`),
+			"another agent":   sub("intruder", "deploy", `{"env":"staging","ref":"v1"}`),
+			"another route":   sub("bot", "deploy_prod", `{"env":"staging","ref":"v1"}`),
+		} {
+			if r.Status != gate.StatusPending {
+				t.Errorf("%s: %s via %s, want pending", name, r.Status, r.DecidedVia)
+			}
+		}
+		// A grant for any arguments covers other arguments, same agent only.
+		m := sub("bot", "migrate", `{"db":"a"}`)
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: m.ID, Approve: true, Actor: "web:alice", Via: "fake", Remember: true}); err != nil {
+			t.Fatal(err)
+		}
+		if r := sub("bot", "migrate", `{"db":"b"}`); r.DecidedVia != gate.ViaGrant {
+			t.Fatalf("args: any: %+v", r)
+		}
+		if r := sub("intruder", "migrate", `{"db":"b"}`); r.Status != gate.StatusPending {
+			t.Fatalf("args: any crossed agents: %+v", r)
+		}
+		// Listed, revoked, then gone; an expired one likewise.
+		grants, err := svc.Grants(ctx, nil, true)
+		if err != nil || len(grants) != 2 {
+			t.Fatalf("active grants: %+v %v", grants, err)
+		}
+		bot := "bot"
+		if mine, _ := svc.Grants(ctx, &bot, true); len(mine) != 2 {
+			t.Fatalf("bot's grants: %+v", mine)
+		}
+		intruder := "intruder"
+		if theirs, _ := svc.Grants(ctx, &intruder, true); len(theirs) != 0 {
+			t.Fatalf("another token's grants: %+v", theirs)
+		}
+		for _, g := range grants {
+			if g.Tool == "deploy" {
+				if _, err := svc.RevokeGrant(ctx, g.ID, "web:alice"); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := svc.RevokeGrant(ctx, g.ID, "web:alice"); gate.ErrorCode(err) != gate.ENOTFOUND {
+					t.Fatalf("revoking twice: %v", err)
+				}
+			}
+		}
+		if r := sub("bot", "deploy", `{"env":"staging","ref":"v1"}`); r.Status != gate.StatusPending {
+			t.Fatalf("after revoking: %s via %s", r.Status, r.DecidedVia)
+		}
+		clk.Add(time.Hour)
+		if r := sub("bot", "migrate", `{"db":"c"}`); r.Status != gate.StatusPending {
+			t.Fatalf("after the hour: %s via %s", r.Status, r.DecidedVia)
+		}
+	})
+}
+
+// "Approve for" is refused where it would give more than the approval:
+// on a route that does not remember, with edited arguments, on a
+// rejection; and a refused approval gives no grant.
+func TestGrantsAreGivenOnlyWithTheirApproval(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: []gate.Route{
+			{Name: "deploys", Tool: "deploy", Channels: []string{"fake"}, Remember: time.Hour},
+			{Name: "plain", Tool: "restart", Channels: []string{"fake"}},
+		}})
+		ctx := context.Background()
+		plain := submit(t, svc, gate.Submission{ToolName: "restart"})
+		dep := submit(t, svc, gate.Submission{ToolName: "deploy"})
+		for name, d := range map[string]gate.Decision{
+			"a route that does not remember": {RequestID: plain.ID, Approve: true, Actor: "web:a", Via: "fake", Remember: true},
+			"edited arguments":               {RequestID: dep.ID, Approve: true, Actor: "web:a", Via: "fake", Remember: true, ModifiedArgs: json.RawMessage(`{"x":1}`)},
+			"a rejection":                    {RequestID: dep.ID, Approve: false, Actor: "web:a", Via: "fake", Remember: true},
+		} {
+			if _, err := svc.Decide(ctx, d); gate.ErrorCode(err) != gate.EINVALID {
+				t.Errorf("%s: %v, want invalid", name, err)
+			}
+		}
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: dep.ID, Approve: false, Actor: "web:a", Via: "fake"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: dep.ID, Approve: true, Actor: "web:b", Via: "fake", Remember: true}); gate.ErrorCode(err) != gate.ECONFLICT {
+			t.Fatalf("a late approve-for: %v", err)
+		}
+		if gs, _ := svc.Grants(ctx, nil, false); len(gs) != 0 {
+			t.Fatalf("grants without an approval: %+v", gs)
+		}
+	})
+}
+
+// Rate limits count in the database: two services on one database (two
+// replicas) share them; a retry of a call already made is not counted;
+// other agents have counts of their own; a new window starts afresh.
+func TestRateLimitsAcrossReplicas(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clk := newClock()
+		routes := []gate.Route{{Name: "pushes", Tool: "push", Action: policy.Allow, Rate: &gate.Rate{Limit: 3, Per: time.Hour, By: "agent"}}}
+		a := newService(t, db, svcOpts{clock: clk, routes: routes})
+		b := newService(t, db, svcOpts{clock: clk, routes: routes})
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		results := make([]*gate.Request, 8)
+		for i := range results {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				svc := []harness{a, b}[i%2]
+				r, _, err := svc.Submit(ctx, gate.Submission{ToolName: "push", Caller: "bot", IdempotencyKey: fmt.Sprint("k", i)})
+				if err != nil {
+					t.Error(err)
+				}
+				results[i] = r
+			}()
+		}
+		wg.Wait()
+		allowed, denied := 0, 0
+		for _, r := range results {
+			switch {
+			case r.Allowed():
+				allowed++
+			case r.Status == gate.StatusRejected && strings.Contains(r.Reason, "over the rate limit of route pushes: 3 calls per 1h0m0s by agent"):
+				denied++
+			}
+		}
+		if allowed != 3 || denied != 5 {
+			t.Fatalf("8 calls at once on two replicas: %d allowed, %d denied; want 3 and 5", allowed, denied)
+		}
+		// A retry of an allowed call attaches and is not counted.
+		if r, created, err := a.Submit(ctx, gate.Submission{ToolName: "push", Caller: "bot", IdempotencyKey: "k0"}); err != nil || created {
+			t.Fatalf("a retry: %+v created %v err %v", r, created, err)
+		}
+		if r, _, _ := b.Submit(ctx, gate.Submission{ToolName: "push", Caller: "other"}); !r.Allowed() {
+			t.Fatalf("another agent: %+v", r)
+		}
+		clk.Add(time.Hour)
+		if r, _, _ := a.Submit(ctx, gate.Submission{ToolName: "push", Caller: "bot"}); !r.Allowed() {
+			t.Fatalf("the next window: %+v", r)
+		}
+	})
+}
+
+// A reload puts new routes in force at once; routes that do not compile are
+// refused and the old ones stay.
+func TestReloadRoutes(t *testing.T) {
+	db := storetest.SQLite(t)
+	svc := newService(t, db, svcOpts{routes: []gate.Route{{Name: "reads", Tool: "Read", Action: policy.Allow}}})
+	ctx := context.Background()
+	if r, _, _ := svc.Submit(ctx, gate.Submission{ToolName: "Read"}); !r.Allowed() {
+		t.Fatal("before the reload")
+	}
+	if err := svc.SetRoutes([]gate.Route{{Name: "bad", When: "args.x >"}}, gate.Defaults{}); err == nil {
+		t.Fatal("a route that does not compile was put in force")
+	}
+	if r, _, _ := svc.Submit(ctx, gate.Submission{ToolName: "Read"}); !r.Allowed() {
+		t.Fatal("a refused reload changed the rules")
+	}
+	if err := svc.SetRoutes([]gate.Route{{Name: "reads", Tool: "Read", Action: policy.Deny}}, gate.Defaults{}); err != nil {
+		t.Fatal(err)
+	}
+	if r, _, _ := svc.Submit(ctx, gate.Submission{ToolName: "Read"}); r.Status != gate.StatusRejected {
+		t.Fatalf("after the reload: %s", r.Status)
+	}
+}

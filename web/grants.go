@@ -1,0 +1,78 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/text"
+)
+
+// RememberLabel is the third button of a request whose route remembers:
+// "Approve for 1h", worded as the Slack and Feishu cards word it.
+func RememberLabel(r *gate.Request) string { return "Approve for " + text.Duration(r.RememberFor()) }
+
+// RememberScope says what that button gives, in one sentence.
+func RememberScope(r *gate.Request) string {
+	args := "these arguments"
+	if r.RememberAnyArgs {
+		args = "any arguments"
+	}
+	return fmt.Sprintf("Approves this call, and for %s lets the same agent run %s with %s on route %s without asking (revocable on the grants page)",
+		text.Duration(r.RememberFor()), r.ToolName, args, r.Route)
+}
+
+// listGrants is GET /api/v1/grants: the token's own grants, active ones
+// unless ?all=1 asks for the ended too.
+func (s *Server) listGrants(c echo.Context) error {
+	caller := s.caller(c)
+	gs, err := s.svc.Grants(c.Request().Context(), &caller, c.QueryParam("all") != "1")
+	if err != nil {
+		return s.apiError(c, err)
+	}
+	if gs == nil {
+		gs = []gate.Grant{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"grants": gs})
+}
+
+// grantsPage lists the grants for people: the active ones, then those
+// that ended (revoked or expired), newest first.
+func (s *Server) grantsPage(c echo.Context) error {
+	gs, err := s.svc.Grants(c.Request().Context(), nil, false)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	var active, ended []gate.Grant
+	for _, g := range gs {
+		if g.Active(now) {
+			active = append(active, g)
+		} else {
+			ended = append(ended, g)
+		}
+	}
+	return s.page(c, http.StatusOK, "grants", pageData{Title: "Grants", Extra: map[string]any{"Active": active, "Ended": ended}})
+}
+
+// revokeGrant is the grants page's revoke button (approvers and admins).
+func (s *Server) revokeGrant(c echo.Context) error {
+	u := s.currentUser(c)
+	if !s.checkCSRF(c, u) {
+		return s.page(c, http.StatusForbidden, "error", pageData{Title: "Refused", Message: "The form was not sent from this site (missing or wrong CSRF token). Reload the page and try again."})
+	}
+	if !u.CanDecide() {
+		return s.page(c, http.StatusForbidden, "error", pageData{Title: "Not allowed", Message: fmt.Sprintf("Your role (%s) may read grants but not revoke them.", u.Role)})
+	}
+	if _, err := s.svc.RevokeGrant(c.Request().Context(), c.Param("id"), u.Identity()); err != nil {
+		code := gate.ErrorCode(err)
+		if code == gate.EINTERNAL || code == gate.EUNAVAILABLE {
+			return err
+		}
+		return s.page(c, statusOf(code), "error", pageData{Title: "Not revoked", Message: gate.ErrorMessage(err),
+			Extra: map[string]any{"Back": "/grants"}})
+	}
+	return c.Redirect(http.StatusSeeOther, "/grants")
+}
