@@ -53,11 +53,32 @@ type Auth struct {
 	SessionTTL Duration `yaml:"session_ttl"`
 }
 
-// APIToken is one agent credential; give the token or its SHA-256.
+// APIToken is one agent credential; give the token or its SHA-256. A token
+// reads, lists and cancels only the requests made with it, unless its scopes
+// widen that.
 type APIToken struct {
-	Name        string `yaml:"name"`
-	Token       string `yaml:"token" secret:"true"`
-	TokenSHA256 string `yaml:"token_sha256"`
+	Name        string   `yaml:"name"`
+	Token       string   `yaml:"token" secret:"true"`
+	TokenSHA256 string   `yaml:"token_sha256"`
+	Scopes      []string `yaml:"scopes"` // read_all | cancel_all
+}
+
+// Token scopes, for operators' tools.
+const (
+	// ScopeReadAll lets a token read, list and follow every request and its trail.
+	ScopeReadAll = "read_all"
+	// ScopeCancelAll lets a token cancel every request.
+	ScopeCancelAll = "cancel_all"
+)
+
+// HasScope reports whether the token was given scope.
+func (t APIToken) HasScope(scope string) bool {
+	for _, s := range t.Scopes {
+		if s == scope {
+			return true
+		}
+	}
+	return false
 }
 
 // User is one web login.

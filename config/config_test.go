@@ -30,6 +30,7 @@ auth:
       token: ${GATEHOUSE_TOKEN}
     - name: hashed
       token_sha256: 5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8
+      scopes: [read_all, cancel_all]
   users:
     - name: alice
       password_bcrypt: "$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z3Yo3XjY8y0qzVw0YJ7wE5Y2"
@@ -73,6 +74,9 @@ func TestParseFullConfig(t *testing.T) {
 	}
 	if c.Auth.APITokens[0].Token != "tok-0123456789abcdef" {
 		t.Fatalf("${VAR} not expanded: %q", c.Auth.APITokens[0].Token)
+	}
+	if tk := c.Auth.APITokens; tk[0].HasScope(ScopeReadAll) || !tk[1].HasScope(ScopeReadAll) || !tk[1].HasScope(ScopeCancelAll) {
+		t.Fatalf("scopes: %+v", tk)
 	}
 	s := c.Channels[0].Slack
 	if s == nil || s.BotToken != "xoxb-1" || s.SigningSecret != "s3cret" || s.APIURL != "http://127.0.0.1:9999/api/" {
@@ -174,6 +178,21 @@ routes:
 			`routes[0].channels[0]: no channel named "nope"`, `routes[0].approvers[0]: "alice" is not an identity`,
 			"routes[0].quorum: needs 3 approvals but only 1 approvers are listed",
 		}},
+		{"bad token scopes", `
+auth:
+  api_tokens:
+    - name: ops
+      token: ops-token-0123456789
+      scopes: [read_all, admin, cancel-all]
+`, []string{`auth.api_tokens[0].scopes[1]: "admin" is not one of read_all, cancel_all`,
+			`auth.api_tokens[0].scopes[2]: "cancel-all" is not one of read_all, cancel_all`}},
+		{"token scopes not a list", `
+auth:
+  api_tokens:
+    - name: scalar
+      token: scalar-token-0123456789
+      scopes: read_all
+`, []string{"auth.api_tokens[0].scopes: must be a list"}},
 		{"open API off loopback", "listen: 0.0.0.0:8080\n", []string{"auth.api_tokens: required when listen is not a loopback address"}},
 		{"card workers out of range", "cards:\n  workers: -1\n", []string{"cards.workers: must be between 1 and 1024"}},
 		{"card workers not a number", "cards:\n  workers: many\n", []string{"cards.workers: must be a whole number"}},

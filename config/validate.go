@@ -125,6 +125,11 @@ func (c *Config) validateAuth(errs *Errors) {
 				errs.add(p+".token_sha256", "not a hex SHA-256 (64 hex digits)")
 			}
 		}
+		for j, sc := range t.Scopes {
+			if sc != ScopeReadAll && sc != ScopeCancelAll {
+				errs.add(fmt.Sprintf("%s.scopes[%d]", p, j), "%q is not one of %s, %s", sc, ScopeReadAll, ScopeCancelAll)
+			}
+		}
 	}
 	seen = map[string]bool{}
 	for i, u := range c.Auth.Users {

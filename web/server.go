@@ -106,6 +106,9 @@ func (p *parkedCount) wait(ctx context.Context) {
 type tokenHash struct {
 	name string
 	sum  [32]byte
+	// readAll and cancelAll are the token's scopes (config.ScopeReadAll,
+	// config.ScopeCancelAll).
+	readAll, cancelAll bool
 }
 
 // MaxBody is the largest request body accepted.
@@ -128,7 +131,7 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{e: echo.New(), svc: o.Service, opts: o, log: o.Logger, now: o.Now}
 	for _, t := range o.Tokens {
-		th := tokenHash{name: t.Name}
+		th := tokenHash{name: t.Name, readAll: t.HasScope(config.ScopeReadAll), cancelAll: t.HasScope(config.ScopeCancelAll)}
 		if t.Token != "" {
 			th.sum = sha256.Sum256([]byte(t.Token))
 		} else {
