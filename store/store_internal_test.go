@@ -1,7 +1,9 @@
 package store
 
 import (
+	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -15,5 +17,50 @@ func TestRedact(t *testing.T) {
 		if got := redact(errors.New(msg), dsn).Error(); strings.Contains(got, "s3cret") {
 			t.Errorf("redact(%q) left the password: %q", dsn, got)
 		}
+	}
+}
+
+// Branches add steps independently, so a database may have had a step
+// above one that joins the list later (5 before 4, once both are merged).
+// Migrate applies every step not yet applied, not only those above the
+// highest; the version check refuses the database until it has them all;
+// and a database with a step this binary does not know is refused as newer.
+// The steps here are the test's own, so it holds whatever the real list is.
+func TestMigrateAppliesAStepThatJoinedBelow(t *testing.T) {
+	ctx := context.Background()
+	s, err := open(ctx, Options{DSN: filepath.Join(t.TempDir(), "gap.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	saved := migrations
+	defer func() { migrations = saved }()
+	one := migration{version: 1, name: "one", sql: `CREATE TABLE one (x INTEGER)`}
+	two := migration{version: 2, name: "two", sql: `CREATE TABLE two (x INTEGER)`}
+	three := migration{version: 3, name: "three", sql: `CREATE TABLE three (x INTEGER)`}
+	migrations = []migration{one, three}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	migrations = []migration{one, two, three}
+	if err := s.checkVersion(ctx); err == nil || !strings.Contains(err.Error(), "lacks version 2") {
+		t.Fatalf("the version check without step 2: %v", err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := s.db.Raw(`SELECT COUNT(*) FROM two`).Scan(&n).Error; err != nil {
+		t.Fatalf("step 2 was not applied: %v", err)
+	}
+	if err := s.checkVersion(ctx); err != nil {
+		t.Fatal(err)
+	}
+	migrations = []migration{one, three}
+	if err := s.checkVersion(ctx); err == nil || !strings.Contains(err.Error(), "version 2, which this binary (version 3) does not know") {
+		t.Fatalf("a binary without step 2 opened a database that had it: %v", err)
+	}
+	if err := s.Migrate(ctx); err == nil || !strings.Contains(err.Error(), "does not know") {
+		t.Fatalf("a binary without step 2 migrated a database that had it: %v", err)
 	}
 }
