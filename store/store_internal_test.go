@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,5 +63,24 @@ func TestMigrateAppliesAStepThatJoinedBelow(t *testing.T) {
 	}
 	if err := s.Migrate(ctx); err == nil || !strings.Contains(err.Error(), "does not know") {
 		t.Fatalf("a binary without step 2 migrated a database that had it: %v", err)
+	}
+}
+
+// A file path with "#" or "%" in it opens that file, not a truncated or
+// unescaped one ("/tmp/TestX#00/gh.db" used to open "/tmp/TestX").
+func TestSQLitePathsAreTaken(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a#b%41c")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "gh.db")
+	s, err := Open(context.Background(), Options{DSN: path, Migrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := os.Stat(path); err != nil {
+		entries, _ := os.ReadDir(filepath.Dir(dir))
+		t.Fatalf("the database is not at %s: %v (the parent holds %v)", path, err, entries)
 	}
 }
