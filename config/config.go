@@ -15,10 +15,32 @@ type Config struct {
 	Database  Database  `yaml:"database"`
 	Defaults  Defaults  `yaml:"defaults"`
 	Auth      Auth      `yaml:"auth"`
+	Audit     Audit     `yaml:"audit"`
+	Retention Retention `yaml:"retention"`
 	Log       Log       `yaml:"log"`
 	Cards     Cards     `yaml:"cards"`
 	Channels  []Channel `yaml:"channels"`
 	Routes    []Route   `yaml:"routes"`
+}
+
+// Audit configures the tamper-evident trail's signed checkpoints.
+type Audit struct {
+	// SigningKey is an Ed25519 private key in PEM (PKCS #8), usually given
+	// as signing_key_file. With it the server signs checkpoints of the
+	// chain's head: GET /api/v1/audit/checkpoint, and files in CheckpointDir.
+	SigningKey string `yaml:"signing_key" secret:"true"`
+	// CheckpointDir is where a checkpoint is written every
+	// CheckpointInterval (1h when zero) while the chain grows.
+	CheckpointDir      string   `yaml:"checkpoint_dir"`
+	CheckpointInterval Duration `yaml:"checkpoint_interval"`
+}
+
+// Retention says how long requests are kept.
+type Retention struct {
+	// Keep: final requests created longer ago than this are deleted, with
+	// their events, cards and votes; the audit chain records the cut. Zero
+	// keeps everything. Days may be written with a d suffix ("400d").
+	Keep Duration `yaml:"keep"`
 }
 
 // Cards tunes the card worker, which posts and updates the cards.
@@ -160,7 +182,8 @@ type Match struct {
 	Agent string `yaml:"agent"`
 }
 
-// Duration is a time.Duration written as a Go duration ("90s", "10m").
+// Duration is a time.Duration written as a Go duration ("90s", "10m"),
+// optionally after a whole number of days ("400d", "1d12h").
 type Duration time.Duration
 
 // D returns the value as a time.Duration.

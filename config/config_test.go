@@ -1,6 +1,10 @@
 package config
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"os"
 	"path/filepath"
@@ -60,12 +64,18 @@ routes:
   - name: reads
     match: { tool: "read_*" }
     confirm: false
+audit:
+  signing_key_file: audit.key
+  checkpoint_dir: ${CHECKPOINTS}
+retention:
+  keep: 400d
 `
 
 func TestParseFullConfig(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "slack.secret"), []byte("s3cret\n"), 0o600)
-	c, err := Parse([]byte(full), dir, env(map[string]string{"GATEHOUSE_TOKEN": "tok-0123456789abcdef", "SLACK_BOT_TOKEN": "xoxb-1"}))
+	os.WriteFile(filepath.Join(dir, "audit.key"), testKeyPEM(t), 0o600)
+	c, err := Parse([]byte(full), dir, env(map[string]string{"GATEHOUSE_TOKEN": "tok-0123456789abcdef", "SLACK_BOT_TOKEN": "xoxb-1", "CHECKPOINTS": dir}))
 	if err != nil {
 		t.Fatalf("valid config refused:\n%v", err)
 	}
@@ -91,6 +101,33 @@ func TestParseFullConfig(t *testing.T) {
 	}
 	if c.Routes[1].Confirm == nil || *c.Routes[1].Confirm {
 		t.Fatalf("confirm: false lost")
+	}
+	if !strings.Contains(c.Audit.SigningKey, "BEGIN PRIVATE KEY") || c.Audit.CheckpointDir != dir || c.Audit.CheckpointInterval.D() != time.Hour ||
+		c.Retention.Keep.D() != 400*24*time.Hour {
+		t.Fatalf("audit and retention: %+v %+v", c.Audit, c.Retention)
+	}
+}
+
+func testKeyPEM(t *testing.T) []byte {
+	t.Helper()
+	_, k, _ := ed25519.GenerateKey(rand.Reader)
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+}
+
+func TestParseDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{"90s": 90 * time.Second, "400d": 400 * 24 * time.Hour, "1d12h": 36 * time.Hour, "0d": 0} {
+		if got, err := ParseDuration(in); err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"d", "1.5d", "-1d", "1dx", "1d-1h", "12 days", "99999999d"} {
+		if _, err := ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%q) took it", bad)
+		}
 	}
 }
 
@@ -193,6 +230,17 @@ auth:
       token: scalar-token-0123456789
       scopes: read_all
 `, []string{"auth.api_tokens[0].scopes: must be a list"}},
+		{"audit and retention", `
+audit:
+  signing_key: not a key
+  checkpoint_interval: 10s
+retention:
+  keep: 30m
+`, []string{"audit.signing_key_file: not a PEM private key (make one with: openssl genpkey -algorithm ed25519",
+			"audit.checkpoint_interval: must be at least 1m", "retention.keep: must be at least 1h"}},
+		{"checkpoints without a key", "audit:\n  checkpoint_dir: /nonexistent\n", []string{"audit.checkpoint_dir: needs audit.signing_key_file"}},
+		{"retention not a duration", "retention:\n  keep: a year\n", []string{`retention.keep: "a year" is not a duration`}},
+		{"audit key file missing", "audit:\n  signing_key_file: /nonexistent/audit.key\n", []string{"audit.signing_key_file: cannot read the secret"}},
 		{"open API off loopback", "listen: 0.0.0.0:8080\n", []string{"auth.api_tokens: required when listen is not a loopback address"}},
 		{"card workers out of range", "cards:\n  workers: -1\n", []string{"cards.workers: must be between 1 and 1024"}},
 		{"card workers not a number", "cards:\n  workers: many\n", []string{"cards.workers: must be a whole number"}},

@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strings"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/gatehouse-dev/gatehouse/audit"
 )
 
 // Validate checks the whole config and fills the few defaults that depend
@@ -28,6 +32,7 @@ func (c *Config) Validate() error {
 	c.validateDatabase(&errs)
 	c.validateDefaults(&errs)
 	c.validateAuth(&errs)
+	c.validateAudit(&errs)
 	switch c.Log.Level {
 	case "", "debug", "info", "warn", "error":
 	default:
@@ -294,4 +299,31 @@ func anyGlob(ss []string) bool {
 		}
 	}
 	return false
+}
+
+func (c *Config) validateAudit(errs *Errors) {
+	a := &c.Audit
+	if a.SigningKey != "" {
+		if _, err := audit.ParseKey([]byte(a.SigningKey)); err != nil {
+			errs.add("audit.signing_key_file", "%v", err)
+		}
+	}
+	if a.CheckpointDir != "" {
+		if a.SigningKey == "" {
+			errs.add("audit.checkpoint_dir", "needs audit.signing_key_file: checkpoints are signed")
+		} else if st, err := os.Stat(a.CheckpointDir); err != nil || !st.IsDir() {
+			errs.add("audit.checkpoint_dir", "%q is not a directory", a.CheckpointDir)
+		}
+	}
+	switch {
+	case a.CheckpointInterval < 0:
+		errs.add("audit.checkpoint_interval", "must not be negative")
+	case a.CheckpointInterval == 0:
+		a.CheckpointInterval = Duration(time.Hour)
+	case a.CheckpointInterval.D() < time.Minute:
+		errs.add("audit.checkpoint_interval", "must be at least 1m")
+	}
+	if k := c.Retention.Keep; k != 0 && k.D() < time.Hour {
+		errs.add("retention.keep", "must be at least 1h (or absent, to keep everything)")
+	}
 }

@@ -99,6 +99,15 @@ func (s *DB) withHead(ctx context.Context, fn func(c *chainTx) error) (held bool
 // Seal links up to limit unsealed events after the chain's head, oldest
 // first, and says how many it sealed (0 when another replica is sealing).
 func (s *DB) Seal(ctx context.Context, limit int) (int, error) {
+	// Nothing to seal is the common case between bursts: find it out on the
+	// read pool rather than by taking the write lock every round.
+	var pending int
+	if err := s.rdb.WithContext(ctx).Raw(`SELECT COUNT(*) FROM (SELECT 1 FROM events WHERE seq IS NULL LIMIT 1) AS u`).Scan(&pending).Error; err != nil {
+		return 0, wrap("seal events", err)
+	}
+	if pending == 0 {
+		return 0, nil
+	}
 	n := 0
 	_, err := s.withHead(ctx, func(c *chainTx) error {
 		n = 0

@@ -164,3 +164,13 @@ func TestTokensSeeTheirOwn(t *testing.T) {
 		t.Fatalf("cancel_all: %d %s", code, body)
 	}
 }
+
+// Without audit.signing_key_file there are no checkpoints, and the API says
+// which key would turn them on.
+func TestCheckpointNeedsAKey(t *testing.T) {
+	base := newTokenServer(t)
+	code, body := call(t, base, "agent-a", "GET", "/api/v1/audit/checkpoint", "")
+	if code != http.StatusNotFound || !strings.Contains(body, "audit.signing_key_file") {
+		t.Fatalf("%d %s", code, body)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -27,6 +28,11 @@ type SessionStore interface {
 	CreateSession(ctx context.Context, s store.Session) error
 	GetSession(ctx context.Context, id string, now time.Time) (store.Session, error)
 	DeleteSession(ctx context.Context, id string) error
+}
+
+// Checkpointer signs the audit chain's head as it stands.
+type Checkpointer interface {
+	Checkpoint(ctx context.Context) (audit.Checkpoint, error)
 }
 
 // Options configure the server.
@@ -42,6 +48,9 @@ type Options struct {
 	Callbacks map[string]http.Handler
 	// Metrics, when set, is served at GET /metrics.
 	Metrics http.Handler
+	// Checkpoints, when set, signs the audit chain's head for
+	// GET /api/v1/audit/checkpoint. *audit.Keeper implements it.
+	Checkpoints Checkpointer
 	// BootstrapPassword, when no users are configured, lets "admin" log in
 	// with it (the server prints it at start), so the zero-config server can
 	// approve on the web page.
@@ -174,6 +183,7 @@ func (s *Server) routes() {
 	api.POST("/approvals/:id/cancel", s.cancelApproval)
 	api.GET("/approvals/:id/events", s.approvalEvents)
 	api.POST("/gate", s.gate)
+	api.GET("/audit/checkpoint", s.auditCheckpoint)
 	s.hookRoutes(e) // POST /hooks/{client}: bearer token checked, every failure a 200 deny (web/hooks.go)
 	for key, h := range s.opts.Callbacks {
 		e.POST("/callbacks/"+key, echo.WrapHandler(h))
