@@ -71,6 +71,9 @@ type Defaults struct {
 type Auth struct {
 	APITokens []APIToken `yaml:"api_tokens"`
 	Users     []User     `yaml:"users"`
+	// OIDC, when set, signs people into the web page through the company's
+	// identity provider; password logins (Users) keep working beside it.
+	OIDC *OIDC `yaml:"oidc"`
 	// SessionTTL is how long a web login lasts. 12h when zero.
 	SessionTTL Duration `yaml:"session_ttl"`
 }
@@ -108,6 +111,31 @@ type User struct {
 	Name           string `yaml:"name"`
 	PasswordBcrypt string `yaml:"password_bcrypt" secret:"true"`
 	Role           string `yaml:"role"` // auditor | approver | admin
+}
+
+// OIDC is single sign-on through an OpenID Connect provider. A person's web
+// identity is "web:<email>", and their role the highest whose globs match
+// their email or one of their groups.
+type OIDC struct {
+	Issuer       string    `yaml:"issuer"`
+	ClientID     string    `yaml:"client_id"`
+	ClientSecret string    `yaml:"client_secret" secret:"true"`
+	Roles        OIDCRoles `yaml:"roles"`
+	// GroupsClaim names the ID token's claim that lists the person's
+	// groups. "groups" when empty.
+	GroupsClaim string `yaml:"groups_claim"`
+	// Scopes are asked for besides openid, email and profile (some
+	// providers send groups only for a "groups" scope).
+	Scopes []string `yaml:"scopes"`
+}
+
+// OIDCRoles maps emails and groups to web roles, by globs (* any run of
+// characters): "*@example.com", "ops-oncall". Emails match without regard
+// to case.
+type OIDCRoles struct {
+	Approver []string `yaml:"approver"`
+	Auditor  []string `yaml:"auditor"`
+	Admin    []string `yaml:"admin"`
 }
 
 // Roles of web users, from least to most.

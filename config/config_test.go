@@ -39,6 +39,13 @@ auth:
     - name: alice
       password_bcrypt: "$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z3Yo3XjY8y0qzVw0YJ7wE5Y2"
       role: auditor
+  oidc:
+    issuer: https://idp.example.com
+    client_id: gatehouse
+    client_secret_file: slack.secret
+    roles:
+      approver: ["*@example.com"]
+      admin: [platform-admins]
 channels:
   - name: ops-slack
     type: slack
@@ -101,6 +108,9 @@ func TestParseFullConfig(t *testing.T) {
 	}
 	if c.Routes[1].Confirm == nil || *c.Routes[1].Confirm {
 		t.Fatalf("confirm: false lost")
+	}
+	if o := c.Auth.OIDC; o == nil || o.ClientSecret != "s3cret" || o.Roles.Admin[0] != "platform-admins" {
+		t.Fatalf("oidc: %+v", o)
 	}
 	if !strings.Contains(c.Audit.SigningKey, "BEGIN PRIVATE KEY") || c.Audit.CheckpointDir != dir || c.Audit.CheckpointInterval.D() != time.Hour ||
 		c.Retention.Keep.D() != 400*24*time.Hour {
@@ -241,6 +251,36 @@ retention:
 		{"checkpoints without a key", "audit:\n  checkpoint_dir: /nonexistent\n", []string{"audit.checkpoint_dir: needs audit.signing_key_file"}},
 		{"retention not a duration", "retention:\n  keep: a year\n", []string{`retention.keep: "a year" is not a duration`}},
 		{"audit key file missing", "audit:\n  signing_key_file: /nonexistent/audit.key\n", []string{"audit.signing_key_file: cannot read the secret"}},
+		{"single sign-on", `
+auth:
+  users:
+    - name: carol@example.com
+      password_bcrypt: "$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z3Yo3XjY8y0qzVw0YJ7wE5Y2"
+      role: auditor
+  oidc:
+    issuer: http://idp.example.com
+    roles:
+      approver: ["", "*@example.com"]
+`, []string{`auth.oidc.issuer: "http://idp.example.com" is not an https URL`, "auth.oidc.client_id: required",
+			"auth.oidc.client_secret: required", "public_url: required with auth.oidc", "auth.oidc.roles.approver[0]: empty",
+			`auth.users[0].name: "carol@example.com" contains @`}},
+		{"single sign-on without roles", `
+public_url: https://gate.example.com
+auth:
+  oidc:
+    issuer: https://idp.example.com
+    client_id: gatehouse
+    client_secret: s3cret
+    rolez: {}
+`, []string{"auth.oidc.rolez: unknown key"}},
+		{"single sign-on with no role given", `
+public_url: https://gate.example.com
+auth:
+  oidc:
+    issuer: https://idp.example.com
+    client_id: gatehouse
+    client_secret: s3cret
+`, []string{"auth.oidc.roles: give at least one role"}},
 		{"open API off loopback", "listen: 0.0.0.0:8080\n", []string{"auth.api_tokens: required when listen is not a loopback address"}},
 		{"card workers out of range", "cards:\n  workers: -1\n", []string{"cards.workers: must be between 1 and 1024"}},
 		{"card workers not a number", "cards:\n  workers: many\n", []string{"cards.workers: must be a whole number"}},

@@ -88,7 +88,7 @@ var secretKeys = map[string]bool{}
 
 func init() {
 	for _, t := range []reflect.Type{reflect.TypeOf(Database{}), reflect.TypeOf(APIToken{}), reflect.TypeOf(User{}),
-		reflect.TypeOf(Slack{}), reflect.TypeOf(Feishu{}), reflect.TypeOf(Audit{})} {
+		reflect.TypeOf(Slack{}), reflect.TypeOf(Feishu{}), reflect.TypeOf(Audit{}), reflect.TypeOf(OIDC{})} {
 		for i := 0; i < t.NumField(); i++ {
 			if t.Field(i).Tag.Get("secret") == "true" {
 				secretKeys[yamlName(t.Field(i))] = true

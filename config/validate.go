@@ -157,6 +157,48 @@ func (c *Config) validateAuth(errs *Errors) {
 	if c.Auth.SessionTTL <= 0 {
 		errs.add("auth.session_ttl", "must be positive")
 	}
+	if o := c.Auth.OIDC; o != nil {
+		c.validateOIDC(o, errs)
+	}
+}
+
+func (c *Config) validateOIDC(o *OIDC, errs *Errors) {
+	const p = "auth.oidc"
+	if u, err := url.Parse(o.Issuer); o.Issuer == "" {
+		errs.add(p+".issuer", "required (the provider's issuer URL, such as https://accounts.google.com)")
+	} else if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopback(u.Hostname()))) {
+		errs.add(p+".issuer", "%q is not an https URL (http only on loopback, for tests)", o.Issuer)
+	}
+	if o.ClientID == "" {
+		errs.add(p+".client_id", "required")
+	}
+	if o.ClientSecret == "" {
+		errs.add(p+".client_secret", "required")
+	}
+	if c.PublicURL == "" {
+		errs.add("public_url", "required with auth.oidc: the provider sends people back to public_url/auth/oidc/callback")
+	}
+	n := 0
+	for _, r := range []struct {
+		role  string
+		globs []string
+	}{{RoleApprover, o.Roles.Approver}, {RoleAuditor, o.Roles.Auditor}, {RoleAdmin, o.Roles.Admin}} {
+		role := r.role
+		for i, g := range r.globs {
+			n++
+			if strings.TrimSpace(g) == "" {
+				errs.add(fmt.Sprintf("%s.roles.%s[%d]", p, role, i), "empty: give an email glob such as *@example.com, or a group")
+			}
+		}
+	}
+	if n == 0 {
+		errs.add(p+".roles", "give at least one role an email glob or a group, or nobody can sign in")
+	}
+	for i, u := range c.Auth.Users {
+		if strings.Contains(u.Name, "@") {
+			errs.add(fmt.Sprintf("auth.users[%d].name", i), "%q contains @: with auth.oidc, names with @ are the emails of single sign-on (web:<email>)", u.Name)
+		}
+	}
 }
 
 func orDefault(s, def string) string {

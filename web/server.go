@@ -37,10 +37,13 @@ type Checkpointer interface {
 
 // Options configure the server.
 type Options struct {
-	Service   *gate.Service
-	Sessions  SessionStore
-	Tokens    []config.APIToken
-	Users     []config.User
+	Service  *gate.Service
+	Sessions SessionStore
+	Tokens   []config.APIToken
+	Users    []config.User
+	// OIDC, when set, adds single sign-on to the web page (web/oidc.go).
+	// PublicURL must then be set: the provider sends people back to it.
+	OIDC      *config.OIDC
 	PublicURL string
 	// SessionTTL is how long a web login lasts. 12h when zero.
 	SessionTTL time.Duration
@@ -71,6 +74,7 @@ type Server struct {
 	now    func() time.Time
 	tokens []tokenHash
 	pages  *pages
+	sso    *ssoLogin // nil without auth.oidc
 	http   *http.Server
 	parked parkedCount // long polls answered off net/http (longpoll.go)
 }
@@ -138,7 +142,7 @@ func New(o Options) (*Server, error) {
 	if o.MaxWait <= 0 {
 		o.MaxWait = 10 * time.Minute
 	}
-	s := &Server{e: echo.New(), svc: o.Service, opts: o, log: o.Logger, now: o.Now}
+	s := &Server{e: echo.New(), svc: o.Service, opts: o, log: o.Logger, now: o.Now, sso: newSSO(o.OIDC, o.PublicURL)}
 	for _, t := range o.Tokens {
 		th := tokenHash{name: t.Name, readAll: t.HasScope(config.ScopeReadAll), cancelAll: t.HasScope(config.ScopeCancelAll)}
 		if t.Token != "" {

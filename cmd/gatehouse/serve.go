@@ -114,7 +114,7 @@ func runServer(ctx context.Context, cfg *config.Config, log *slog.Logger) error 
 	}
 
 	bootstrap := ""
-	if len(cfg.Auth.Users) == 0 {
+	if len(cfg.Auth.Users) == 0 && cfg.Auth.OIDC == nil {
 		bootstrap = randomPassword()
 		log.Warn("no web users configured: log in as admin with this one-time password (it changes at every start; add users with gatehouse user add)",
 			"user", "admin", "password", bootstrap)
@@ -134,7 +134,7 @@ func runServer(ctx context.Context, cfg *config.Config, log *slog.Logger) error 
 		checkpoints = keeper
 	}
 	srv, err := web.New(web.Options{
-		Service: svc, Sessions: db, Tokens: cfg.Auth.APITokens, Users: cfg.Auth.Users, PublicURL: cfg.PublicURL,
+		Service: svc, Sessions: db, Tokens: cfg.Auth.APITokens, Users: cfg.Auth.Users, OIDC: cfg.Auth.OIDC, PublicURL: cfg.PublicURL,
 		SessionTTL: cfg.Auth.SessionTTL.D(), Callbacks: built.callbacks, BootstrapPassword: bootstrap,
 		Logger: log, Version: versionString(), Metrics: m.Handler(), Checkpoints: checkpoints,
 	})
