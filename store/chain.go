@@ -39,11 +39,15 @@ const (
 	qChainHeadLocked = qChainHead + ` FOR UPDATE SKIP LOCKED`
 	qUnsealed        = `SELECT id, request_id, at, type, actor, channel, detail FROM events WHERE seq IS NULL ORDER BY id LIMIT $1`
 	qSetHead         = `UPDATE audit_head SET seq = $1, hash = $2 WHERE id = 1 AND seq = $3`
-	// The whole chain in order: sealed events, and the links in audit_records.
-	qChainRecords = `SELECT seq, 'event', id, request_id, at, type, actor, channel, detail, prev_hash, hash FROM events
-		WHERE seq IS NOT NULL AND seq > $1
+	// The whole chain in order: sealed events, and the links in
+	// audit_records. Each side is limited first, so a page reads at most
+	// two pages' rows on either driver (PostgreSQL merges the two index
+	// scans; over the bare union it sorted every link after the cursor).
+	qChainRecords = `SELECT * FROM (SELECT seq, 'event' AS kind, id, request_id, at, type, actor, channel, detail, prev_hash, hash
+		FROM events WHERE seq IS NOT NULL AND seq > $1 ORDER BY seq LIMIT $2) AS e
 	UNION ALL
-	SELECT seq, kind, 0, '', at, type, actor, '', detail, prev_hash, hash FROM audit_records WHERE seq > $1
+	SELECT * FROM (SELECT seq, kind, CAST(0 AS BIGINT), '', at, type, actor, '', detail, prev_hash, hash
+		FROM audit_records WHERE seq > $1 ORDER BY seq LIMIT $2) AS r
 	ORDER BY 1 LIMIT $2`
 )
 
