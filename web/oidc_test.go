@@ -282,6 +282,16 @@ func TestSingleSignOn(t *testing.T) {
 	})
 }
 
+// A provider that cannot be reached signs nobody in and says so.
+func TestSingleSignOnProviderDown(t *testing.T) {
+	e := newSSOEnv(t)
+	e.idp.Close()
+	res, page := e.browser().get("/auth/oidc/login")
+	if res.StatusCode != http.StatusBadGateway || !strings.Contains(page, "cannot be reached") || res.Header.Get("Location") != "" {
+		t.Fatalf("%d %q:\n%s", res.StatusCode, res.Header.Get("Location"), page)
+	}
+}
+
 // A server without auth.oidc has no sign-in routes, and a single sign-on
 // session left from when it had (the config lost auth.oidc) lets nobody in.
 func TestNoSingleSignOnWithoutConfig(t *testing.T) {

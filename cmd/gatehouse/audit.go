@@ -71,7 +71,11 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gatehouse audit verify: %v\n", err)
 		return 2
 	}
-	fmt.Fprintf(stdout, "audit chain whole: %d links, seq 1 to %d, head %s\n", rep.Links, rep.Head.Seq, rep.Head.Hash)
+	if rep.Links == 0 {
+		fmt.Fprintln(stdout, "audit chain whole: no links yet")
+	} else {
+		fmt.Fprintf(stdout, "audit chain whole: %d links, seq 1 to %d, head %s\n", rep.Links, rep.Head.Seq, rep.Head.Hash)
+	}
 	for _, c := range rep.Cuts {
 		fmt.Fprintf(stdout, "  seq %d: retention cut %d requests created before %s (%d events: seq %s)\n",
 			c.Seq, c.Cut.Requests, c.Cut.Cutoff.Format(time.RFC3339), c.Cut.Events, c.Cut.Seqs)
