@@ -15,10 +15,32 @@ type Config struct {
 	Database  Database  `yaml:"database"`
 	Defaults  Defaults  `yaml:"defaults"`
 	Auth      Auth      `yaml:"auth"`
+	Audit     Audit     `yaml:"audit"`
+	Retention Retention `yaml:"retention"`
 	Log       Log       `yaml:"log"`
 	Cards     Cards     `yaml:"cards"`
 	Channels  []Channel `yaml:"channels"`
 	Routes    []Route   `yaml:"routes"`
+}
+
+// Audit configures the tamper-evident trail's signed checkpoints.
+type Audit struct {
+	// SigningKey is an Ed25519 private key in PEM (PKCS #8), usually given
+	// as signing_key_file. With it the server signs checkpoints of the
+	// chain's head: GET /api/v1/audit/checkpoint, and files in CheckpointDir.
+	SigningKey string `yaml:"signing_key" secret:"true"`
+	// CheckpointDir is where a checkpoint is written every
+	// CheckpointInterval (1h when zero) while the chain grows.
+	CheckpointDir      string   `yaml:"checkpoint_dir"`
+	CheckpointInterval Duration `yaml:"checkpoint_interval"`
+}
+
+// Retention says how long requests are kept.
+type Retention struct {
+	// Keep: final requests created longer ago than this are deleted, with
+	// their events, cards and votes; the audit chain records the cut. Zero
+	// keeps everything. Days may be written with a d suffix ("400d").
+	Keep Duration `yaml:"keep"`
 }
 
 // Cards tunes the card worker, which posts and updates the cards.
@@ -53,15 +75,39 @@ type Defaults struct {
 type Auth struct {
 	APITokens []APIToken `yaml:"api_tokens"`
 	Users     []User     `yaml:"users"`
+	// OIDC, when set, signs people into the web page through the company's
+	// identity provider; password logins (Users) keep working beside it.
+	OIDC *OIDC `yaml:"oidc"`
 	// SessionTTL is how long a web login lasts. 12h when zero.
 	SessionTTL Duration `yaml:"session_ttl"`
 }
 
-// APIToken is one agent credential; give the token or its SHA-256.
+// APIToken is one agent credential; give the token or its SHA-256. A token
+// reads, lists and cancels only the requests made with it, unless its scopes
+// widen that.
 type APIToken struct {
-	Name        string `yaml:"name"`
-	Token       string `yaml:"token" secret:"true"`
-	TokenSHA256 string `yaml:"token_sha256"`
+	Name        string   `yaml:"name"`
+	Token       string   `yaml:"token" secret:"true"`
+	TokenSHA256 string   `yaml:"token_sha256"`
+	Scopes      []string `yaml:"scopes"` // read_all | cancel_all
+}
+
+// Token scopes, for operators' tools.
+const (
+	// ScopeReadAll lets a token read, list and follow every request and its trail.
+	ScopeReadAll = "read_all"
+	// ScopeCancelAll lets a token cancel every request.
+	ScopeCancelAll = "cancel_all"
+)
+
+// HasScope reports whether the token was given scope.
+func (t APIToken) HasScope(scope string) bool {
+	for _, s := range t.Scopes {
+		if s == scope {
+			return true
+		}
+	}
+	return false
 }
 
 // User is one web login.
@@ -69,6 +115,31 @@ type User struct {
 	Name           string `yaml:"name"`
 	PasswordBcrypt string `yaml:"password_bcrypt" secret:"true"`
 	Role           string `yaml:"role"` // auditor | approver | admin
+}
+
+// OIDC is single sign-on through an OpenID Connect provider. A person's web
+// identity is "web:<email>", and their role the highest whose globs match
+// their email or one of their groups.
+type OIDC struct {
+	Issuer       string    `yaml:"issuer"`
+	ClientID     string    `yaml:"client_id"`
+	ClientSecret string    `yaml:"client_secret" secret:"true"`
+	Roles        OIDCRoles `yaml:"roles"`
+	// GroupsClaim names the ID token's claim that lists the person's
+	// groups. "groups" when empty.
+	GroupsClaim string `yaml:"groups_claim"`
+	// Scopes are asked for besides openid, email and profile (some
+	// providers send groups only for a "groups" scope).
+	Scopes []string `yaml:"scopes"`
+}
+
+// OIDCRoles maps emails and groups to web roles, by globs (* any run of
+// characters): "*@example.com", "ops-oncall". Emails match without regard
+// to case.
+type OIDCRoles struct {
+	Approver []string `yaml:"approver"`
+	Auditor  []string `yaml:"auditor"`
+	Admin    []string `yaml:"admin"`
 }
 
 // Roles of web users, from least to most.
@@ -185,7 +256,8 @@ const (
 	ActionDeny  = "deny"
 )
 
-// Duration is a time.Duration written as a Go duration ("90s", "10m").
+// Duration is a time.Duration written as a Go duration ("90s", "10m"),
+// optionally after a whole number of days ("400d", "1d12h").
 type Duration time.Duration
 
 // D returns the value as a time.Duration.

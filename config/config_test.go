@@ -1,6 +1,10 @@
 package config
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"os"
 	"path/filepath"
@@ -30,10 +34,18 @@ auth:
       token: ${GATEHOUSE_TOKEN}
     - name: hashed
       token_sha256: 5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8
+      scopes: [read_all, cancel_all]
   users:
     - name: alice
       password_bcrypt: "$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z3Yo3XjY8y0qzVw0YJ7wE5Y2"
       role: auditor
+  oidc:
+    issuer: https://idp.example.com
+    client_id: gatehouse
+    client_secret_file: slack.secret
+    roles:
+      approver: ["*@example.com"]
+      admin: [platform-admins]
 channels:
   - name: ops-slack
     type: slack
@@ -59,12 +71,18 @@ routes:
   - name: reads
     match: { tool: "read_*" }
     confirm: false
+audit:
+  signing_key_file: audit.key
+  checkpoint_dir: ${CHECKPOINTS}
+retention:
+  keep: 400d
 `
 
 func TestParseFullConfig(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "slack.secret"), []byte("s3cret\n"), 0o600)
-	c, err := Parse([]byte(full), dir, env(map[string]string{"GATEHOUSE_TOKEN": "tok-0123456789abcdef", "SLACK_BOT_TOKEN": "xoxb-1"}))
+	os.WriteFile(filepath.Join(dir, "audit.key"), testKeyPEM(t), 0o600)
+	c, err := Parse([]byte(full), dir, env(map[string]string{"GATEHOUSE_TOKEN": "tok-0123456789abcdef", "SLACK_BOT_TOKEN": "xoxb-1", "CHECKPOINTS": dir}))
 	if err != nil {
 		t.Fatalf("valid config refused:\n%v", err)
 	}
@@ -73,6 +91,9 @@ func TestParseFullConfig(t *testing.T) {
 	}
 	if c.Auth.APITokens[0].Token != "tok-0123456789abcdef" {
 		t.Fatalf("${VAR} not expanded: %q", c.Auth.APITokens[0].Token)
+	}
+	if tk := c.Auth.APITokens; tk[0].HasScope(ScopeReadAll) || !tk[1].HasScope(ScopeReadAll) || !tk[1].HasScope(ScopeCancelAll) {
+		t.Fatalf("scopes: %+v", tk)
 	}
 	s := c.Channels[0].Slack
 	if s == nil || s.BotToken != "xoxb-1" || s.SigningSecret != "s3cret" || s.APIURL != "http://127.0.0.1:9999/api/" {
@@ -87,6 +108,36 @@ func TestParseFullConfig(t *testing.T) {
 	}
 	if c.Routes[1].Confirm == nil || *c.Routes[1].Confirm {
 		t.Fatalf("confirm: false lost")
+	}
+	if o := c.Auth.OIDC; o == nil || o.ClientSecret != "s3cret" || o.Roles.Admin[0] != "platform-admins" {
+		t.Fatalf("oidc: %+v", o)
+	}
+	if !strings.Contains(c.Audit.SigningKey, "BEGIN PRIVATE KEY") || c.Audit.CheckpointDir != dir || c.Audit.CheckpointInterval.D() != time.Hour ||
+		c.Retention.Keep.D() != 400*24*time.Hour {
+		t.Fatalf("audit and retention: %+v %+v", c.Audit, c.Retention)
+	}
+}
+
+func testKeyPEM(t *testing.T) []byte {
+	t.Helper()
+	_, k, _ := ed25519.GenerateKey(rand.Reader)
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+}
+
+func TestParseDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{"90s": 90 * time.Second, "400d": 400 * 24 * time.Hour, "1d12h": 36 * time.Hour, "0d": 0} {
+		if got, err := ParseDuration(in); err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"d", "1.5d", "-1d", "1dx", "1d-1h", "12 days", "99999999d"} {
+		if _, err := ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%q) took it", bad)
+		}
 	}
 }
 
@@ -174,6 +225,62 @@ routes:
 			`routes[0].channels[0]: no channel named "nope"`, `routes[0].approvers[0]: "alice" is not an identity`,
 			"routes[0].quorum: needs 3 approvals but only 1 approvers are listed",
 		}},
+		{"bad token scopes", `
+auth:
+  api_tokens:
+    - name: ops
+      token: ops-token-0123456789
+      scopes: [read_all, admin, cancel-all]
+`, []string{`auth.api_tokens[0].scopes[1]: "admin" is not one of read_all, cancel_all`,
+			`auth.api_tokens[0].scopes[2]: "cancel-all" is not one of read_all, cancel_all`}},
+		{"token scopes not a list", `
+auth:
+  api_tokens:
+    - name: scalar
+      token: scalar-token-0123456789
+      scopes: read_all
+`, []string{"auth.api_tokens[0].scopes: must be a list"}},
+		{"audit and retention", `
+audit:
+  signing_key: not a key
+  checkpoint_interval: 10s
+retention:
+  keep: 30m
+`, []string{"audit.signing_key_file: not a PEM private key (make one with: openssl genpkey -algorithm ed25519",
+			"audit.checkpoint_interval: must be at least 1m", "retention.keep: must be at least 1h"}},
+		{"checkpoints without a key", "audit:\n  checkpoint_dir: /nonexistent\n", []string{"audit.checkpoint_dir: needs audit.signing_key_file"}},
+		{"retention not a duration", "retention:\n  keep: a year\n", []string{`retention.keep: "a year" is not a duration`}},
+		{"audit key file missing", "audit:\n  signing_key_file: /nonexistent/audit.key\n", []string{"audit.signing_key_file: cannot read the secret"}},
+		{"single sign-on", `
+auth:
+  users:
+    - name: carol@example.com
+      password_bcrypt: "$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z3Yo3XjY8y0qzVw0YJ7wE5Y2"
+      role: auditor
+  oidc:
+    issuer: http://idp.example.com
+    roles:
+      approver: ["", "*@example.com"]
+`, []string{`auth.oidc.issuer: "http://idp.example.com" is not an https URL`, "auth.oidc.client_id: required",
+			"auth.oidc.client_secret: required", "public_url: required with auth.oidc", "auth.oidc.roles.approver[0]: empty",
+			`auth.users[0].name: "carol@example.com" contains @`}},
+		{"single sign-on without roles", `
+public_url: https://gate.example.com
+auth:
+  oidc:
+    issuer: https://idp.example.com
+    client_id: gatehouse
+    client_secret: s3cret
+    rolez: {}
+`, []string{"auth.oidc.rolez: unknown key"}},
+		{"single sign-on with no role given", `
+public_url: https://gate.example.com
+auth:
+  oidc:
+    issuer: https://idp.example.com
+    client_id: gatehouse
+    client_secret: s3cret
+`, []string{"auth.oidc.roles: give at least one role"}},
 		{"open API off loopback", "listen: 0.0.0.0:8080\n", []string{"auth.api_tokens: required when listen is not a loopback address"}},
 		{"card workers out of range", "cards:\n  workers: -1\n", []string{"cards.workers: must be between 1 and 1024"}},
 		{"card workers not a number", "cards:\n  workers: many\n", []string{"cards.workers: must be a whole number"}},

@@ -88,7 +88,7 @@ var secretKeys = map[string]bool{}
 
 func init() {
 	for _, t := range []reflect.Type{reflect.TypeOf(Database{}), reflect.TypeOf(APIToken{}), reflect.TypeOf(User{}),
-		reflect.TypeOf(Slack{}), reflect.TypeOf(Feishu{})} {
+		reflect.TypeOf(Slack{}), reflect.TypeOf(Feishu{}), reflect.TypeOf(Audit{}), reflect.TypeOf(OIDC{})} {
 		for i := 0; i < t.NumField(); i++ {
 			if t.Field(i).Tag.Get("secret") == "true" {
 				secretKeys[yamlName(t.Field(i))] = true
@@ -191,8 +191,8 @@ func check(n *yaml.Node, t reflect.Type, path string, errs *Errors) {
 	case t == durationType:
 		if n.Kind != yaml.ScalarNode {
 			errs.add(path, "must be a duration such as 90s or 10m")
-		} else if _, err := time.ParseDuration(n.Value); err != nil {
-			errs.add(path, "%q is not a duration (use Go durations such as 90s or 10m)", n.Value)
+		} else if _, err := ParseDuration(n.Value); err != nil {
+			errs.add(path, "%q is not a duration (use Go durations such as 90s or 10m, or days such as 400d)", n.Value)
 		}
 	case t == reflect.TypeOf(Channel{}):
 		checkChannel(n, path, errs)
@@ -365,14 +365,36 @@ func (r *Remember) UnmarshalYAML(n *yaml.Node) error {
 	return n.Decode((*plain)(r))
 }
 
-// UnmarshalYAML parses a Go duration; check has already vetted it.
+// UnmarshalYAML parses a duration; check has already vetted it.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := time.ParseDuration(n.Value)
+	v, err := ParseDuration(n.Value)
 	if err != nil {
 		return errors.New("not a duration: " + n.Value)
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// ParseDuration reads a Go duration ("90s", "10m"), optionally after a
+// whole number of days: "400d", "1d12h". A day is 24 hours.
+func ParseDuration(s string) (time.Duration, error) {
+	days, rest, ok := strings.Cut(s, "d")
+	if !ok {
+		return time.ParseDuration(s)
+	}
+	n, err := strconv.ParseUint(days, 10, 32)
+	if err != nil || n > 1<<20 {
+		return 0, fmt.Errorf("%q: days must be a whole number before d", s)
+	}
+	d := time.Duration(n) * 24 * time.Hour
+	if rest != "" {
+		r, err := time.ParseDuration(rest)
+		if err != nil || r < 0 {
+			return 0, fmt.Errorf("%q: %q after the days is not a duration", s, rest)
+		}
+		d += r
+	}
+	return d, nil
 }
 
 // MarshalYAML writes the duration as Go writes it.

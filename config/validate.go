@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/policy"
 )
 
@@ -31,6 +33,7 @@ func (c *Config) Validate() error {
 	c.validateDatabase(&errs)
 	c.validateDefaults(&errs)
 	c.validateAuth(&errs)
+	c.validateAudit(&errs)
 	switch c.Log.Level {
 	case "", "debug", "info", "warn", "error":
 	default:
@@ -137,6 +140,11 @@ func (c *Config) validateAuth(errs *Errors) {
 				errs.add(p+".token_sha256", "not a hex SHA-256 (64 hex digits)")
 			}
 		}
+		for j, sc := range t.Scopes {
+			if sc != ScopeReadAll && sc != ScopeCancelAll {
+				errs.add(fmt.Sprintf("%s.scopes[%d]", p, j), "%q is not one of %s, %s", sc, ScopeReadAll, ScopeCancelAll)
+			}
+		}
 	}
 	seen = map[string]bool{}
 	for i, u := range c.Auth.Users {
@@ -158,6 +166,48 @@ func (c *Config) validateAuth(errs *Errors) {
 	}
 	if c.Auth.SessionTTL <= 0 {
 		errs.add("auth.session_ttl", "must be positive")
+	}
+	if o := c.Auth.OIDC; o != nil {
+		c.validateOIDC(o, errs)
+	}
+}
+
+func (c *Config) validateOIDC(o *OIDC, errs *Errors) {
+	const p = "auth.oidc"
+	if u, err := url.Parse(o.Issuer); o.Issuer == "" {
+		errs.add(p+".issuer", "required (the provider's issuer URL, such as https://accounts.google.com)")
+	} else if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopback(u.Hostname()))) {
+		errs.add(p+".issuer", "%q is not an https URL (http only on loopback, for tests)", o.Issuer)
+	}
+	if o.ClientID == "" {
+		errs.add(p+".client_id", "required")
+	}
+	if o.ClientSecret == "" {
+		errs.add(p+".client_secret", "required")
+	}
+	if c.PublicURL == "" {
+		errs.add("public_url", "required with auth.oidc: the provider sends people back to public_url/auth/oidc/callback")
+	}
+	n := 0
+	for _, r := range []struct {
+		role  string
+		globs []string
+	}{{RoleApprover, o.Roles.Approver}, {RoleAuditor, o.Roles.Auditor}, {RoleAdmin, o.Roles.Admin}} {
+		role := r.role
+		for i, g := range r.globs {
+			n++
+			if strings.TrimSpace(g) == "" {
+				errs.add(fmt.Sprintf("%s.roles.%s[%d]", p, role, i), "empty: give an email glob such as *@example.com, or a group")
+			}
+		}
+	}
+	if n == 0 {
+		errs.add(p+".roles", "give at least one role an email glob or a group, or nobody can sign in")
+	}
+	for i, u := range c.Auth.Users {
+		if strings.Contains(u.Name, "@") {
+			errs.add(fmt.Sprintf("auth.users[%d].name", i), "%q contains @: with auth.oidc, names with @ are the emails of single sign-on (web:<email>)", u.Name)
+		}
 	}
 }
 
@@ -355,4 +405,31 @@ func anyGlob(ss []string) bool {
 		}
 	}
 	return false
+}
+
+func (c *Config) validateAudit(errs *Errors) {
+	a := &c.Audit
+	if a.SigningKey != "" {
+		if _, err := audit.ParseKey([]byte(a.SigningKey)); err != nil {
+			errs.add("audit.signing_key_file", "%v", err)
+		}
+	}
+	if a.CheckpointDir != "" {
+		if a.SigningKey == "" {
+			errs.add("audit.checkpoint_dir", "needs audit.signing_key_file: checkpoints are signed")
+		} else if st, err := os.Stat(a.CheckpointDir); err != nil || !st.IsDir() {
+			errs.add("audit.checkpoint_dir", "%q is not a directory", a.CheckpointDir)
+		}
+	}
+	switch {
+	case a.CheckpointInterval < 0:
+		errs.add("audit.checkpoint_interval", "must not be negative")
+	case a.CheckpointInterval == 0:
+		a.CheckpointInterval = Duration(time.Hour)
+	case a.CheckpointInterval.D() < time.Minute:
+		errs.add("audit.checkpoint_interval", "must be at least 1m")
+	}
+	if k := c.Retention.Keep; k != 0 && k.D() < time.Hour {
+		errs.add("retention.keep", "must be at least 1h (or absent, to keep everything)")
+	}
 }

@@ -28,7 +28,7 @@ func TestCardsFollowTheRequest(t *testing.T) {
 				case "approved", "rejected":
 					_, err = svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: end == "approved", Actor: "web:a", Via: "fake"})
 				case "cancelled":
-					_, err = svc.Cancel(ctx, "bot", r.ID, "agent:bot", "changed my mind")
+					_, err = svc.Cancel(ctx, gate.Caller{Name: "bot"}, r.ID, "agent:bot", "changed my mind")
 				case "expired":
 					clk.Add(2 * time.Hour)
 					_, err = svc.Expire(ctx, r.ID)

@@ -120,22 +120,39 @@ func finalError(r *Request) *Error {
 	}
 }
 
-// Owned returns a request made with the caller's token. Any other request
-// is ENOTFOUND, so a token cannot even learn that another's exists.
-func (s *Service) Owned(ctx context.Context, caller, id string) (*Request, error) {
+// Caller is an authenticated API token as the gate sees it: the name that
+// its requests, idempotency keys, reads and cancels are scoped to, and the
+// scopes that widen its reads and cancels to every token's requests.
+type Caller struct {
+	// Name is the token's name; "" on a server without tokens, where every
+	// request has the caller "".
+	Name string
+	// ReadAll lets the token read, list, follow and re-attach to every
+	// request (the config's read_all scope).
+	ReadAll bool
+	// CancelAll lets the token cancel every request (cancel_all). The
+	// answer to a cancel is the request it cancelled.
+	CancelAll bool
+}
+
+// Owned returns a request the caller may read: one made with its token, or
+// any with ReadAll. Any other request is ENOTFOUND, so a token cannot even
+// learn that another's exists.
+func (s *Service) Owned(ctx context.Context, c Caller, id string) (*Request, error) {
 	r, err := s.store.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if r.Caller != caller {
+	if r.Caller != c.Name && !c.ReadAll {
 		return nil, Errorf(ENOTFOUND, "no request %q", id)
 	}
 	return r, nil
 }
 
 // Cancel withdraws a pending request on its agent's behalf. Only the token
-// that made the request may cancel it; to any other it does not exist.
-func (s *Service) Cancel(ctx context.Context, caller, id, by, reason string) (*Request, error) {
+// that made the request may cancel it, or one with CancelAll; to any other
+// it does not exist. The check runs on the row the transaction holds.
+func (s *Service) Cancel(ctx context.Context, c Caller, id, by, reason string) (*Request, error) {
 	reason, _ = text.CutBytes(text.Clean(reason), maxTextLen)
 	detail := "cancelled by the agent"
 	if reason != "" {
@@ -144,7 +161,7 @@ func (s *Service) Cancel(ctx context.Context, caller, id, by, reason string) (*R
 	out, err := s.transition(ctx, Transition{ID: id, To: StatusCancelled, Kind: BeforeDeadline, At: s.stamp(), By: by, Via: "api",
 		Reason: reason, Event: Event{Type: EventCancelled, Actor: by, Channel: "api", Detail: detail},
 		Admit: func(r *Request) error {
-			if r.Caller != caller {
+			if r.Caller != c.Name && !c.CancelAll {
 				return Errorf(ENOTFOUND, "no request %q", id)
 			}
 			return nil

@@ -73,7 +73,7 @@ func TestConflictingVerdicts(t *testing.T) {
 				case "approve", "reject":
 					_, err = svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: kind == "approve", Actor: fmt.Sprintf("web:user%d", i), Via: "fake"})
 				case "cancel":
-					_, err = svc.Cancel(ctx, "bot", r.ID, "agent:bot", "")
+					_, err = svc.Cancel(ctx, gate.Caller{Name: "bot"}, r.ID, "agent:bot", "")
 				case "expire":
 					_, err = svc.Expire(ctx, r.ID)
 				}
@@ -306,16 +306,16 @@ func TestOnlyTheOwningTokenCancels(t *testing.T) {
 		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}})
 		ctx := context.Background()
 		r := submit(t, svc, gate.Submission{Caller: "build-agent"})
-		if _, err := svc.Cancel(ctx, "intruder", r.ID, "agent:intruder", "mine now"); gate.ErrorCode(err) != gate.ENOTFOUND {
+		if _, err := svc.Cancel(ctx, gate.Caller{Name: "intruder"}, r.ID, "agent:intruder", "mine now"); gate.ErrorCode(err) != gate.ENOTFOUND {
 			t.Fatalf("another token's cancel: %v, want not found", err)
 		}
-		if _, err := svc.Owned(ctx, "intruder", r.ID); gate.ErrorCode(err) != gate.ENOTFOUND {
+		if _, err := svc.Owned(ctx, gate.Caller{Name: "intruder"}, r.ID); gate.ErrorCode(err) != gate.ENOTFOUND {
 			t.Fatalf("another token's read: %v, want not found", err)
 		}
 		if got, _ := svc.Get(ctx, r.ID); got.Status != gate.StatusPending {
 			t.Fatalf("after a refused cancel the request is %s", got.Status)
 		}
-		got, err := svc.Cancel(ctx, "build-agent", r.ID, "agent:build-agent", "not needed")
+		got, err := svc.Cancel(ctx, gate.Caller{Name: "build-agent"}, r.ID, "agent:build-agent", "not needed")
 		if err != nil || got.Status != gate.StatusCancelled {
 			t.Fatalf("the owner's cancel: %v %+v", err, got)
 		}
@@ -323,6 +323,34 @@ func TestOnlyTheOwningTokenCancels(t *testing.T) {
 		rs, _, _ := svc.List(ctx, gate.Filter{Caller: &mine})
 		if len(rs) != 0 {
 			t.Fatalf("a token with no requests listed %d", len(rs))
+		}
+	})
+}
+
+// Scopes widen one power each: read_all reads but does not cancel,
+// cancel_all cancels but does not read, and neither is implied by the other.
+func TestScopesWidenOnePowerEach(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}})
+		ctx := context.Background()
+		r := submit(t, svc, gate.Submission{Caller: "build-agent"})
+		reader := gate.Caller{Name: "auditor-tool", ReadAll: true}
+		canceller := gate.Caller{Name: "janitor", CancelAll: true}
+		if got, err := svc.Owned(ctx, reader, r.ID); err != nil || got.ID != r.ID {
+			t.Fatalf("read_all read: %+v, %v", got, err)
+		}
+		if _, err := svc.Cancel(ctx, reader, r.ID, "agent:auditor-tool", ""); gate.ErrorCode(err) != gate.ENOTFOUND {
+			t.Fatalf("read_all cancelled: %v, want not found", err)
+		}
+		if _, err := svc.Owned(ctx, canceller, r.ID); gate.ErrorCode(err) != gate.ENOTFOUND {
+			t.Fatalf("cancel_all read: %v, want not found", err)
+		}
+		if got, _ := svc.Get(ctx, r.ID); got.Status != gate.StatusPending {
+			t.Fatalf("after refused cancels the request is %s", got.Status)
+		}
+		got, err := svc.Cancel(ctx, canceller, r.ID, "agent:janitor", "stale")
+		if err != nil || got.Status != gate.StatusCancelled || got.DecidedBy != "agent:janitor" {
+			t.Fatalf("cancel_all cancel: %+v, %v", got, err)
 		}
 	})
 }

@@ -128,7 +128,10 @@ func (r *Request) EffectiveArgs() json.RawMessage {
 	return r.ToolArgs
 }
 
-// Event is one line of a request's append-only audit trail.
+// Event is one line of a request's append-only audit trail. Seq, PrevHash
+// and Hash place it in the tamper-evident chain of all events (package
+// audit); the sealer sets them within moments of the event's write, and
+// until then Seq is 0 and the hashes are empty.
 type Event struct {
 	ID        int64     `json:"id"`
 	RequestID string    `json:"request_id"`
@@ -137,6 +140,9 @@ type Event struct {
 	Actor     string    `json:"actor,omitempty"`
 	Channel   string    `json:"channel,omitempty"`
 	Detail    string    `json:"detail,omitempty"`
+	Seq       int64     `json:"seq"`
+	PrevHash  string    `json:"prev_hash"`
+	Hash      string    `json:"hash"`
 }
 
 // Event types of the audit trail.

@@ -14,6 +14,9 @@ const (
 	FinishCard    = qFinishCard
 )
 
+// MigrationCount is how many steps the migrations hold.
+var MigrationCount = len(migrations)
+
 // LifecycleStatements lists the life cycle's statements on a driver.
 var LifecycleStatements = lifecycleStatements
 

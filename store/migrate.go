@@ -188,6 +188,40 @@ CREATE TABLE rate_counts (
 	count INTEGER NOT NULL,
 	PRIMARY KEY (key, window_start)
 )`},
+	// The tamper-evident trail (audit/, store/chain.go). Events are
+	// inserted as before, unsealed (seq NULL); the sealer gives each its
+	// seq, prev_hash and hash. events_unsealed is its work list (a partial
+	// index, so sealed rows leave it); events_seq keeps seqs unique.
+	// audit_records holds the links that are not live events: retention's
+	// records, and what remains of the events it cut. audit_head is the
+	// chain's last link, whose row lock lets one sealer work at a time.
+	// Existing events are sealed, oldest first, on the first start.
+	// sessions.provider says how a web login was made ('' a password,
+	// 'oidc' single sign-on). Only columns and tables are added, so the
+	// step runs alike on both drivers and keeps what other steps added.
+	{version: 5, name: "hash-chained events; single sign-on sessions", sql: `
+ALTER TABLE events ADD COLUMN seq BIGINT;
+ALTER TABLE events ADD COLUMN prev_hash TEXT;
+ALTER TABLE events ADD COLUMN hash TEXT;
+CREATE UNIQUE INDEX events_seq ON events (seq) WHERE seq IS NOT NULL;
+CREATE INDEX events_unsealed ON events (id) WHERE seq IS NULL;
+CREATE TABLE audit_records (
+	seq BIGINT PRIMARY KEY,
+	kind TEXT NOT NULL,
+	at {{ts}},
+	type TEXT NOT NULL DEFAULT '',
+	actor TEXT NOT NULL DEFAULT '',
+	detail TEXT NOT NULL DEFAULT '',
+	prev_hash TEXT NOT NULL,
+	hash TEXT NOT NULL
+);
+CREATE TABLE audit_head (
+	id INTEGER PRIMARY KEY,
+	seq BIGINT NOT NULL,
+	hash TEXT NOT NULL
+);
+INSERT INTO audit_head (id, seq, hash) VALUES (1, 0, '0000000000000000000000000000000000000000000000000000000000000000');
+ALTER TABLE sessions ADD COLUMN provider TEXT NOT NULL DEFAULT ''`},
 }
 
 // SchemaVersion is the newest migration this binary knows.
@@ -232,15 +266,18 @@ func (s *DB) migrateTo(ctx context.Context, target int) error {
 			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at {{ts}} NOT NULL)`)).Error; err != nil {
 			return err
 		}
-		cur, err := currentVersion(tx)
+		applied, err := appliedVersions(tx)
 		if err != nil {
 			return err
 		}
-		if cur > SchemaVersion() {
-			return fmt.Errorf("the database schema is version %d, newer than this binary's %d: upgrade gatehouse", cur, SchemaVersion())
+		if v := unknownVersion(applied); v != 0 {
+			return fmt.Errorf("the database schema has version %d, which this binary (version %d) does not know: upgrade gatehouse", v, SchemaVersion())
 		}
+		// Every step not yet applied, in order: not only those above the
+		// highest applied, so a step that joined the list below another
+		// (branches merged in either order) is applied too.
 		for _, m := range migrations {
-			if m.version <= cur || m.version > target {
+			if applied[m.version] || m.version > target {
 				continue
 			}
 			text := m.sql
@@ -278,10 +315,32 @@ func (s *DB) migrateTo(ctx context.Context, target int) error {
 	return nil
 }
 
-func currentVersion(tx *gorm.DB) (int, error) {
-	var v int
-	err := tx.Raw("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&v).Error
-	return v, err
+// appliedVersions are the steps a database has had.
+func appliedVersions(tx *gorm.DB) (map[int]bool, error) {
+	var vs []int
+	if err := tx.Raw("SELECT version FROM schema_migrations").Scan(&vs).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[int]bool, len(vs))
+	for _, v := range vs {
+		out[v] = true
+	}
+	return out, nil
+}
+
+// unknownVersion is a step the database had that this binary does not
+// know (a newer binary applied it), or 0.
+func unknownVersion(applied map[int]bool) int {
+	known := map[int]bool{}
+	for _, m := range migrations {
+		known[m.version] = true
+	}
+	for v := range applied {
+		if !known[v] {
+			return v
+		}
+	}
+	return 0
 }
 
 // checkVersion refuses a database whose schema is behind or ahead of the binary.
@@ -291,16 +350,20 @@ func (s *DB) checkVersion(ctx context.Context) error {
 	if err := tx.Raw(s.tableExistsSQL(), "schema_migrations").Scan(&n).Error; err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	cur := 0
+	applied := map[int]bool{}
 	if n > 0 {
-		v, err := currentVersion(tx)
-		if err != nil {
+		var err error
+		if applied, err = appliedVersions(tx); err != nil {
 			return fmt.Errorf("store: %w", err)
 		}
-		cur = v
 	}
-	if cur != SchemaVersion() {
-		return fmt.Errorf("store: the database schema is version %d and this binary needs %d: run gatehouse migrate", cur, SchemaVersion())
+	if v := unknownVersion(applied); v != 0 {
+		return fmt.Errorf("store: the database schema has version %d, which this binary (version %d) does not know: upgrade gatehouse", v, SchemaVersion())
+	}
+	for _, m := range migrations {
+		if !applied[m.version] {
+			return fmt.Errorf("store: the database schema lacks version %d (%s) that this binary needs: run gatehouse migrate", m.version, m.name)
+		}
 	}
 	return nil
 }

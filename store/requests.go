@@ -51,6 +51,9 @@ type eventRow struct {
 	Actor     string
 	Channel   string
 	Detail    string
+	Seq       *int64 // NULL until sealed
+	PrevHash  *string
+	Hash      *string
 }
 
 func (eventRow) TableName() string { return "events" }
@@ -214,6 +217,9 @@ func (s *DB) Events(ctx context.Context, requestID string) ([]gate.Event, error)
 	out := make([]gate.Event, len(rows))
 	for i, r := range rows {
 		out[i] = gate.Event{ID: r.ID, RequestID: r.RequestID, At: r.At.UTC(), Type: r.Type, Actor: r.Actor, Channel: r.Channel, Detail: r.Detail}
+		if r.Seq != nil && r.PrevHash != nil && r.Hash != nil {
+			out[i].Seq, out[i].PrevHash, out[i].Hash = *r.Seq, *r.PrevHash, *r.Hash
+		}
 	}
 	return out, nil
 }

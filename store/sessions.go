@@ -17,6 +17,8 @@ type Session struct {
 	CSRF      string
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// Provider says how the login was made: "" a password, "oidc" single sign-on.
+	Provider string
 }
 
 // ErrNoSession is returned for an unknown or expired session.

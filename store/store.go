@@ -181,7 +181,10 @@ func sqliteDSN(dsn string) string {
 		}
 	}
 	if !strings.HasPrefix(path, "file:") {
-		path = "file:" + path
+		// A plain path becomes a URI, where "#" would end the file name
+		// (and "%" start an escape): "/tmp/Test#00/gh.db" would open
+		// "/tmp/Test". Escape them, so the file is the one named.
+		path = "file:" + strings.NewReplacer("%", "%25", "#", "%23").Replace(path)
 	}
 	return path + "?" + q.Encode()
 }

@@ -1,7 +1,10 @@
 package store
 
 import (
+	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -15,5 +18,69 @@ func TestRedact(t *testing.T) {
 		if got := redact(errors.New(msg), dsn).Error(); strings.Contains(got, "s3cret") {
 			t.Errorf("redact(%q) left the password: %q", dsn, got)
 		}
+	}
+}
+
+// Branches add steps independently, so a database may have had a step
+// above one that joins the list later (5 before 4, once both are merged).
+// Migrate applies every step not yet applied, not only those above the
+// highest; the version check refuses the database until it has them all;
+// and a database with a step this binary does not know is refused as newer.
+// The steps here are the test's own, so it holds whatever the real list is.
+func TestMigrateAppliesAStepThatJoinedBelow(t *testing.T) {
+	ctx := context.Background()
+	s, err := open(ctx, Options{DSN: filepath.Join(t.TempDir(), "gap.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	saved := migrations
+	defer func() { migrations = saved }()
+	one := migration{version: 1, name: "one", sql: `CREATE TABLE one (x INTEGER)`}
+	two := migration{version: 2, name: "two", sql: `CREATE TABLE two (x INTEGER)`}
+	three := migration{version: 3, name: "three", sql: `CREATE TABLE three (x INTEGER)`}
+	migrations = []migration{one, three}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	migrations = []migration{one, two, three}
+	if err := s.checkVersion(ctx); err == nil || !strings.Contains(err.Error(), "lacks version 2") {
+		t.Fatalf("the version check without step 2: %v", err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := s.db.Raw(`SELECT COUNT(*) FROM two`).Scan(&n).Error; err != nil {
+		t.Fatalf("step 2 was not applied: %v", err)
+	}
+	if err := s.checkVersion(ctx); err != nil {
+		t.Fatal(err)
+	}
+	migrations = []migration{one, three}
+	if err := s.checkVersion(ctx); err == nil || !strings.Contains(err.Error(), "version 2, which this binary (version 3) does not know") {
+		t.Fatalf("a binary without step 2 opened a database that had it: %v", err)
+	}
+	if err := s.Migrate(ctx); err == nil || !strings.Contains(err.Error(), "does not know") {
+		t.Fatalf("a binary without step 2 migrated a database that had it: %v", err)
+	}
+}
+
+// A file path with "#" or "%" in it opens that file, not a truncated or
+// unescaped one ("/tmp/TestX#00/gh.db" used to open "/tmp/TestX").
+func TestSQLitePathsAreTaken(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a#b%41c")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "gh.db")
+	s, err := Open(context.Background(), Options{DSN: path, Migrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := os.Stat(path); err != nil {
+		entries, _ := os.ReadDir(filepath.Dir(dir))
+		t.Fatalf("the database is not at %s: %v (the parent holds %v)", path, err, entries)
 	}
 }

@@ -147,7 +147,7 @@ func (s *Server) getApproval(c echo.Context) error {
 	if err != nil {
 		return s.apiError(c, err)
 	}
-	r, err := s.svc.Owned(c.Request().Context(), s.caller(c), c.Param("id"))
+	r, err := s.svc.Owned(c.Request().Context(), s.access(c), c.Param("id"))
 	if err != nil {
 		return s.apiError(c, err)
 	}
@@ -177,7 +177,7 @@ func (s *Server) cancelApproval(c echo.Context) error {
 	if err := decodeBody(c, &b, true); err != nil {
 		return s.apiError(c, err)
 	}
-	r, err := s.svc.Cancel(c.Request().Context(), s.caller(c), c.Param("id"), "agent:"+agentName(c), b.Reason)
+	r, err := s.svc.Cancel(c.Request().Context(), s.access(c), c.Param("id"), "agent:"+agentName(c), b.Reason)
 	if err != nil {
 		return s.apiError(c, err)
 	}
@@ -186,7 +186,7 @@ func (s *Server) cancelApproval(c echo.Context) error {
 
 func (s *Server) approvalEvents(c echo.Context) error {
 	ctx := c.Request().Context()
-	if _, err := s.svc.Owned(ctx, s.caller(c), c.Param("id")); err != nil {
+	if _, err := s.svc.Owned(ctx, s.access(c), c.Param("id")); err != nil {
 		return s.apiError(c, err)
 	}
 	evs, err := s.svc.Events(ctx, c.Param("id"))
@@ -201,8 +201,9 @@ func (s *Server) listApprovals(c echo.Context) error {
 	if err != nil {
 		return s.apiError(c, err)
 	}
-	caller := s.caller(c)
-	f.Caller = &caller
+	if a := s.access(c); !a.ReadAll {
+		f.Caller = &a.Name
+	}
 	rs, next, err := s.svc.List(c.Request().Context(), f)
 	if err != nil {
 		return s.apiError(c, err)

@@ -14,43 +14,46 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gate"
 )
 
-// agentKey is the echo context key holding the authenticated token's name.
-const agentKey = "gatehouse.agent"
+// callerKey is the echo context key holding the authenticated token as a
+// gate.Caller: its name and its scopes.
+const callerKey = "gatehouse.caller"
 
 // requireToken checks "Authorization: Bearer <token>" against the configured
 // tokens' SHA-256 in constant time. With no tokens configured (a loopback-only
 // server, which config validation enforces) agents are let in as "anonymous".
 func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		name, err := s.authenticate(c)
+		who, err := s.authenticate(c)
 		if err != nil {
 			return s.apiError(c, err)
 		}
-		c.Set(agentKey, name)
+		c.Set(callerKey, who)
 		return next(c)
 	}
 }
 
-func (s *Server) authenticate(c echo.Context) (string, error) {
+// authenticate names the token of the call, with its scopes. On a server
+// without tokens the caller is "anonymous" and has none.
+func (s *Server) authenticate(c echo.Context) (gate.Caller, error) {
 	if len(s.tokens) == 0 {
-		return "anonymous", s.anonymousOK(c.Request())
+		return gate.Caller{Name: "anonymous"}, s.anonymousOK(c.Request())
 	}
 	h := c.Request().Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(h, "Bearer ")
 	if !ok || strings.TrimSpace(tok) == "" {
-		return "", gate.Errorf(gate.EUNAUTHORIZED, "missing bearer token (Authorization: Bearer <token>)")
+		return gate.Caller{}, gate.Errorf(gate.EUNAUTHORIZED, "missing bearer token (Authorization: Bearer <token>)")
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	name := ""
-	for _, t := range s.tokens {
+	var found *tokenHash
+	for i, t := range s.tokens {
 		if subtle.ConstantTimeCompare(sum[:], t.sum[:]) == 1 {
-			name = t.name
+			found = &s.tokens[i]
 		}
 	}
-	if name == "" {
-		return "", gate.Errorf(gate.EUNAUTHORIZED, "invalid bearer token")
+	if found == nil {
+		return gate.Caller{}, gate.Errorf(gate.EUNAUTHORIZED, "invalid bearer token")
 	}
-	return name, nil
+	return gate.Caller{Name: found.name, ReadAll: found.readAll, CancelAll: found.cancelAll}, nil
 }
 
 // caller is the authenticated token's name for routing, or "" on a server
@@ -62,10 +65,26 @@ func (s *Server) caller(c echo.Context) string {
 	return agentName(c)
 }
 
+// access is the authenticated token as the gate checks reads and cancels:
+// its name and its scopes. On a server without tokens it is the caller "",
+// which every request there has.
+func (s *Server) access(c echo.Context) gate.Caller {
+	if len(s.tokens) == 0 {
+		return gate.Caller{}
+	}
+	who, ok := c.Get(callerKey).(gate.Caller)
+	if !ok {
+		// Unreachable behind requireToken; should a route ever miss it,
+		// a name no request has reads nothing rather than the "" rows.
+		return gate.Caller{Name: "\x00unauthenticated"}
+	}
+	return who
+}
+
 // agentName is the authenticated token's name.
 func agentName(c echo.Context) string {
-	if v, ok := c.Get(agentKey).(string); ok {
-		return v
+	if who, ok := c.Get(callerKey).(gate.Caller); ok && who.Name != "" {
+		return who.Name
 	}
 	return "anonymous"
 }

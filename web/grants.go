@@ -24,11 +24,16 @@ func RememberScope(r *gate.Request) string {
 		text.Duration(r.RememberFor()), r.ToolName, args, r.Route)
 }
 
-// listGrants is GET /api/v1/grants: the token's own grants, active ones
-// unless ?all=1 asks for the ended too.
+// listGrants is GET /api/v1/grants: the token's own grants (every token's
+// with the read_all scope), active ones unless ?all=1 asks for the ended
+// too.
 func (s *Server) listGrants(c echo.Context) error {
-	caller := s.caller(c)
-	gs, err := s.svc.Grants(c.Request().Context(), &caller, c.QueryParam("all") != "1")
+	a := s.access(c)
+	var only *string
+	if !a.ReadAll {
+		only = &a.Name
+	}
+	gs, err := s.svc.Grants(c.Request().Context(), only, c.QueryParam("all") != "1")
 	if err != nil {
 		return s.apiError(c, err)
 	}

@@ -34,13 +34,13 @@ func (s *Server) hookRoutes(e *echo.Echo) {
 // is a deny they obey, not a 401 they would ignore.
 func (s *Server) hookToken(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		name, err := s.authenticate(c)
+		who, err := s.authenticate(c)
 		if err != nil {
 			s.log.Warn("hook call refused", "client", c.Param("client"), "err", err)
 			return s.hookAnswer(c, hook.Call{Client: c.Param("client"), Event: hook.PreToolUse},
 				hook.Failure(gate.ErrorMessage(err)+": send Authorization: Bearer $GATEHOUSE_TOKEN with one of the server's auth.api_tokens"))
 		}
-		c.Set(agentKey, name)
+		c.Set(callerKey, who)
 		return next(c)
 	}
 }

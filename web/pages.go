@@ -106,6 +106,10 @@ func (p *pages) routes(e *echo.Echo) {
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServer(http.FS(sub)))))
 	e.GET("/login", s.loginPage)
 	e.POST("/login", s.login)
+	if s.sso != nil {
+		e.GET(oidcPath+"login", s.ssoStart)
+		e.GET(oidcPath+"callback", s.ssoCallback)
+	}
 	e.POST("/logout", s.logout)
 	e.GET("/", s.queuePage, s.requireLogin)
 	e.GET("/approvals/:id", s.detailPage, s.requireLogin)
@@ -177,7 +181,12 @@ func securityHeaders(c echo.Context) {
 func (s *Server) loginPage(c echo.Context) error {
 	tok := randomToken()
 	s.setCookie(c, loginCookie, tok, 3600)
-	return s.page(c, http.StatusOK, "login", pageData{Title: "Log in", Next: safeNext(c.QueryParam("next")), CSRF: tok})
+	return s.page(c, http.StatusOK, "login", pageData{Title: "Log in", Next: safeNext(c.QueryParam("next")), CSRF: tok, Extra: s.loginExtra()})
+}
+
+// loginExtra tells the login page which ways in there are.
+func (s *Server) loginExtra() map[string]any {
+	return map[string]any{"SSO": s.sso != nil, "Passwords": len(s.opts.Users) > 0 || s.opts.BootstrapPassword != ""}
 }
 
 func (s *Server) login(c echo.Context) error {
@@ -190,9 +199,9 @@ func (s *Server) login(c echo.Context) error {
 		tok := randomToken()
 		s.setCookie(c, loginCookie, tok, 3600)
 		s.log.Warn("web login failed", "user", c.FormValue("username"), "ip", c.RealIP())
-		return s.page(c, http.StatusUnauthorized, "login", pageData{Title: "Log in", Error: "Wrong user name or password.", Next: safeNext(c.FormValue("next")), CSRF: tok})
+		return s.page(c, http.StatusUnauthorized, "login", pageData{Title: "Log in", Error: "Wrong user name or password.", Next: safeNext(c.FormValue("next")), CSRF: tok, Extra: s.loginExtra()})
 	}
-	if err := s.startSession(c, u); err != nil {
+	if err := s.startSession(c, u, ""); err != nil {
 		return err
 	}
 	s.setCookie(c, loginCookie, "", -1)

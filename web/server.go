@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -29,12 +30,20 @@ type SessionStore interface {
 	DeleteSession(ctx context.Context, id string) error
 }
 
+// Checkpointer signs the audit chain's head as it stands.
+type Checkpointer interface {
+	Checkpoint(ctx context.Context) (audit.Checkpoint, error)
+}
+
 // Options configure the server.
 type Options struct {
-	Service   *gate.Service
-	Sessions  SessionStore
-	Tokens    []config.APIToken
-	Users     []config.User
+	Service  *gate.Service
+	Sessions SessionStore
+	Tokens   []config.APIToken
+	Users    []config.User
+	// OIDC, when set, adds single sign-on to the web page (web/oidc.go).
+	// PublicURL must then be set: the provider sends people back to it.
+	OIDC      *config.OIDC
 	PublicURL string
 	// SessionTTL is how long a web login lasts. 12h when zero.
 	SessionTTL time.Duration
@@ -42,6 +51,9 @@ type Options struct {
 	Callbacks map[string]http.Handler
 	// Metrics, when set, is served at GET /metrics.
 	Metrics http.Handler
+	// Checkpoints, when set, signs the audit chain's head for
+	// GET /api/v1/audit/checkpoint. *audit.Keeper implements it.
+	Checkpoints Checkpointer
 	// BootstrapPassword, when no users are configured, lets "admin" log in
 	// with it (the server prints it at start), so the zero-config server can
 	// approve on the web page.
@@ -62,6 +74,7 @@ type Server struct {
 	now    func() time.Time
 	tokens []tokenHash
 	pages  *pages
+	sso    *ssoLogin // nil without auth.oidc
 	http   *http.Server
 	parked parkedCount // long polls answered off net/http (longpoll.go)
 }
@@ -106,6 +119,9 @@ func (p *parkedCount) wait(ctx context.Context) {
 type tokenHash struct {
 	name string
 	sum  [32]byte
+	// readAll and cancelAll are the token's scopes (config.ScopeReadAll,
+	// config.ScopeCancelAll).
+	readAll, cancelAll bool
 }
 
 // MaxBody is the largest request body accepted.
@@ -126,9 +142,9 @@ func New(o Options) (*Server, error) {
 	if o.MaxWait <= 0 {
 		o.MaxWait = 10 * time.Minute
 	}
-	s := &Server{e: echo.New(), svc: o.Service, opts: o, log: o.Logger, now: o.Now}
+	s := &Server{e: echo.New(), svc: o.Service, opts: o, log: o.Logger, now: o.Now, sso: newSSO(o.OIDC, o.PublicURL)}
 	for _, t := range o.Tokens {
-		th := tokenHash{name: t.Name}
+		th := tokenHash{name: t.Name, readAll: t.HasScope(config.ScopeReadAll), cancelAll: t.HasScope(config.ScopeCancelAll)}
 		if t.Token != "" {
 			th.sum = sha256.Sum256([]byte(t.Token))
 		} else {
@@ -172,6 +188,7 @@ func (s *Server) routes() {
 	api.GET("/approvals/:id/events", s.approvalEvents)
 	api.POST("/gate", s.gate)
 	api.GET("/grants", s.listGrants)
+	api.GET("/audit/checkpoint", s.auditCheckpoint)
 	s.hookRoutes(e) // POST /hooks/{client}: bearer token checked, every failure a 200 deny (web/hooks.go)
 	for key, h := range s.opts.Callbacks {
 		e.POST("/callbacks/"+key, echo.WrapHandler(h))

@@ -76,12 +76,14 @@ func (s *Server) checkPassword(name, password string) (config.User, bool) {
 	return config.User{}, false
 }
 
-// startSession stores a new session and sets its cookie.
-func (s *Server) startSession(c echo.Context, u config.User) error {
+// startSession stores a new session and sets its cookie. provider is ""
+// for a password login, ProviderOIDC for single sign-on.
+func (s *Server) startSession(c echo.Context, u config.User, provider string) error {
 	tok := randomToken()
 	now := s.now()
 	err := s.opts.Sessions.CreateSession(c.Request().Context(), store.Session{
-		ID: sessionID(tok), UserName: u.Name, Role: u.Role, CSRF: randomToken(), CreatedAt: now, ExpiresAt: now.Add(s.opts.SessionTTL)})
+		ID: sessionID(tok), UserName: u.Name, Role: u.Role, CSRF: randomToken(), CreatedAt: now, ExpiresAt: now.Add(s.opts.SessionTTL),
+		Provider: provider})
 	if err != nil {
 		return err
 	}
@@ -105,7 +107,7 @@ func (s *Server) currentUser(c echo.Context) *User {
 		}
 		return nil
 	}
-	if !s.userStillExists(se.UserName) {
+	if !s.userStillExists(se) {
 		return nil
 	}
 	u := &User{Name: se.UserName, Role: se.Role, CSRF: se.CSRF}
@@ -113,8 +115,16 @@ func (s *Server) currentUser(c echo.Context) *User {
 	return u
 }
 
-// userStillExists ends sessions of users removed from the config.
-func (s *Server) userStillExists(name string) bool {
+// userStillExists ends sessions of users removed from the config, and
+// single sign-on sessions once single sign-on is no longer configured.
+func (s *Server) userStillExists(se store.Session) bool {
+	if se.Provider == ProviderOIDC {
+		return s.sso != nil
+	}
+	if se.Provider != "" {
+		return false
+	}
+	name := se.UserName
 	if len(s.opts.Users) == 0 {
 		return name == "admin" && s.opts.BootstrapPassword != ""
 	}

@@ -1,5 +1,5 @@
 // Command gatehouse is the Gatehouse binary: the approval server and the
-// tools around it (request, hook, check-config, user, migrate, version).
+// tools around it (request, hook, check-config, user, migrate, audit, version).
 package main
 
 import (
@@ -38,6 +38,9 @@ Usage:
   gatehouse user add NAME --role ROLE [--password-stdin]
                                              print the config lines for a web login
   gatehouse migrate [--config FILE]          apply database migrations
+  gatehouse audit verify [--config FILE] [--checkpoint FILE]
+                                             check the tamper-evident trail (exit 0 whole, 1 broken,
+                                             naming the first broken seq)
   gatehouse version                          print the version
 
 The CLI finds the server through GATEHOUSE_URL (default http://127.0.0.1:8080)
@@ -68,6 +71,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return user(rest, stdin, stdout, stderr)
 	case "migrate":
 		return migrate(rest, stdout, stderr)
+	case "audit":
+		return auditCmd(rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "gatehouse", versionString())
 		return 0

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/metrics"
@@ -113,7 +114,7 @@ func runServer(ctx context.Context, cfg *config.Config, log *slog.Logger) error 
 	}
 
 	bootstrap := ""
-	if len(cfg.Auth.Users) == 0 {
+	if len(cfg.Auth.Users) == 0 && cfg.Auth.OIDC == nil {
 		bootstrap = randomPassword()
 		log.Warn("no web users configured: log in as admin with this one-time password (it changes at every start; add users with gatehouse user add)",
 			"user", "admin", "password", bootstrap)
@@ -124,10 +125,18 @@ func runServer(ctx context.Context, cfg *config.Config, log *slog.Logger) error 
 	if len(cfg.Auth.APITokens) == 0 {
 		log.Warn("no api_tokens configured: the agent API is open to anyone who can reach " + cfg.Listen)
 	}
+	keeper, err := auditKeeper(cfg, db, log)
+	if err != nil {
+		return err
+	}
+	var checkpoints web.Checkpointer
+	if cfg.Audit.SigningKey != "" {
+		checkpoints = keeper
+	}
 	srv, err := web.New(web.Options{
-		Service: svc, Sessions: db, Tokens: cfg.Auth.APITokens, Users: cfg.Auth.Users, PublicURL: cfg.PublicURL,
+		Service: svc, Sessions: db, Tokens: cfg.Auth.APITokens, Users: cfg.Auth.Users, OIDC: cfg.Auth.OIDC, PublicURL: cfg.PublicURL,
 		SessionTTL: cfg.Auth.SessionTTL.D(), Callbacks: built.callbacks, BootstrapPassword: bootstrap,
-		Logger: log, Version: versionString(), Metrics: m.Handler(),
+		Logger: log, Version: versionString(), Metrics: m.Handler(), Checkpoints: checkpoints,
 	})
 	if err != nil {
 		return err
@@ -151,6 +160,11 @@ func runServer(ctx context.Context, cfg *config.Config, log *slog.Logger) error 
 			}
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		keeper.Run(bg) // the audit chain's sealer, retention and checkpoint files
+	}()
 	go purgeSessions(bg, db, log)
 	if addr := os.Getenv("GATEHOUSE_PPROF"); addr != "" {
 		go servePprof(bg, addr, log)
@@ -183,6 +197,20 @@ func runServer(ctx context.Context, cfg *config.Config, log *slog.Logger) error 
 	cancelBG()
 	wg.Wait()
 	return nil
+}
+
+// auditKeeper builds the audit chain's background work from the config.
+func auditKeeper(cfg *config.Config, db *store.DB, log *slog.Logger) (*audit.Keeper, error) {
+	o := audit.Options{Store: db, Keep: cfg.Retention.Keep.D(), CheckpointDir: cfg.Audit.CheckpointDir,
+		CheckpointInterval: cfg.Audit.CheckpointInterval.D(), Logger: log}
+	if cfg.Audit.SigningKey != "" {
+		k, err := audit.ParseKey([]byte(cfg.Audit.SigningKey))
+		if err != nil {
+			return nil, fmt.Errorf("audit.signing_key_file: %w", err)
+		}
+		o.Key = k
+	}
+	return audit.NewKeeper(o), nil
 }
 
 // routes turns the config's routes into the gate's.

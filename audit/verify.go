@@ -1,0 +1,266 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Source is a chain to verify, read in pages. *store.DB implements it.
+type Source interface {
+	// ChainRecords returns up to limit links with seq > after, by seq.
+	ChainRecords(ctx context.Context, after int64, limit int) ([]Record, error)
+	// ChainHead returns the head the sealer last wrote.
+	ChainHead(ctx context.Context) (Head, error)
+}
+
+// ErrNoHead says the row that holds the chain's head is gone.
+var ErrNoHead = errors.New("audit: the chain's head row is gone")
+
+// Cut is what one retention pass removed; its record's detail is this as JSON.
+type Cut struct {
+	// Cutoff: the requests removed were final and created before it.
+	Cutoff   time.Time `json:"cutoff"`
+	Requests int       `json:"requests"`
+	Events   int       `json:"events"`
+	// Seqs are the links whose content went, as Ranges writes them.
+	Seqs string `json:"seqs"`
+}
+
+// Detail is the cut as its chain record's detail.
+func (c Cut) Detail() string {
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+// Broken says where a chain stops being whole: the first seq that is
+// missing, changed, out of place, or cut without a record of the cut.
+type Broken struct {
+	Seq    int64
+	Reason string
+}
+
+func (b *Broken) Error() string { return fmt.Sprintf("chain broken at seq %d: %s", b.Seq, b.Reason) }
+
+// Report is what Verify found in a whole chain.
+type Report struct {
+	Links int64 // links read
+	Head  Head  // the last link
+	// Cuts are the retention records, at their seq.
+	Cuts []CutAt
+	// Checkpoint is the checkpoint's seq that the chain matched, if one was given.
+	Checkpoint int64
+}
+
+// CutAt is a retention record and where it sits in the chain.
+type CutAt struct {
+	Seq int64
+	Cut Cut
+}
+
+// Verify reads the whole chain and checks that it is whole: seqs run 1, 2,
+// 3 … without a gap or a repeat; each link's prev_hash is the previous
+// link's hash; each link with content hashes to its hash; each link whose
+// content retention cut is named by a later retention record; the chain
+// ends at the head the sealer wrote; and, given a checkpoint (already
+// checked for its signature), the chain holds the checkpoint's link. It
+// returns a *Broken naming the first seq that fails, or another error
+// when the chain could not be read.
+//
+// It may run while servers seal: the walk goes on until no link follows,
+// and only then reads the head, which the sealer writes in the transaction
+// that adds the links. A head beyond the walk means either links sealed
+// since (the walk resumes) or links cut off the end (none follow).
+func Verify(ctx context.Context, src Source, cp *Checkpoint) (Report, error) {
+	v := verifier{cp: cp, prev: EmptyHead}
+	for {
+		if err := v.walk(ctx, src); err != nil || v.broken != nil {
+			return v.rep, v.result(err)
+		}
+		head, err := src.ChainHead(ctx)
+		if errors.Is(err, ErrNoHead) {
+			v.fail(v.prev.Seq+1, "the chain's head row (audit_head) is gone")
+			break
+		}
+		if err != nil {
+			return v.rep, err
+		}
+		switch {
+		case head.Seq == v.prev.Seq && head.Hash != v.prev.Hash:
+			v.fail(v.prev.Seq, "its hash is not the head's hash")
+		case head.Seq < v.prev.Seq:
+			v.fail(head.Seq+1, "a link after the head (seq %d) that the sealer never wrote", head.Seq)
+		case head.Seq > v.prev.Seq:
+			more, err := src.ChainRecords(ctx, v.prev.Seq, 1)
+			if err != nil {
+				return v.rep, err
+			}
+			if len(more) > 0 {
+				continue // sealed while we walked
+			}
+			v.fail(v.prev.Seq+1, "missing: the chain ends at seq %d, but its head was sealed at seq %d (the end was cut off)", v.prev.Seq, head.Seq)
+		}
+		break
+	}
+	if len(v.undeclared) > 0 {
+		v.fail(v.undeclared[0], "its content was removed, and no retention record names it")
+	}
+	if v.broken == nil && cp != nil && v.rep.Checkpoint != cp.Seq {
+		v.fail(v.prev.Seq+1, "missing: the checkpoint of %s holds seq %d, and the chain ends at seq %d (cut short after the checkpoint)", cp.At.Format(time.RFC3339), cp.Seq, v.prev.Seq)
+	}
+	v.rep.Head = v.prev
+	return v.rep, v.result(nil)
+}
+
+// verifier is the state of one Verify.
+type verifier struct {
+	cp         *Checkpoint
+	rep        Report
+	prev       Head
+	undeclared []int64 // cut links no retention record has named yet
+	broken     *Broken
+}
+
+// fail records a break; the first seq wins.
+func (v *verifier) fail(seq int64, format string, args ...any) {
+	if v.broken == nil || seq < v.broken.Seq {
+		v.broken = &Broken{Seq: seq, Reason: fmt.Sprintf(format, args...)}
+	}
+}
+
+func (v *verifier) result(err error) error {
+	if err != nil {
+		return err
+	}
+	if v.broken != nil {
+		// Cut links before a break are not judged: the record that names
+		// them may lie beyond it.
+		return v.broken
+	}
+	return nil
+}
+
+// walk reads links after prev until none follow or one is broken.
+func (v *verifier) walk(ctx context.Context, src Source) error {
+	const page = 1000
+	for {
+		recs, err := src.ChainRecords(ctx, v.prev.Seq, page)
+		if err != nil {
+			return err
+		}
+		for i := range recs {
+			if !v.link(&recs[i]) {
+				return nil
+			}
+		}
+		if len(recs) < page {
+			return nil
+		}
+	}
+}
+
+// link checks one link and moves prev onto it; false when it is broken.
+func (v *verifier) link(r *Record) bool {
+	prev := v.prev
+	switch {
+	case r.Seq == prev.Seq:
+		v.fail(r.Seq, "seq %d appears twice", r.Seq)
+	case r.Seq != prev.Seq+1:
+		v.fail(prev.Seq+1, "missing: the chain jumps from seq %d to seq %d (a link was deleted)", prev.Seq, r.Seq)
+	case r.PrevHash != prev.Hash:
+		v.fail(r.Seq, "prev_hash %s is not the hash of seq %d (%s): a link before it was changed, inserted or deleted", short(r.PrevHash), prev.Seq, short(prev.Hash))
+	case r.Kind == KindCut:
+		v.undeclared = append(v.undeclared, r.Seq)
+	case r.Kind != KindEvent && r.Kind != KindRetention:
+		v.fail(r.Seq, "unknown kind %q", r.Kind)
+	case Hash(r.PrevHash, r.Canonical()) != r.Hash:
+		v.fail(r.Seq, "its content does not hash to its hash: the row was changed")
+	case r.Kind == KindRetention:
+		var c Cut
+		seqs, err := []int64(nil), json.Unmarshal([]byte(r.Detail), &c)
+		if err == nil {
+			seqs, err = ParseRanges(c.Seqs)
+		}
+		if err != nil {
+			v.fail(r.Seq, "a retention record that does not say what it cut: %v", err)
+			break
+		}
+		v.undeclared = declare(v.undeclared, seqs)
+		v.rep.Cuts = append(v.rep.Cuts, CutAt{Seq: r.Seq, Cut: c})
+	}
+	if v.broken != nil {
+		return false
+	}
+	if v.cp != nil && r.Seq == v.cp.Seq {
+		if r.Hash != v.cp.Hash {
+			v.fail(r.Seq, "the checkpoint of %s says its hash is %s, the chain says %s: the chain was rewritten", v.cp.At.Format(time.RFC3339), short(v.cp.Hash), short(r.Hash))
+			return false
+		}
+		v.rep.Checkpoint = v.cp.Seq
+	}
+	v.prev = Head{Seq: r.Seq, Hash: r.Hash}
+	v.rep.Links++
+	return true
+}
+
+// declare removes from undeclared (sorted) the seqs a retention record names.
+func declare(undeclared, seqs []int64) []int64 {
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	out := undeclared[:0]
+	for _, s := range undeclared {
+		i := sort.Search(len(seqs), func(i int) bool { return seqs[i] >= s })
+		if i == len(seqs) || seqs[i] != s {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ParseRanges reads what Ranges writes.
+func ParseRanges(s string) ([]int64, error) {
+	var out []int64
+	if s == "" {
+		return nil, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.ParseInt(lo, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("seqs: %q is not a number", lo)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.ParseInt(hi, 10, 64); err != nil || b < a {
+				return nil, fmt.Errorf("seqs: %q is not a range", part)
+			}
+		}
+		if b-a > 1<<24 {
+			return nil, fmt.Errorf("seqs: %q is too wide", part)
+		}
+		for s := a; s <= b; s++ {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// short is a hash's first 12 hex digits, for messages.
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// IsBroken reports whether err says the chain is broken (rather than unreadable).
+func IsBroken(err error) bool {
+	var b *Broken
+	return errors.As(err, &b)
+}

@@ -1,0 +1,122 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/audit"
+	"github.com/gatehouse-dev/gatehouse/gate"
+)
+
+// Retention. A pass cuts up to limit final requests created before the
+// cutoff, with their events, cards and votes, in one transaction that holds
+// the chain's head (so no sealer runs meanwhile):
+//
+//   - only requests whose events are all sealed, so every cut event is a
+//     link whose place in the chain is known;
+//   - each cut event leaves its link behind in audit_records, kind 'cut':
+//     its seq, prev_hash and hash, without its content, so the chain stays
+//     whole and Verify checks every link on either side;
+//   - a retention record, linked at the head, says what was cut: the
+//     cutoff, how many requests and events, and the cut links' seqs, which
+//     is what lets Verify accept a link without content.
+//
+// On PostgreSQL the candidate rows are locked first, so an event being
+// added to one of them waits, and then fails on the foreign key, rather
+// than slipping in unsealed between the cut and the delete.
+const (
+	qPruneCandidates = `SELECT id FROM requests WHERE status <> 'pending' AND created_at < $1
+		AND NOT EXISTS (SELECT 1 FROM events WHERE events.request_id = requests.id AND events.seq IS NULL)
+		ORDER BY created_at, id LIMIT $2`
+	qInsertChainRecord = `INSERT INTO audit_records (seq, kind, at, type, actor, detail, prev_hash, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
+)
+
+// Prune runs one retention pass (see above) and returns what it cut:
+// zero requests when there was nothing to cut or another replica holds the
+// chain's head.
+func (s *DB) Prune(ctx context.Context, cutoff, now time.Time, limit int) (audit.Cut, error) {
+	var cut audit.Cut
+	_, err := s.withHead(ctx, func(c *chainTx) error {
+		cut = audit.Cut{Cutoff: utc(cutoff)}
+		q := qPruneCandidates
+		if s.driver == Postgres {
+			q += ` FOR UPDATE OF requests`
+		}
+		ids, err := c.strings(q, utc(cutoff), limit)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		in, args := inList(ids)
+		seqs, err := c.int64s(`SELECT seq FROM events WHERE request_id IN (`+in+`) ORDER BY seq`, args...)
+		if err != nil {
+			return err
+		}
+		for _, q := range []string{
+			`INSERT INTO audit_records (seq, kind, prev_hash, hash) SELECT seq, '` + audit.KindCut + `', prev_hash, hash FROM events WHERE request_id IN (` + in + `)`,
+			`DELETE FROM events WHERE request_id IN (` + in + `)`,
+			`DELETE FROM votes WHERE request_id IN (` + in + `)`,
+			`DELETE FROM cards WHERE request_id IN (` + in + `)`,
+			`DELETE FROM requests WHERE id IN (` + in + `)`,
+		} {
+			if _, err := c.tx.ExecContext(ctx, q, args...); err != nil {
+				return fmt.Errorf("%.40s…: %w", q, err)
+			}
+		}
+		cut.Requests, cut.Events, cut.Seqs = len(ids), len(seqs), audit.Ranges(seqs)
+		rec := audit.Record{Kind: audit.KindRetention, At: now, Type: audit.KindRetention, Actor: gate.ActorSystem, Detail: cut.Detail()}
+		c.head = c.head.Seal(&rec)
+		_, err = c.tx.ExecContext(ctx, qInsertChainRecord, rec.Seq, rec.Kind, rec.At, rec.Type, rec.Actor, rec.Detail, rec.PrevHash, rec.Hash)
+		return err
+	})
+	if err != nil {
+		return audit.Cut{}, wrap("retention", err)
+	}
+	return cut, nil
+}
+
+// inList is "$1, $2, …" for ids, and ids as arguments.
+func inList(ids []string) (string, []any) {
+	ph := make([]string, len(ids))
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		ph[i] = fmt.Sprintf("$%d", i+1)
+		args[i] = id
+	}
+	return strings.Join(ph, ", "), args
+}
+
+func (c *chainTx) strings(q string, args ...any) ([]string, error) {
+	rows, err := c.tx.QueryContext(c.ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+func (c *chainTx) int64s(q string, args ...any) ([]int64, error) {
+	rows, err := c.tx.QueryContext(c.ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

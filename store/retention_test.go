@@ -1,0 +1,136 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/audit"
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/storetest"
+)
+
+// oldRequest stores a request created at, with a card, a vote and three
+// events, decided (final) unless pending.
+func oldRequest(t *testing.T, db *store.DB, id string, at time.Time, final bool) {
+	t.Helper()
+	ctx := context.Background()
+	at = at.UTC().Truncate(time.Microsecond)
+	if _, _, err := db.Create(ctx, &gate.Request{ID: id, Status: gate.StatusPending, ToolName: "deploy", ToolArgs: []byte(`{"secret":"x"}`),
+		Metadata: []byte(`{}`), Route: "default", Channels: []string{"ops"}, Quorum: 2, OnTimeout: gate.VerdictDeny,
+		CreatedAt: at, ExpiresAt: at.Add(time.Hour)}, []gate.Event{{Type: gate.EventCreated, At: at}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, who := range []string{"web:a", "web:b"}[:map[bool]int{true: 2, false: 1}[final]] {
+		if _, err := db.Transition(ctx, gate.Transition{ID: id, To: gate.StatusApproved, At: at.Add(time.Minute), By: who, Via: "web",
+			Vote: &gate.Vote{Voter: who, Actor: who, Via: "web"}, Event: gate.Event{RequestID: id, At: at.Add(time.Minute), Type: gate.EventDecided}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func count(t *testing.T, db *store.DB, q string) int64 {
+	t.Helper()
+	var n int64
+	if err := db.Gorm().Raw(q).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Retention cuts final requests created before the cutoff, with their
+// events, cards and votes, and nothing else; each cut event leaves its
+// link; the chain records the cut and still verifies, and still catches
+// tampering around the cut.
+func TestRetentionCutsAndTheChainSaysSo(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		now := time.Now().UTC()
+		old := now.Add(-500 * 24 * time.Hour)
+		oldRequest(t, db, "old1", old, true)
+		oldRequest(t, db, "young", now.Add(-time.Hour), true) // interleaves with old2's links
+		oldRequest(t, db, "old2", old.Add(time.Hour), true)
+		oldRequest(t, db, "oldpending", old, false) // not final: kept
+		addEvent(t, db, "old1", "a late tap on an old card")
+		sealAll(t, db)
+		oldRequest(t, db, "old3", old, true) // final and old, but its events are not sealed yet
+		linksBefore, _, _ := verify(t, db, nil)
+
+		cut, err := db.Prune(ctx, now.Add(-400*24*time.Hour), now, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cut.Requests != 2 || cut.Events != 9 {
+			t.Fatalf("cut %+v, want old1 and old2 with their 9 events", cut)
+		}
+		for _, id := range []string{"old1", "old2"} {
+			if _, err := db.Get(ctx, id); gate.ErrorCode(err) != gate.ENOTFOUND {
+				t.Errorf("%s after retention: %v", id, err)
+			}
+		}
+		for _, id := range []string{"young", "oldpending", "old3"} {
+			if _, err := db.Get(ctx, id); err != nil {
+				t.Errorf("%s was cut: %v", id, err)
+			}
+		}
+		for _, q := range []string{
+			`SELECT COUNT(*) FROM events WHERE request_id IN ('old1', 'old2')`,
+			`SELECT COUNT(*) FROM cards WHERE request_id IN ('old1', 'old2')`,
+			`SELECT COUNT(*) FROM votes WHERE request_id IN ('old1', 'old2')`,
+		} {
+			if n := count(t, db, q); n != 0 {
+				t.Errorf("%s: %d left", q, n)
+			}
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM audit_records WHERE kind = 'cut' AND at IS NULL AND detail = ''`); n != 9 {
+			t.Errorf("%d links without content, want 9", n)
+		}
+		sealAll(t, db)
+		rep, broken, why := verify(t, db, nil)
+		if broken != 0 || len(rep.Cuts) != 1 || rep.Cuts[0].Cut.Requests != 2 || rep.Links != linksBefore.Links+1+4 {
+			t.Fatalf("verify after retention: %+v broken at %d: %s", rep, broken, why)
+		}
+		// A second pass, once old3 is sealed, cuts it and is recorded too.
+		if cut, err := db.Prune(ctx, now.Add(-400*24*time.Hour), now, 100); err != nil || cut.Requests != 1 {
+			t.Fatalf("second pass: %+v %v", cut, err)
+		}
+		if rep, broken, why := verify(t, db, nil); broken != 0 || len(rep.Cuts) != 2 {
+			t.Fatalf("verify after the second pass: %+v broken at %d: %s", rep, broken, why)
+		}
+		// Tampering around the cut is still caught: a cut link removed, and
+		// the retention record's list of what it cut edited.
+		firstCut := count(t, db, `SELECT MIN(seq) FROM audit_records WHERE kind = 'cut'`)
+		if err := db.Gorm().Exec(`UPDATE audit_records SET detail = REPLACE(detail, '"requests":2', '"requests":1') WHERE kind = 'retention'`).Error; err != nil {
+			t.Fatal(err)
+		}
+		var b *audit.Broken
+		if _, err := audit.Verify(ctx, db, nil); !errors.As(err, &b) || !strings.Contains(b.Reason, "changed") {
+			t.Fatalf("an edited retention record: %v", err)
+		}
+		if err := db.Gorm().Exec(`DELETE FROM audit_records WHERE seq = ?`, firstCut).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := audit.Verify(ctx, db, nil); !errors.As(err, &b) || b.Seq != firstCut {
+			t.Fatalf("a cut link deleted (seq %d): %v", firstCut, err)
+		}
+	})
+}
+
+// Nothing to cut writes nothing: no record, the head unmoved.
+func TestRetentionWithNothingToCut(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		oldRequest(t, db, "young", time.Now().Add(-time.Hour), true)
+		sealAll(t, db)
+		before, _ := db.ChainHead(ctx)
+		if cut, err := db.Prune(ctx, time.Now().Add(-24*time.Hour), time.Now(), 100); err != nil || cut.Requests != 0 {
+			t.Fatalf("prune: %+v %v", cut, err)
+		}
+		if after, _ := db.ChainHead(ctx); after != before {
+			t.Fatalf("the head moved from %+v to %+v", before, after)
+		}
+	})
+}
