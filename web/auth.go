@@ -40,6 +40,16 @@ func (s *Server) authenticate(c echo.Context) (string, error) {
 	if !ok || strings.TrimSpace(tok) == "" {
 		return "", gate.Errorf(gate.EUNAUTHORIZED, "missing bearer token (Authorization: Bearer <token>)")
 	}
+	name, ok := s.tokenName(tok)
+	if !ok {
+		return "", gate.Errorf(gate.EUNAUTHORIZED, "invalid bearer token")
+	}
+	return name, nil
+}
+
+// tokenName returns the name of the configured token tok is, comparing
+// SHA-256 sums in constant time.
+func (s *Server) tokenName(tok string) (string, bool) {
 	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 	name := ""
 	for _, t := range s.tokens {
@@ -47,10 +57,7 @@ func (s *Server) authenticate(c echo.Context) (string, error) {
 			name = t.name
 		}
 	}
-	if name == "" {
-		return "", gate.Errorf(gate.EUNAUTHORIZED, "invalid bearer token")
-	}
-	return name, nil
+	return name, name != ""
 }
 
 // caller is the authenticated token's name for routing, or "" on a server

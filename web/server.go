@@ -172,6 +172,7 @@ func (s *Server) routes() {
 	api.GET("/approvals/:id/events", s.approvalEvents)
 	api.POST("/gate", s.gate)
 	s.hookRoutes(e) // POST /hooks/{client}: bearer token checked, every failure a 200 deny (web/hooks.go)
+	s.mcpRoute(e)   // POST /mcp: MCP streamable HTTP, the API's bearer tokens (web/mcp.go)
 	for key, h := range s.opts.Callbacks {
 		e.POST("/callbacks/"+key, echo.WrapHandler(h))
 	}
