@@ -20,7 +20,20 @@ func (s *Server) mcpRoute(e *echo.Echo) {
 	if len(s.tokens) > 0 {
 		h = auth.RequireBearerToken(s.mcpToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	}
-	e.POST("/mcp", echo.WrapHandler(h), s.requireToken)
+	e.POST("/mcp", echo.WrapHandler(carryRequest(h)), s.requireToken)
+}
+
+// httpRequestKey holds the HTTP request's own context in the contexts the
+// SDK gives tool handlers: those keep its values but not its cancellation
+// (the SDK cuts that, but for a newer protocol version than clients speak
+// today), so a client that hung up would leave its call waiting until the
+// verdict. mcpGate.Ask ends the wait when the request's context ends.
+type httpRequestKey struct{}
+
+func carryRequest(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), httpRequestKey{}, r.Context())))
+	})
 }
 
 // mcpToken is the SDK's token verifier: the caller is the token's name.
@@ -40,6 +53,12 @@ type mcpGate struct{ s *Server }
 
 func (g mcpGate) Ask(ctx context.Context, caller string, a mcpserver.Ask, progress func()) (mcpserver.Result, error) {
 	s := g.s
+	if hc, ok := ctx.Value(httpRequestKey{}).(context.Context); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(hc, cancel)()
+	}
 	b := SubmitBody{ToolName: a.ToolName, ToolArgs: a.ToolArgs, Summary: a.Summary, ToolCallID: a.ToolCallID,
 		Metadata: a.Metadata, IdempotencyKey: a.IdempotencyKey}
 	r, _, err := s.svc.Submit(ctx, b.Submission(caller))

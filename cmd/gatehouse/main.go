@@ -33,7 +33,7 @@ Usage:
                                              a command hook for claude-code, codex, cursor, gemini or
                                              copilot: reads the client's hook JSON on stdin, asks the
                                              server, prints the client's decision (any failure denies)
-  gatehouse mcp [--agent ID]                 an MCP server on stdio (tools request_approval and
+  gatehouse mcp [--agent ID] [--retry-for 2m] an MCP server on stdio (tools request_approval and
                                              approval_prompt) asking the server at GATEHOUSE_URL
   gatehouse check-config [--config FILE]     validate a config file, naming every bad key
   gatehouse user add NAME --role ROLE [--password-stdin]

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -24,6 +25,7 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	agent := fs.String("agent", os.Getenv("GATEHOUSE_AGENT"), "agent id (default: the token's name)")
+	retryFor := fs.Duration("retry-for", 2*time.Minute, "how long a tool call keeps re-attaching to an unreachable server before it denies")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -33,6 +35,7 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	c := client.FromEnv()
+	c.MaxOutage = *retryFor
 	c.OnRetry = func(n int, err error) {
 		log.Warn("gatehouse server unreachable, re-attaching", "attempt", n, "err", err)
 	}
