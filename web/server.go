@@ -164,6 +164,7 @@ func (s *Server) routes() {
 	if s.opts.Metrics != nil {
 		e.GET("/metrics", echo.WrapHandler(s.opts.Metrics))
 	}
+	e.GET("/api/v1/openapi.json", s.openapi)
 	api := e.Group("/api/v1", s.requireToken)
 	api.POST("/approvals", s.createApproval)
 	api.GET("/approvals", s.listApprovals)
