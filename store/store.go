@@ -181,7 +181,10 @@ func sqliteDSN(dsn string) string {
 		}
 	}
 	if !strings.HasPrefix(path, "file:") {
-		path = "file:" + path
+		// A plain path becomes a file: URI, where '#' would start a
+		// fragment and '%' an escape: "/tmp/a#1/gh.db" would open
+		// "/tmp/a", a file another process may be using.
+		path = "file:" + strings.NewReplacer("%", "%25", "#", "%23").Replace(path)
 	}
 	return path + "?" + q.Encode()
 }
