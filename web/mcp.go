@@ -2,11 +2,13 @@ package web
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/mcpserver"
 )
 
@@ -63,12 +65,12 @@ func (g mcpGate) Ask(ctx context.Context, caller string, a mcpserver.Ask, progre
 		Metadata: a.Metadata, IdempotencyKey: a.IdempotencyKey}
 	r, _, err := s.svc.Submit(ctx, b.Submission(caller))
 	if err != nil {
-		return mcpserver.Result{}, err
+		return mcpserver.Result{}, s.mcpError(err)
 	}
 	for !r.Status.Final() && ctx.Err() == nil && !closed(s.svc.Stopping()) {
 		id := r.ID
 		if r, err = s.svc.Wait(ctx, id, mcpserver.ProgressEvery); err != nil {
-			return mcpserver.Result{RequestID: id}, err
+			return mcpserver.Result{RequestID: id}, s.mcpError(err)
 		}
 		if !r.Status.Final() && ctx.Err() == nil && !closed(s.svc.Stopping()) {
 			progress()
@@ -77,6 +79,16 @@ func (g mcpGate) Ask(ctx context.Context, caller string, a mcpserver.Ask, progre
 	res := ResultOf(r, s.now())
 	return mcpserver.Result{RequestID: res.RequestID, Status: res.Status, Allow: res.Allow,
 		Error: res.Error, ModifiedArgs: res.ModifiedArgs, SideEffects: res.SideEffects}, nil
+}
+
+// mcpError is what an MCP client is told of a failure: the caller-facing
+// message, never a database's words; internal failures are logged.
+func (s *Server) mcpError(err error) error {
+	code := gate.ErrorCode(err)
+	if code == gate.EINTERNAL || code == gate.EUNAVAILABLE {
+		s.log.Error("mcp call failed", "err", err)
+	}
+	return errors.New(gate.ErrorMessage(err))
 }
 
 func closed(c <-chan struct{}) bool {

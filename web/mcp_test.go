@@ -14,6 +14,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
 	"github.com/gatehouse-dev/gatehouse/web"
 )
@@ -25,6 +26,12 @@ const (
 
 // mcpEnv is a real server with two agent tokens, serving /mcp.
 func mcpEnv(t *testing.T) (*gate.Service, string) {
+	t.Helper()
+	svc, base, _ := mcpEnvDB(t)
+	return svc, base
+}
+
+func mcpEnvDB(t *testing.T) (*gate.Service, string, *store.DB) {
 	t.Helper()
 	db := storetest.SQLite(t)
 	svc := gate.NewService(gate.Options{Store: db, Defaults: gate.Defaults{Timeout: time.Hour, Channels: []string{gate.WebChannel}}})
@@ -39,7 +46,7 @@ func mcpEnv(t *testing.T) (*gate.Service, string) {
 	}
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
-	return svc, hs.URL
+	return svc, hs.URL, db
 }
 
 // bearer adds a token to every request of an HTTP client.
@@ -172,5 +179,24 @@ func TestMCPShutdownLeavesThePending(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the call kept waiting after Stop")
+	}
+}
+
+// TestMCPFailuresDenyInPlainWords: bad input is named; a database failure
+// is a deny in the gate's words, never the driver's.
+func TestMCPFailuresDenyInPlainWords(t *testing.T) {
+	_, base, db := mcpEnvDB(t)
+	a := mcpSession(t, base, tokenA)
+	out, err := askMCP(context.Background(), a, map[string]any{"tool_name": strings.Repeat("x", 300)})
+	if err != nil || out["allow"] != false || !strings.Contains(out["error"].(string), "tool_name: longer than 256 bytes") {
+		t.Fatalf("a long tool name: %v %v", out, err)
+	}
+	db.Close()
+	out, err = askMCP(context.Background(), a, map[string]any{"tool_name": "deploy"})
+	if err != nil || out["allow"] != false || out["status"] != "error" {
+		t.Fatalf("with the database closed: %v %v", out, err)
+	}
+	if msg := out["error"].(string); !strings.Contains(msg, "database error") || strings.Contains(strings.ToLower(msg), "sql") {
+		t.Fatalf("with the database closed the caller reads %q", msg)
 	}
 }
