@@ -72,7 +72,7 @@ func (c *Channel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, perr := parseVerdict(body)
-	if c.replays.check(sig, at, now) {
+	if c.replays.Seen(string(sig), at, now) {
 		// Signed with the secret, so its request id is worth auditing.
 		c.decider.Refuse(r.Context(), v.RequestID, c.name, c.actor(v.Actor), "replayed webhook verdict refused")
 		fail(w, http.StatusUnauthorized, gate.EUNAUTHORIZED, "replayed verdict: sign each verdict afresh, with its own timestamp")
@@ -167,7 +167,9 @@ func plainText(s string, n int) bool {
 	return len(s) <= n && utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
 }
 
-// statusOf maps the gate's refusal to the callback's HTTP status.
+// statusOf maps the gate's refusal to the callback's HTTP status. The API's
+// map is web's (web/error.go); a channel does not import the web server,
+// and its callbacks answer only these few codes.
 func statusOf(code string) int {
 	switch code {
 	case gate.EINVALID:

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -70,42 +69,4 @@ func Verify(secret []byte, h http.Header, body []byte, now time.Time) (sig []byt
 		return nil, time.Time{}, errBadSig
 	}
 	return raw, at, nil
-}
-
-// replayCache remembers the signatures verified within the window, so a
-// captured verdict cannot be played again while its timestamp is fresh. It
-// is per process: a replay sent to another replica gets through, and is
-// then refused by the gate's compare-and-set like any second verdict.
-type replayCache struct {
-	mu    sync.Mutex
-	seen  map[string]time.Time // signature → its timestamp
-	order []string             // insertion order, oldest first
-	max   int
-}
-
-func newReplayCache(max int) *replayCache {
-	return &replayCache{seen: map[string]time.Time{}, max: max}
-}
-
-// check records sig and reports whether it had been seen already. Entries
-// leave once their timestamp is out of the window (Verify refuses those
-// anyway) or, past max entries, oldest first.
-func (c *replayCache) check(sig []byte, at, now time.Time) (replayed bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for len(c.order) > 0 {
-		first := c.order[0]
-		if t, ok := c.seen[first]; ok && now.Sub(t) <= Window && len(c.order) < c.max {
-			break
-		}
-		delete(c.seen, first)
-		c.order = c.order[1:]
-	}
-	k := string(sig)
-	if _, ok := c.seen[k]; ok {
-		return true
-	}
-	c.seen[k] = at
-	c.order = append(c.order, k)
-	return false
 }

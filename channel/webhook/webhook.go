@@ -59,7 +59,7 @@ type Channel struct {
 	http      *http.Client
 	now       func() time.Time
 	userAgent string
-	replays   *replayCache
+	replays   *channel.ReplayCache
 }
 
 var _ gate.Channel = (*Channel)(nil)
@@ -105,7 +105,7 @@ func New(o Options) (*Channel, error) {
 		http:      o.HTTPClient,
 		now:       o.Now,
 		userAgent: o.UserAgent,
-		replays:   newReplayCache(maxReplays),
+		replays:   channel.NewReplayCache(Window, maxReplays),
 	}, nil
 }
 
