@@ -1,7 +1,8 @@
 // Package channel holds small helpers shared by the chat adapters
-// (channel/slack, channel/feishu): bounded in-call retries and text
-// truncation. Adapter-specific knowledge (which platform errors are
-// transient) stays in the adapters; they mark errors with Temporary.
+// (channel/slack, channel/feishu, channel/webhook): bounded in-call
+// retries, text truncation, and the replay cache of signed callbacks.
+// Adapter-specific knowledge (which platform errors are transient) stays in
+// the adapters; they mark errors with Temporary.
 package channel
 
 import (

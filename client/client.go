@@ -87,6 +87,10 @@ type Client struct {
 	Wait time.Duration
 	// OnRetry, when set, hears about every failed attempt that will be retried.
 	OnRetry func(attempt int, err error)
+	// OnPending, when set, hears every answer that is still pending (one
+	// each Wait), before Gate polls again: a caller that shows progress
+	// (an MCP server keeping its client's call alive) does it here.
+	OnPending func(Result)
 	// MaxOutage, when set, gives up once the server has been unreachable (or
 	// answering 5xx) for this long without a break. Zero retries until ctx ends.
 	MaxOutage time.Duration
@@ -151,6 +155,9 @@ func (c *Client) Gate(ctx context.Context, req Request) (Result, error) {
 		case err == nil:
 			// Still pending: the server held the poll for `wait`; go again at once.
 			last = res
+			if c.OnPending != nil {
+				c.OnPending(res)
+			}
 			delay = 250 * time.Millisecond
 			failingSince = time.Time{}
 			continue

@@ -50,9 +50,14 @@ func TestGateReattachesThroughOutages(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	res, err := (&Client{URL: srv.URL, Wait: time.Second}).Gate(context.Background(), Request{ToolName: "deploy"})
+	var pending []string
+	c := &Client{URL: srv.URL, Wait: time.Second, OnPending: func(r Result) { pending = append(pending, r.RequestID+" "+r.Status) }}
+	res, err := c.Gate(context.Background(), Request{ToolName: "deploy"})
 	if err != nil || res.Status != "rejected" || res.Allow || len(keys) != 1 || calls.Load() != 3 {
 		t.Fatalf("res %+v err %v keys %v calls %d", res, err, keys, calls.Load())
+	}
+	if len(pending) != 1 || pending[0] != "r1 pending" {
+		t.Fatalf("OnPending heard %q, want the one pending answer", pending)
 	}
 }
 

@@ -157,17 +157,19 @@ type Log struct {
 
 // Channel types.
 const (
-	TypeSlack  = "slack"
-	TypeFeishu = "feishu"
+	TypeSlack   = "slack"
+	TypeFeishu  = "feishu"
+	TypeWebhook = "webhook"
 )
 
 // Channel is one configured chat destination. Name and Type are common; the
 // rest belongs to the type, and a key of another type is an unknown key.
 type Channel struct {
-	Name   string  `yaml:"name"`
-	Type   string  `yaml:"type"`
-	Slack  *Slack  `yaml:"-"`
-	Feishu *Feishu `yaml:"-"`
+	Name    string   `yaml:"name"`
+	Type    string   `yaml:"type"`
+	Slack   *Slack   `yaml:"-"`
+	Feishu  *Feishu  `yaml:"-"`
+	Webhook *Webhook `yaml:"-"`
 }
 
 // Slack is a Slack channel's settings.
@@ -189,6 +191,18 @@ type Feishu struct {
 	BaseURL           string `yaml:"base_url"`
 	Mode              string `yaml:"mode"` // webhook | websocket
 }
+
+// Webhook is a generic webhook channel's settings: cards and final states
+// go to URL as signed JSON POSTs, and verdicts come back on
+// POST /callbacks/webhook/{name}, signed with the same Secret.
+type Webhook struct {
+	URL    string `yaml:"url"`
+	Secret string `yaml:"secret" secret:"true"`
+}
+
+// MinWebhookSecret is the shortest secret a webhook channel accepts: the
+// HMAC key that lets a relay approve requests.
+const MinWebhookSecret = 16
 
 // Feishu connection modes.
 const (

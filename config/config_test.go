@@ -363,3 +363,52 @@ func TestWarningWhenTheAgentDecides(t *testing.T) {
 		})
 	}
 }
+
+func TestWebhookChannel(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "hook.secret"), []byte("0123456789abcdef-relay\n"), 0o600)
+	c, err := Parse([]byte(`
+channels:
+  - name: teams-relay
+    type: webhook
+    url: https://relay.example.com/gatehouse
+    secret_file: hook.secret
+routes:
+  - name: deploys
+    channels: [teams-relay]
+    approvers: ["webhook:teams-relay/*"]
+`), dir, env(nil))
+	if err != nil {
+		t.Fatalf("valid webhook config refused:\n%v", err)
+	}
+	w := c.Channels[0].Webhook
+	if w == nil || w.URL != "https://relay.example.com/gatehouse" || w.Secret != "0123456789abcdef-relay" {
+		t.Fatalf("webhook channel: %+v", w)
+	}
+
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"missing keys", "channels:\n  - {name: w, type: webhook}\n",
+			[]string{"channels[0].url: required", "channels[0].secret: required"}},
+		{"bad values", "channels:\n  - {name: w, type: webhook, url: 'ftp://relay', secret: short}\n",
+			[]string{`channels[0].url: "ftp://relay" is not an http(s) URL`, "channels[0].secret: too short"}},
+		{"a key of another type", "channels:\n  - {name: w, type: webhook, url: 'https://r', secret: 0123456789abcdef, bot_token: x}\n",
+			[]string{"channels[0].bot_token: unknown key"}},
+		{"a name that is no path segment", "channels:\n  - {name: 'ops/relay', type: webhook, url: 'https://r', secret: 0123456789abcdef}\n",
+			[]string{`channels[0].name: "ops/relay" cannot be a webhook channel's name`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml), t.TempDir(), env(nil))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("missing %q in:\n%v", w, err)
+				}
+			}
+		})
+	}
+}

@@ -88,7 +88,7 @@ var secretKeys = map[string]bool{}
 
 func init() {
 	for _, t := range []reflect.Type{reflect.TypeOf(Database{}), reflect.TypeOf(APIToken{}), reflect.TypeOf(User{}),
-		reflect.TypeOf(Slack{}), reflect.TypeOf(Feishu{}), reflect.TypeOf(Audit{}), reflect.TypeOf(OIDC{})} {
+		reflect.TypeOf(Slack{}), reflect.TypeOf(Feishu{}), reflect.TypeOf(Webhook{}), reflect.TypeOf(Audit{}), reflect.TypeOf(OIDC{})} {
 		for i := 0; i < t.NumField(); i++ {
 			if t.Field(i).Tag.Get("secret") == "true" {
 				secretKeys[yamlName(t.Field(i))] = true
@@ -281,6 +281,8 @@ func checkChannel(n *yaml.Node, path string, errs *Errors) {
 		settings = reflect.TypeOf(Slack{})
 	case TypeFeishu:
 		settings = reflect.TypeOf(Feishu{})
+	case TypeWebhook:
+		settings = reflect.TypeOf(Webhook{})
 	default:
 		// Validate names the bad type; report no key as unknown meanwhile.
 		return
@@ -316,6 +318,9 @@ func (c *Channel) UnmarshalYAML(n *yaml.Node) error {
 	case TypeFeishu:
 		c.Feishu = &Feishu{}
 		return rest.Decode(c.Feishu)
+	case TypeWebhook:
+		c.Webhook = &Webhook{}
+		return rest.Decode(c.Webhook)
 	}
 	return nil
 }
@@ -329,6 +334,8 @@ func (c Channel) MarshalYAML() (any, error) {
 		settings = c.Slack
 	case c.Feishu != nil:
 		settings = c.Feishu
+	case c.Webhook != nil:
+		settings = c.Webhook
 	}
 	if settings != nil {
 		b, err := yaml.Marshal(settings)

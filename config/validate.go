@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -239,10 +240,12 @@ func (c *Config) validateChannels(errs *Errors) map[string]bool {
 			ch.Slack.validate(p, errs)
 		case TypeFeishu:
 			ch.Feishu.validate(p, errs)
+		case TypeWebhook:
+			ch.Webhook.validate(p, ch.Name, errs)
 		case "":
-			errs.add(p+".type", "required (slack or feishu)")
+			errs.add(p+".type", "required (slack, feishu or webhook)")
 		default:
-			errs.add(p+".type", "%q is not one of slack, feishu", ch.Type)
+			errs.add(p+".type", "%q is not one of slack, feishu, webhook", ch.Type)
 		}
 	}
 	for i, n := range c.Defaults.Channels {
@@ -306,6 +309,27 @@ func (f *Feishu) validate(p string, errs *Errors) {
 		errs.add(p+".base_url", "%q is not an http(s) URL", f.BaseURL)
 	}
 	f.BaseURL = strings.TrimRight(f.BaseURL, "/")
+}
+
+// webhookName is what a webhook channel's name may hold: it is a path
+// segment of its callback URL, /callbacks/webhook/{name}.
+var webhookName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+func (w *Webhook) validate(p, name string, errs *Errors) {
+	if name != "" && !webhookName.MatchString(name) {
+		errs.add(p+".name", "%q cannot be a webhook channel's name: its callback URL is /callbacks/webhook/<name>, so use letters, digits, '.', '_' and '-'", name)
+	}
+	if w.URL == "" {
+		errs.add(p+".url", "required (where cards and final states are posted)")
+	} else if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs.add(p+".url", "%q is not an http(s) URL", w.URL)
+	}
+	switch {
+	case w.Secret == "":
+		errs.add(p+".secret", "required (signs cards and verifies verdicts)")
+	case len(w.Secret) < MinWebhookSecret:
+		errs.add(p+".secret", "too short: use at least %d random characters", MinWebhookSecret)
+	}
 }
 
 func (c *Config) validateRoutes(channels map[string]bool, errs *Errors) {

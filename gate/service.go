@@ -191,6 +191,10 @@ func (s *Service) Stop() {
 	})
 }
 
+// Stopping is closed once Stop is called. A wait of its own that loops over
+// Wait (an MCP tool call) ends there, since Wait then returns at once.
+func (s *Service) Stopping() <-chan struct{} { return s.stopping }
+
 func (s *Service) stopped() bool {
 	select {
 	case <-s.stopping:

@@ -180,6 +180,7 @@ func (s *Server) routes() {
 	if s.opts.Metrics != nil {
 		e.GET("/metrics", echo.WrapHandler(s.opts.Metrics))
 	}
+	e.GET("/api/v1/openapi.json", s.openapi)
 	api := e.Group("/api/v1", s.requireToken)
 	api.POST("/approvals", s.createApproval)
 	api.GET("/approvals", s.listApprovals)
@@ -190,6 +191,7 @@ func (s *Server) routes() {
 	api.GET("/grants", s.listGrants)
 	api.GET("/audit/checkpoint", s.auditCheckpoint)
 	s.hookRoutes(e) // POST /hooks/{client}: bearer token checked, every failure a 200 deny (web/hooks.go)
+	s.mcpRoute(e)   // POST /mcp: MCP streamable HTTP, the API's bearer tokens (web/mcp.go)
 	for key, h := range s.opts.Callbacks {
 		e.POST("/callbacks/"+key, echo.WrapHandler(h))
 	}

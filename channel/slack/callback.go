@@ -12,10 +12,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/gatehouse-dev/gatehouse/channel"
 )
 
 const (
@@ -76,47 +77,10 @@ func signatureKey(h http.Header) string {
 	return string(raw)
 }
 
-// replayCache remembers the signatures seen within the signature window, so
-// a captured callback cannot be played again while its timestamp is fresh.
-// It is per process: a replay sent to another replica gets through, and is
-// then refused by the gate's compare-and-set like any second tap.
-type replayCache struct {
-	mu    sync.Mutex
-	seen  map[string]time.Time // signature → its request timestamp
-	order []string             // insertion order, oldest first
-	max   int
-}
-
-func newReplayCache(max int) *replayCache {
-	return &replayCache{seen: map[string]time.Time{}, max: max}
-}
-
-// check records sig and reports whether it had been seen already. Entries
-// leave once their timestamp is out of the window (the clock check refuses
-// those anyway) or, past max entries, oldest first.
-func (c *replayCache) check(sig string, ts, now time.Time) (replayed bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for len(c.order) > 0 {
-		first := c.order[0]
-		if at, ok := c.seen[first]; ok && now.Sub(at) <= signatureWindow && len(c.order) < c.max {
-			break
-		}
-		delete(c.seen, first)
-		c.order = c.order[1:]
-	}
-	if _, ok := c.seen[sig]; ok {
-		return true
-	}
-	c.seen[sig] = ts
-	c.order = append(c.order, sig)
-	return false
-}
-
 // callbackHandler serves POST /callbacks/slack for every Slack channel.
 type callbackHandler struct {
 	chs     []*Channel
-	replays *replayCache
+	replays *channel.ReplayCache
 }
 
 // NewCallbackHandler returns the handler for Slack's interactivity request
@@ -132,7 +96,7 @@ func NewCallbackHandler(chs []*Channel) http.Handler {
 			signed = append(signed, c)
 		}
 	}
-	return &callbackHandler{chs: signed, replays: newReplayCache(maxReplays)}
+	return &callbackHandler{chs: signed, replays: channel.NewReplayCache(signatureWindow, maxReplays)}
 }
 
 func (h *callbackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -168,7 +132,7 @@ func (h *callbackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := verified[0]
 	ts, _ := strconv.ParseInt(r.Header.Get("X-Slack-Request-Timestamp"), 10, 64)
-	replayed := h.replays.check(signatureKey(r.Header), time.Unix(ts, 0), c.now())
+	replayed := h.replays.Seen(signatureKey(r.Header), time.Unix(ts, 0), c.now())
 	ic, perr := parsePayload(body)
 	if perr == nil {
 		c = pick(verified, ic)

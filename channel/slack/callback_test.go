@@ -282,27 +282,6 @@ func TestCallbackOnlyPost(t *testing.T) {
 	}
 }
 
-func TestReplayCacheIsBounded(t *testing.T) {
-	rc := newReplayCache(3)
-	for i := range 5 {
-		if rc.check(fmt.Sprint(i), t0, t0) {
-			t.Fatalf("fresh signature %d seen as replay", i)
-		}
-	}
-	if len(rc.seen) > 3 || len(rc.order) > 3 {
-		t.Errorf("cache holds %d/%d entries, max 3", len(rc.seen), len(rc.order))
-	}
-	if !rc.check("4", t0, t0) {
-		t.Error("recent signature not caught")
-	}
-	// Entries leave once their timestamps are out of the window.
-	later := t0.Add(signatureWindow + time.Second)
-	rc.check("new", later, later)
-	if _, ok := rc.seen["4"]; ok {
-		t.Error("stale entry kept")
-	}
-}
-
 // slowDecider holds every Decide until release is closed.
 type slowDecider struct {
 	*fakeDecider

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/channel/feishu"
 	"github.com/gatehouse-dev/gatehouse/channel/slack"
+	"github.com/gatehouse-dev/gatehouse/channel/webhook"
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
 )
@@ -57,6 +58,15 @@ func buildChannels(cfg *config.Config, d gate.Decider, log *slog.Logger) (builtC
 			if ch.LongConnection() {
 				out.runners = append(out.runners, ch)
 			}
+		case config.TypeWebhook:
+			ch, err := webhook.New(webhook.Options{Name: c.Name, Config: *c.Webhook, PublicURL: cfg.PublicURL, Decider: d, Logger: clog,
+				Conns: cfg.Cards.Workers, UserAgent: "gatehouse/" + versionString()})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("channel %s: %w", c.Name, err))
+				continue
+			}
+			out.channels = append(out.channels, ch)
+			out.callbacks[ch.CallbackPath()] = ch // POST /callbacks/webhook/{name}
 		default:
 			errs = append(errs, fmt.Errorf("channel %s: unknown type %q", c.Name, c.Type))
 		}

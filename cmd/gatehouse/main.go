@@ -1,5 +1,5 @@
 // Command gatehouse is the Gatehouse binary: the approval server and the
-// tools around it (request, hook, check-config, user, migrate, audit, version).
+// tools around it (request, hook, mcp, check-config, user, migrate, audit, version).
 package main
 
 import (
@@ -34,6 +34,8 @@ Usage:
                                              a command hook for claude-code, codex, cursor, gemini or
                                              copilot: reads the client's hook JSON on stdin, asks the
                                              server, prints the client's decision (any failure denies)
+  gatehouse mcp [--agent ID] [--retry-for 2m] an MCP server on stdio (tools request_approval and
+                                             approval_prompt) asking the server at GATEHOUSE_URL
   gatehouse check-config [--config FILE]     validate a config file, naming every bad key
   gatehouse user add NAME --role ROLE [--password-stdin]
                                              print the config lines for a web login
@@ -65,6 +67,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return request(rest, stdout, stderr)
 	case "hook":
 		return hookcmd.Run(rest, stdin, stdout, stderr)
+	case "mcp":
+		return mcpCmd(rest, stdin, stdout, stderr)
 	case "check-config":
 		return checkConfig(rest, stdout, stderr)
 	case "user":

@@ -200,8 +200,19 @@ test('history: filter by tool and by text, filters kept in the URL', async () =>
     if (r.status !== 'pending') break;
     await new Promise((r) => setTimeout(r, 200));
   }
+  // By default the history shows people's decisions: read_file, which the
+  // default route allowed with no one asked, is there only when asked for.
   await page.goto(base + '/history');
+  assert.equal(await page.locator('table.list tbody tr').count(), 4);
+  assert.equal(await page.locator(`tr:has(a[href="/approvals/${seeded.auto.id}"])`).count(), 0);
+  await page.selectOption('select[name=policy]', 'include');
+  await Promise.all([page.waitForURL(/policy=include/), page.click('form.filters button[type=submit]')]);
   assert.equal(await page.locator('table.list tbody tr').count(), 5);
+  assert.equal(await page.locator(`tr:has(a[href="/approvals/${seeded.auto.id}"])`).count(), 1);
+  await page.goto(base + '/history?policy=only');
+  assert.deepEqual(await page.locator('table.list tbody a.tool').allTextContents(), ['read_file']);
+
+  await page.goto(base + '/history');
 
   await page.fill('input[name=tool]', 'oa__purchase_*');
   await Promise.all([page.waitForURL(/tool=oa__purchase_/), page.click('form.filters button[type=submit]')]);
@@ -295,7 +306,10 @@ test('export CSV of the filtered history', async () => {
   assert.match(download.suggestedFilename(), /^gatehouse-history-\d{8}-\d{6}\.csv$/);
   const rows = parseCSV(readFileSync(await download.path(), 'utf8'));
   assert.deepEqual(rows[0], CSV_COLUMNS);
-  assert.equal(rows.length - 1, 6);
+  // The five requests people saw (the policy's allow of read_file is not
+  // among them) and the one made since.
+  assert.equal(rows.length - 1, 5);
+  assert.ok(!rows.slice(1).some((r) => r[0] === seeded.auto.id));
   const byTool = Object.fromEntries(rows.slice(1).map((r) => [r[2] + ':' + r[1], Object.fromEntries(CSV_COLUMNS.map((c, i) => [c, r[i]]))]));
   assert.equal(byTool['shell_exec:pending'].summary, `'=HYPERLINK("http://evil.example","click")`);
   const pay = rows.slice(1).map((r) => Object.fromEntries(CSV_COLUMNS.map((c, i) => [c, r[i]]))).find((r) => r.id === seeded.pay.id);

@@ -1,0 +1,135 @@
+/**
+ * Gatehouse for the OpenAI Agents SDK's human in the loop: a tool with
+ * `needsApproval` interrupts the run; resolveInterruptions asks Gatehouse
+ * about each interruption and approves or rejects it on the run's state,
+ * and runWithGatehouse runs an agent to the end that way.
+ *
+ * ```ts
+ * import { Agent, run, tool } from "@openai/agents";
+ * const deploy = tool({ name: "deploy", parameters, needsApproval: true, execute });
+ * const result = await runWithGatehouse((input) => run(agent, input), "Deploy to prod");
+ * ```
+ *
+ * No dependency on @openai/agents: its objects are used by shape.
+ *
+ * @module
+ */
+
+import { type GateRequest, type Gatehouse, type HookResult, allowsAsIs, denyReason, gate } from "./index.js";
+
+/** A tool approval interruption (RunToolApprovalItem), by shape. */
+export interface ApprovalItem {
+  type: string;
+  name?: string;
+  arguments?: string;
+  rawItem?: { callId?: string; id?: string; name?: string; arguments?: string };
+}
+
+/** A run's state (RunState), by shape. */
+export interface ApprovalState<I> {
+  approve(item: I, options?: { alwaysApprove?: boolean }): void;
+  reject(item: I, options?: { alwaysReject?: boolean; message?: string }): void;
+}
+
+/** A run result, by shape. */
+export interface InterruptedResult<I, S> {
+  interruptions?: I[];
+  state: S;
+}
+
+/** Options of resolveInterruptions and runWithGatehouse. */
+export interface ResolveOptions<I extends ApprovalItem = ApprovalItem> {
+  client?: Gatehouse;
+  /** One line for the approver, per call. */
+  summary?: (toolName: string, input: unknown) => string | undefined;
+  /** Other request fields (route, agent_id, session_id, ...). */
+  request?: Omit<GateRequest, "tool_name" | "tool_args" | "summary" | "tool_call_id" | "idempotency_key">;
+  onVerdict?: (item: I, result: HookResult) => void;
+  signal?: AbortSignal;
+}
+
+/** What became of one interruption. */
+export interface Resolution<I> {
+  item: I;
+  approved: boolean;
+  result: HookResult;
+}
+
+function parseArgs(s: string | undefined): unknown {
+  if (s === undefined || s === "") {
+    return {};
+  }
+  try {
+    return JSON.parse(s);
+  } catch {
+    return s; // shown to the approver as it came
+  }
+}
+
+/**
+ * Asks Gatehouse about every tool approval interruption of `result`, all
+ * at once, and approves or rejects each on `result.state`; run the agent
+ * again with that state to go on. A call is approved only when Gatehouse
+ * allows it with the arguments the model gave; every failure, and an
+ * approval of edited arguments, rejects it with a message the model sees.
+ */
+export async function resolveInterruptions<I extends ApprovalItem, S extends ApprovalState<I>>(
+  result: InterruptedResult<I, S>,
+  options: ResolveOptions<I> = {},
+): Promise<Resolution<I>[]> {
+  const items = (result.interruptions ?? []).filter((i) => i.type === "tool_approval_item");
+  const verdicts = await Promise.all(
+    items.map(async (item) => {
+      const toolName = item.name ?? item.rawItem?.name ?? "unknown_tool";
+      const input = parseArgs(item.arguments ?? item.rawItem?.arguments);
+      const callId = item.rawItem?.callId ?? item.rawItem?.id;
+      const res = await gate(
+        {
+          ...options.request,
+          tool_name: toolName,
+          tool_args: input,
+          summary: options.summary?.(toolName, input),
+          tool_call_id: callId,
+          idempotency_key: callId ? `openai-agents:${callId}` : undefined,
+        },
+        { client: options.client, signal: options.signal },
+      );
+      options.onVerdict?.(item, res);
+      return { item, input, res };
+    }),
+  );
+  return verdicts.map(({ item, input, res }) => {
+    const approved = allowsAsIs(res, input);
+    if (approved) {
+      result.state.approve(item);
+    } else {
+      result.state.reject(item, { message: denyReason(res, input) });
+    }
+    return { item, approved, result: res };
+  });
+}
+
+/**
+ * Runs an agent to its end: `runOnce` runs it (the SDK's
+ * `(input) => run(agent, input)`) on `input`, then every tool approval
+ * interruption is resolved through Gatehouse and it runs again on the
+ * state, until a run ends without one (at most maxRounds rounds, 20 by
+ * default).
+ */
+export async function runWithGatehouse<I extends ApprovalItem, S extends ApprovalState<I>, R extends InterruptedResult<I, S>>(
+  // any: the first input, then the run's state
+  runOnce: (input: any) => Promise<R>,
+  input: unknown,
+  options: ResolveOptions<I> & { maxRounds?: number } = {},
+): Promise<R> {
+  const max = options.maxRounds ?? 20;
+  let result = await runOnce(input);
+  for (let round = 0; (result.interruptions?.length ?? 0) > 0; round++) {
+    if (round >= max) {
+      throw new Error(`gatehouse: still interrupted after ${max} rounds of approvals`);
+    }
+    await resolveInterruptions(result, options);
+    result = await runOnce(result.state);
+  }
+  return result;
+}

@@ -1,0 +1,97 @@
+// The OpenAI Agents SDK's needsApproval, answered by Gatehouse: the real
+// @openai/agents Runner and its ScriptedModel (@openai/agents/testing) drive
+// a tool call through the real binary.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+
+import { Agent, Runner, tool } from "@openai/agents";
+import { ScriptedModel, assistantMessage, functionCall } from "@openai/agents/testing";
+import { z } from "zod";
+
+import { Gatehouse } from "../dist/index.js";
+import { resolveInterruptions, runWithGatehouse } from "../dist/openai-agents.js";
+import { startGatehouse, TOKEN } from "./gatehouse-server.mjs";
+
+let gh;
+let client;
+const runner = new Runner({ tracingDisabled: true });
+const run = (agent, input) => runner.run(agent, input);
+const runOf = (agent) => (input) => runner.run(agent, input);
+
+before(async () => {
+  gh = await startGatehouse({ routes: "routes:\n  - {name: edited, match: {tool: 'scale'}, channels: [relay, web]}\n" });
+  client = new Gatehouse({ url: gh.url, token: TOKEN });
+});
+after(() => gh?.stop());
+
+/** An agent whose model calls `name` with `args`, then says "done"; the tool needs approval and records its runs. */
+function setup(name, args, callId = `call_${name}`) {
+  const model = new ScriptedModel([[functionCall(name, args, { callId })], [assistantMessage("done")]]);
+  const ran = [];
+  const t = tool({
+    name,
+    description: `${name} something`,
+    parameters: z.object({ env: z.string().nullable(), replicas: z.number().nullable() }),
+    needsApproval: true,
+    execute: async (input) => {
+      ran.push(input);
+      return `${name} ran`;
+    },
+  });
+  return { agent: new Agent({ name: "ops", instructions: "Operate carefully.", model, tools: [t] }), model, ran };
+}
+
+/** The function call output the model was shown on its last call. */
+function outputShown(model) {
+  const input = model.lastCall.request.input;
+  return (Array.isArray(input) ? input : []).find((i) => i.type === "function_call_result");
+}
+
+test("runWithGatehouse: an approval in Gatehouse runs the tool and the run ends", async () => {
+  const { agent, model, ran } = setup("deploy", { env: "prod", replicas: null });
+  const running = runWithGatehouse(runOf(agent), "Deploy to prod", { client, summary: (n, a) => `${n} to ${a.env}` });
+  const card = await gh.card("deploy");
+  assert.equal(card.request.summary, "deploy to prod");
+  assert.deepEqual(card.request.tool_args, { env: "prod", replicas: null });
+  assert.equal((await gh.decide(card.request.id, "approve", "alice")).status, 200);
+  const result = await running;
+  assert.deepEqual(ran, [{ env: "prod", replicas: null }]);
+  assert.equal(result.finalOutput, "done");
+  assert.equal(outputShown(model).output.text ?? outputShown(model).output, "deploy ran");
+  model.assertComplete();
+});
+
+test("resolveInterruptions: a rejection keeps the tool from running and tells the model why", async () => {
+  const { agent, model, ran } = setup("drop_db", { env: "prod", replicas: null });
+  const first = await run(agent, "Drop the prod database");
+  assert.equal(first.interruptions.length, 1);
+  const resolving = resolveInterruptions(first, { client });
+  const card = await gh.card("drop_db");
+  await gh.decide(card.request.id, "reject", "bob", "not without a backup");
+  const verdicts = await resolving;
+  assert.equal(verdicts.length, 1);
+  assert.equal(verdicts[0].approved, false);
+  assert.equal(verdicts[0].result.status, "rejected");
+  const second = await run(agent, first.state);
+  assert.deepEqual(ran, []);
+  assert.equal(second.finalOutput, "done");
+  assert.match(JSON.stringify(outputShown(model)), /not without a backup/);
+});
+
+test("an approval of edited arguments rejects the model's call", async () => {
+  const { agent, ran } = setup("scale", { env: null, replicas: 50 });
+  const running = runWithGatehouse(runOf(agent), "Scale to 50", { client });
+  const card = await gh.card("scale");
+  await gh.webDecide(card.request.id, "approve", { modifiedArgs: { env: null, replicas: 5 } });
+  await running;
+  assert.deepEqual(ran, [], "the model's 50 replicas never ran");
+});
+
+test("a gate that cannot be reached rejects the call", async () => {
+  const { agent, ran } = setup("deploy", { env: "staging", replicas: null }, "call_unreachable");
+  const unreachable = new Gatehouse({ url: "http://127.0.0.1:1", token: TOKEN, retryForSeconds: 0.3 });
+  const result = await runWithGatehouse(runOf(agent), "Deploy staging", { client: unreachable });
+  assert.deepEqual(ran, []);
+  assert.equal(result.finalOutput, "done");
+});
