@@ -377,12 +377,12 @@ func (r *Route) validatePolicy(p string, errs *Errors) {
 	}
 	if strings.TrimSpace(r.Match.When) != "" {
 		if err := policy.CheckWhen(r.Match.When); err != nil {
-			errs.add(p+".match.when", "%v", err)
+			errs.add(p+".match.when", "route %q: %v", r.Name, err)
 		}
 	}
 	for j, c := range r.Match.Call {
 		if err := policy.CheckCall(c); err != nil {
-			errs.add(fmt.Sprintf("%s.match.call[%d]", p, j), "%v", err)
+			errs.add(fmt.Sprintf("%s.match.call[%d]", p, j), "route %q: %v", r.Name, err)
 		}
 	}
 	if m := r.Remember; m != nil {

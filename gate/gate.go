@@ -233,6 +233,11 @@ type Observer interface {
 	// DecisionRefused counts a verdict the gate did not take, by the
 	// error code that says why (ECONFLICT, EEXPIRED, EFORBIDDEN, ...).
 	DecisionRefused(channel, code string)
+	// Decided counts a call decided without a person: by a route's action
+	// (via policy), a grant (via grant), or the agent's own flag on a
+	// route that leaves it to the agent (via policy, by agent). recorded
+	// is false for a route's record: false allows, which only this counts.
+	Decided(route string, status Status, via string, recorded bool)
 }
 
 type nopObserver struct{}
@@ -243,3 +248,4 @@ func (nopObserver) WaitersChanged(int)                            {}
 func (nopObserver) CardDone(string, string, error, time.Duration) {}
 func (nopObserver) CallbackRefused(string)                        {}
 func (nopObserver) DecisionRefused(string, string)                {}
+func (nopObserver) Decided(string, Status, string, bool)          {}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,6 +123,7 @@ type observer struct {
 	mu      sync.Mutex
 	waiting int
 	changed chan struct{}
+	decided []string // "route status via recorded", in order
 }
 
 func newObserver() *observer { return &observer{changed: make(chan struct{}, 1)} }
@@ -130,6 +133,18 @@ func (o *observer) RequestFinished(string, gate.Status, time.Duration) {}
 func (o *observer) CardDone(string, string, error, time.Duration)      {}
 func (o *observer) CallbackRefused(string)                             {}
 func (o *observer) DecisionRefused(string, string)                     {}
+
+func (o *observer) Decided(route string, status gate.Status, via string, recorded bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.decided = append(o.decided, fmt.Sprintf("%s %s %s %t", route, status, via, recorded))
+}
+
+func (o *observer) decisions() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.decided)
+}
 
 func (o *observer) WaitersChanged(d int) {
 	o.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -121,6 +122,10 @@ func TestUnrecordedAllows(t *testing.T) {
 		}
 		if _, err := svc.Get(context.Background(), r.ID); gate.ErrorCode(err) != gate.ENOTFOUND {
 			t.Fatalf("an unrecorded allow was stored: %v", err)
+		}
+		// Stored nowhere, so counted: the metrics are its only record.
+		if got := svc.obs.decisions(); !slices.Equal(got, []string{"reads approved policy false"}) {
+			t.Fatalf("the unrecorded allow was not counted: %q", got)
 		}
 	})
 }
@@ -319,4 +324,54 @@ func TestReloadRoutes(t *testing.T) {
 	if r, _, _ := svc.Submit(ctx, gate.Submission{ToolName: "Read"}); r.Status != gate.StatusRejected {
 		t.Fatalf("after the reload: %s", r.Status)
 	}
+}
+
+// TestExplainDecidesAsSubmit: the dry run (gatehouse policy test) takes
+// the route and the action Submit takes, call by call, so an operator who
+// tests a policy sees what the gate will do.
+func TestExplainDecidesAsSubmit(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		routes := []gate.Route{
+			{Name: "no-force-push", Calls: []string{"Bash(git push --force:*)"}, Action: policy.Deny},
+			{Name: "big-payments", Tool: "oa__purchase_*", When: `double(args.amount) > 50000.0`, Channels: []string{"fake"}},
+			{Name: "small-payments", Tool: "oa__purchase_*", Action: policy.Allow},
+			{Name: "pushes", Calls: []string{"Bash(git push:*)"}, Channels: []string{"fake"}},
+			{Name: "legacy", Tool: "legacy_*", Action: policy.Agent},
+			{Name: "interns", Agent: "intern-*", Channels: []string{"fake"}},
+			{Name: "bash", Tool: "Bash", Action: policy.Allow},
+		}
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: routes})
+		status := map[policy.Action]gate.Status{policy.Ask: gate.StatusPending, policy.Allow: gate.StatusApproved, policy.Deny: gate.StatusRejected}
+		for i, c := range []struct {
+			tool, args, caller string
+			flag               *bool
+		}{
+			{"oa__purchase_pay", `{"amount":60000}`, "bot", no()},
+			{"oa__purchase_pay", `{"amount":600}`, "bot", nil},
+			{"oa__purchase_pay", `{"amount":600}`, "bot", yes()},
+			{"oa__purchase_pay", `{"amount":"x"}`, "bot", no()},
+			{"oa__purchase_pay", `[1,2]`, "bot", no()},
+			{"Bash", `{"command":"git push --force"}`, "bot", no()},
+			{"Bash", `{"command":"ls; git push"}`, "bot", no()},
+			{"Bash", `{"command":"ls"}`, "bot", no()},
+			{"Bash", `{"command":"ls"}`, "intern-1", no()},
+			{"legacy_tool", `{}`, "bot", no()},
+			{"legacy_tool", `{}`, "bot", nil},
+			{"unrouted", `{}`, "bot", no()},
+			{"unrouted", `{}`, "bot", nil},
+		} {
+			in := gate.Submission{ToolName: c.tool, ToolArgs: json.RawMessage(c.args), Caller: c.caller, RequiresConfirmation: c.flag}
+			ex, err := gate.Explain(routes, gate.Defaults{Channels: []string{"fake"}}, in, time.Now())
+			if err != nil {
+				t.Fatalf("%d: %v", i, err)
+			}
+			r, _, err := svc.Submit(context.Background(), in)
+			if err != nil {
+				t.Fatalf("%d: %v", i, err)
+			}
+			if r.Route != ex.Route || r.Status != status[ex.Action] {
+				t.Errorf("%d %s %s: Submit took %s to %s; Explain said %s, %s: %q", i, c.tool, c.args, r.Route, r.Status, ex.Route, ex.Action, ex.Why)
+			}
+		}
+	})
 }

@@ -43,7 +43,7 @@ const (
 	maxArgsLen = 256 << 10
 )
 
-func (s *Service) validate(in *Submission, maxTimeout time.Duration) error {
+func validate(in *Submission, maxTimeout time.Duration) error {
 	in.ToolName = strings.TrimSpace(in.ToolName)
 	if in.ToolName == "" {
 		return Errorf(EINVALID, "tool_name: required")
@@ -108,20 +108,22 @@ type decision struct {
 	matched bool
 	action  policy.Action // ask, allow or deny: the agent's flag already applied
 	byAgent bool          // the agent's requires_confirmation made the action
+	raised  bool          // the agent's requires_confirmation raised an allow to an ask
 	errors  []string      // conditions that failed to evaluate on the way
+	steps   []policy.Step // every route tried, when explaining
 }
 
 // decide runs the policy over a submission. The route a caller names must
 // be the one the policy picks: naming a broader route would let it dodge
 // the stricter one's approvers.
-func (rs *rules) decide(in *Submission, now time.Time) (decision, error) {
+func (rs *rules) decide(in *Submission, now time.Time, explain bool) (decision, error) {
 	c := policy.NewCall(in.ToolName, in.ToolArgs, in.Metadata)
 	c.Agent, c.AgentLabel, c.User, c.Session, c.Now = in.Caller, in.AgentID, in.UserID, in.SessionID, now
 	if c.Agent == "" {
 		c.Agent = in.AgentID // a server without tokens: the agent's own name is all there is
 	}
-	res := rs.policy.Evaluate(c, false)
-	d := decision{errors: res.Errors, action: rs.defaults.Action}
+	res := rs.policy.Evaluate(c, explain)
+	d := decision{errors: res.Errors, action: rs.defaults.Action, steps: res.Steps}
 	if res.Route >= 0 {
 		d.route, d.matched, d.action = rs.routes[res.Route], true, res.Action
 	} else {
@@ -142,7 +144,7 @@ func (rs *rules) decide(in *Submission, now time.Time) (decision, error) {
 	case d.action == policy.Allow && in.RequiresConfirmation != nil && *in.RequiresConfirmation:
 		// An agent may ask for a person where the policy would allow;
 		// nothing it sends turns an ask or a deny into an allow.
-		d.action = policy.Ask
+		d.action, d.raised = policy.Ask, true
 	}
 	return d, nil
 }
@@ -154,11 +156,11 @@ func (rs *rules) decide(in *Submission, now time.Time) (decision, error) {
 // call waits for a person, through its route's channels.
 func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, error) {
 	rs := s.rules.Load()
-	if err := s.validate(&in, rs.defaults.MaxTimeout); err != nil {
+	if err := validate(&in, rs.defaults.MaxTimeout); err != nil {
 		return nil, false, err
 	}
 	now := s.stamp()
-	d, err := rs.decide(&in, now)
+	d, err := rs.decide(&in, now, false)
 	if err != nil {
 		return nil, false, err
 	}
@@ -278,6 +280,7 @@ func (s *Service) record(ctx context.Context, r *Request, events []Event, status
 	}
 	s.obs.RequestCreated(got.Route)
 	s.obs.RequestFinished(got.Route, got.Status, 0)
+	s.obs.Decided(got.Route, got.Status, via, true)
 	s.log.Info("request "+string(got.Status), "request_id", got.ID, "tool", got.ToolName, "route", got.Route, "via", via)
 	return got, true, nil
 }
@@ -289,6 +292,7 @@ func (s *Service) unrecorded(r *Request, rt Route) *Request {
 	r.Reason, r.Channels = routeReason("allowed", rt)+" (not recorded)", nil
 	s.obs.RequestCreated(r.Route)
 	s.obs.RequestFinished(r.Route, r.Status, 0)
+	s.obs.Decided(r.Route, r.Status, ViaPolicy, false)
 	return r
 }
 

@@ -30,6 +30,7 @@ type Metrics struct {
 	cardSeconds      *prometheus.HistogramVec
 	callbacksRefused *prometheus.CounterVec
 	decisionsRefused *prometheus.CounterVec
+	decided          *prometheus.CounterVec
 	httpRequests     *prometheus.CounterVec
 }
 
@@ -77,12 +78,16 @@ func New() *Metrics {
 		Name: "gatehouse_decisions_refused_total",
 		Help: "Verdicts the gate did not take, by channel and reason code (already_decided, expired, forbidden, ...).",
 	}, []string{"channel", "code"})
+	m.decided = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatehouse_decided_without_a_person_total",
+		Help: "Calls decided at once, with no one asked, by route, status (approved, rejected), via (policy, grant) and recorded (false for a route's record: false allows, which are stored nowhere else).",
+	}, []string{"route", "status", "via", "recorded"})
 	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gatehouse_http_requests_total",
 		Help: "HTTP requests served, by method, route pattern and status code.",
 	}, []string{"method", "route", "code"})
 	m.reg.MustRegister(m.created, m.finished, m.decision, m.waiters, m.cardOps, m.cardErrors, m.cardSeconds,
-		m.callbacksRefused, m.decisionsRefused, m.httpRequests,
+		m.callbacksRefused, m.decisionsRefused, m.decided, m.httpRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -145,4 +150,9 @@ func (m *Metrics) Middleware() echo.MiddlewareFunc {
 			return nil
 		}
 	}
+}
+
+// Decided counts a call decided with no one asked.
+func (m *Metrics) Decided(route string, status gate.Status, via string, recorded bool) {
+	m.decided.WithLabelValues(route, string(status), via, strconv.FormatBool(recorded)).Inc()
 }

@@ -32,6 +32,8 @@ func TestObserverSeries(t *testing.T) {
 	m.CardDone("ops-slack", "update", errors.New("boom"), time.Second)
 	m.CallbackRefused("ops-slack")
 	m.DecisionRefused("ops-slack", gate.ECONFLICT)
+	m.Decided("reads", gate.StatusApproved, gate.ViaPolicy, false)
+	m.Decided("reads", gate.StatusApproved, gate.ViaPolicy, false)
 	out := scrape(t, m)
 	for _, want := range []string{
 		`gatehouse_requests_created_total{route="payments"} 1`,
@@ -45,6 +47,7 @@ func TestObserverSeries(t *testing.T) {
 		`gatehouse_channel_operation_seconds_count{channel="ops-slack",op="post"} 1`,
 		`gatehouse_callbacks_refused_total{channel="ops-slack"} 1`,
 		`gatehouse_decisions_refused_total{channel="ops-slack",code="already_decided"} 1`,
+		`gatehouse_decided_without_a_person_total{recorded="false",route="reads",status="approved",via="policy"} 2`,
 		`go_goroutines`,
 		`process_resident_memory_bytes`,
 	} {

@@ -193,6 +193,10 @@ func TestBashPatterns(t *testing.T) {
 		{"git push $(", true, false, false},       // does not parse: asked, never allowed
 		{"ls > /etc/passwd", false, false, false}, // writes a file: no allow
 		{"ls > /dev/null 2>&1", false, false, true},
+		{"ls >&2", false, false, true},
+		{"ls >& /etc/passwd", false, false, false}, // bash's older &>: writes the file
+		{"ls >| /etc/passwd", false, false, false}, // >| writes even under noclobber
+		{"ls &>> log", false, false, false},
 		{"export PATH=/tmp:$PATH; ls", false, false, false}, // changes what runs next
 		{"PATH=/tmp ls", false, false, false},
 		{"npm test", false, false, true},

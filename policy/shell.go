@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/expand"
@@ -127,8 +128,15 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 			stdin = r.Word
 		case syntax.RdrIn:
 			stdinFile = true
-		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.ClbOut, syntax.RdrInOut:
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.AppClob,
+			syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut:
 			if t, ok := literal(r.Word); !ok || t != "/dev/null" {
+				p.writes = true
+			}
+		case syntax.DplOut:
+			// >&2 and >&- move or close a descriptor; >& FILE (bash's
+			// older &> FILE) writes the file.
+			if t, ok := literal(r.Word); !ok || !isDescriptor(t) {
 				p.writes = true
 			}
 		}
@@ -265,4 +273,14 @@ func static(parts []syntax.WordPart) bool {
 		}
 	}
 	return true
+}
+
+// isDescriptor says a redirection's word names a file descriptor (2) or
+// closes one (-), not a file.
+func isDescriptor(w string) bool {
+	if w == "-" {
+		return true
+	}
+	_, err := strconv.Atoi(strings.TrimSuffix(w, "-"))
+	return err == nil
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -11,12 +12,45 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
 )
 
-// callerKey is the echo context key holding the authenticated token as a
-// gate.Caller: its name and its scopes.
+// callerKey is the echo context key holding who the call authenticated
+// as (an authed).
 const callerKey = "gatehouse.caller"
+
+// authed is who a call authenticated as: the token, as a gate.Caller with
+// its scopes, or, on a server without tokens, nobody (open).
+type authed struct {
+	gate.Caller
+	open bool
+}
+
+// authSet is what a config reload replaces as a whole: the API tokens and
+// the web users. A call reads it once, so it is judged by the old set or
+// the new one, never a mix.
+type authSet struct {
+	tokens []tokenHash
+	users  []config.User
+}
+
+// SetAuth puts API tokens and web users in force (at start, and on a
+// config reload). Sessions of users no longer configured end at their next
+// request; a user's role is read from the config at every request.
+func (s *Server) SetAuth(tokens []config.APIToken, users []config.User) {
+	a := &authSet{users: users}
+	for _, t := range tokens {
+		th := tokenHash{name: t.Name, readAll: t.HasScope(config.ScopeReadAll), cancelAll: t.HasScope(config.ScopeCancelAll)}
+		if t.Token != "" {
+			th.sum = sha256.Sum256([]byte(t.Token))
+		} else {
+			copy(th.sum[:], mustHex(t.TokenSHA256))
+		}
+		a.tokens = append(a.tokens, th)
+	}
+	s.auth.Store(a)
+}
 
 // requireToken checks "Authorization: Bearer <token>" against the configured
 // tokens' SHA-256 in constant time. With no tokens configured (a loopback-only
@@ -28,36 +62,43 @@ func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 			return s.apiError(c, err)
 		}
 		c.Set(callerKey, who)
+		r := c.Request()
+		c.SetRequest(r.WithContext(context.WithValue(r.Context(), authedKey{}, who)))
 		return next(c)
 	}
 }
 
+// authedKey holds the authed in the request's context, for handlers that
+// are plain net/http (POST /mcp).
+type authedKey struct{}
+
 // authenticate names the token of the call, with its scopes. On a server
 // without tokens the caller is "anonymous" and has none.
-func (s *Server) authenticate(c echo.Context) (gate.Caller, error) {
-	if len(s.tokens) == 0 {
-		return gate.Caller{Name: "anonymous"}, s.anonymousOK(c.Request())
+func (s *Server) authenticate(c echo.Context) (authed, error) {
+	a := s.auth.Load()
+	if len(a.tokens) == 0 {
+		return authed{Caller: gate.Caller{Name: "anonymous"}, open: true}, s.anonymousOK(c.Request())
 	}
 	h := c.Request().Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(h, "Bearer ")
 	if !ok || strings.TrimSpace(tok) == "" {
-		return gate.Caller{}, gate.Errorf(gate.EUNAUTHORIZED, "missing bearer token (Authorization: Bearer <token>)")
+		return authed{}, gate.Errorf(gate.EUNAUTHORIZED, "missing bearer token (Authorization: Bearer <token>)")
 	}
-	who, ok := s.tokenCaller(tok)
+	who, ok := a.caller(tok)
 	if !ok {
-		return gate.Caller{}, gate.Errorf(gate.EUNAUTHORIZED, "invalid bearer token")
+		return authed{}, gate.Errorf(gate.EUNAUTHORIZED, "invalid bearer token")
 	}
-	return who, nil
+	return authed{Caller: who}, nil
 }
 
-// tokenCaller returns the configured token tok is, with its scopes,
+// caller returns the configured token tok is, with its scopes,
 // comparing SHA-256 sums in constant time.
-func (s *Server) tokenCaller(tok string) (gate.Caller, bool) {
+func (a *authSet) caller(tok string) (gate.Caller, bool) {
 	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 	var found *tokenHash
-	for i, t := range s.tokens {
+	for i, t := range a.tokens {
 		if subtle.ConstantTimeCompare(sum[:], t.sum[:]) == 1 {
-			found = &s.tokens[i]
+			found = &a.tokens[i]
 		}
 	}
 	if found == nil {
@@ -66,10 +107,16 @@ func (s *Server) tokenCaller(tok string) (gate.Caller, bool) {
 	return gate.Caller{Name: found.name, ReadAll: found.readAll, CancelAll: found.cancelAll}, true
 }
 
+// who is the call's authed, as requireToken found it.
+func who(c echo.Context) (authed, bool) {
+	a, ok := c.Get(callerKey).(authed)
+	return a, ok
+}
+
 // caller is the authenticated token's name for routing, or "" on a server
 // without tokens, where nobody is authenticated and agent_id stands in.
 func (s *Server) caller(c echo.Context) string {
-	if len(s.tokens) == 0 {
+	if a, ok := who(c); ok && a.open {
 		return ""
 	}
 	return agentName(c)
@@ -79,22 +126,22 @@ func (s *Server) caller(c echo.Context) string {
 // its name and its scopes. On a server without tokens it is the caller "",
 // which every request there has.
 func (s *Server) access(c echo.Context) gate.Caller {
-	if len(s.tokens) == 0 {
-		return gate.Caller{}
-	}
-	who, ok := c.Get(callerKey).(gate.Caller)
-	if !ok {
+	a, ok := who(c)
+	switch {
+	case !ok:
 		// Unreachable behind requireToken; should a route ever miss it,
 		// a name no request has reads nothing rather than the "" rows.
 		return gate.Caller{Name: "\x00unauthenticated"}
+	case a.open:
+		return gate.Caller{}
 	}
-	return who
+	return a.Caller
 }
 
 // agentName is the authenticated token's name.
 func agentName(c echo.Context) string {
-	if who, ok := c.Get(callerKey).(gate.Caller); ok && who.Name != "" {
-		return who.Name
+	if a, ok := who(c); ok && a.Name != "" {
+		return a.Name
 	}
 	return "anonymous"
 }

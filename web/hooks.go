@@ -75,7 +75,7 @@ func (s *Server) hookCall(c echo.Context) (err error) {
 	}
 	ctx := c.Request().Context()
 	start := s.now()
-	o, ferr := s.hookSettle(ctx, call, agentName(c), wait)
+	o, ferr := s.hookSettle(ctx, call, agentName(c), s.caller(c), wait)
 	if ferr != nil {
 		code := gate.ErrorCode(ferr)
 		if code == gate.EINTERNAL || code == gate.EUNAVAILABLE {
@@ -88,13 +88,10 @@ func (s *Server) hookCall(c echo.Context) (err error) {
 
 // hookSettle finds the call's request along its keys (see hook.Call.Key) and
 // waits for it.
-func (s *Server) hookSettle(ctx context.Context, call hook.Call, agent string, wait time.Duration) (hook.Outcome, error) {
+func (s *Server) hookSettle(ctx context.Context, call hook.Call, agent, caller string, wait time.Duration) (hook.Outcome, error) {
 	for n := 0; ; n++ {
-		sub := submission(call.Ask(n))
-		sub.AgentID = agent
-		if len(s.tokens) > 0 {
-			sub.Caller = agent
-		}
+		sub := HookSubmission(call.Ask(n))
+		sub.AgentID, sub.Caller = agent, caller
 		if n >= hook.MaxChain {
 			// This exact call has been made over and over; give this one a
 			// request of its own rather than walk further.
@@ -115,9 +112,10 @@ func (s *Server) hookSettle(ctx context.Context, call hook.Call, agent string, w
 	}
 }
 
-// submission turns a hook's ask into the gate's submission. A hook does not
-// ask for confirmation itself: the config decides (see hook.Call.Ask).
-func submission(a hook.Ask) gate.Submission {
+// HookSubmission turns a hook's ask into the gate's submission (also what
+// `gatehouse policy test --hook` decides). A hook does not ask for
+// confirmation itself: the config decides (see hook.Call.Ask).
+func HookSubmission(a hook.Ask) gate.Submission {
 	no := false
 	return gate.Submission{ToolName: a.ToolName, ToolArgs: a.ToolArgs, RequiresConfirmation: &no, Summary: a.Summary,
 		SessionID: a.SessionID, ToolCallID: a.ToolCallID, Metadata: a.Metadata, IdempotencyKey: a.IdempotencyKey}

@@ -18,10 +18,17 @@ import (
 // API's error shape, and the SDK then learns the token's name as the
 // caller of each tool call, which scopes its requests like the API's.
 func (s *Server) mcpRoute(e *echo.Echo) {
-	h := mcpserver.HTTPHandler(mcpGate{s}, mcpserver.Options{Version: s.opts.Version, Logger: s.log})
-	if len(s.tokens) > 0 {
-		h = auth.RequireBearerToken(s.mcpToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
-	}
+	open := mcpserver.HTTPHandler(mcpGate{s}, mcpserver.Options{Version: s.opts.Version, Logger: s.log})
+	withToken := auth.RequireBearerToken(s.mcpToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(open)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// requireToken ran first; its verdict says whether this server
+		// (as it was configured for this call) has tokens at all.
+		if a, ok := r.Context().Value(authedKey{}).(authed); ok && a.open {
+			open.ServeHTTP(w, r)
+			return
+		}
+		withToken.ServeHTTP(w, r)
+	})
 	e.POST("/mcp", echo.WrapHandler(carryRequest(h)), s.requireToken)
 }
 
@@ -40,7 +47,7 @@ func carryRequest(h http.Handler) http.Handler {
 
 // mcpToken is the SDK's token verifier: the caller is the token's name.
 func (s *Server) mcpToken(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-	who, ok := s.tokenCaller(token)
+	who, ok := s.auth.Load().caller(token)
 	if !ok {
 		return nil, auth.ErrInvalidToken
 	}

@@ -186,7 +186,7 @@ func (s *Server) loginPage(c echo.Context) error {
 
 // loginExtra tells the login page which ways in there are.
 func (s *Server) loginExtra() map[string]any {
-	return map[string]any{"SSO": s.sso != nil, "Passwords": len(s.opts.Users) > 0 || s.opts.BootstrapPassword != ""}
+	return map[string]any{"SSO": s.sso != nil, "Passwords": len(s.auth.Load().users) > 0 || s.opts.BootstrapPassword != ""}
 }
 
 func (s *Server) login(c echo.Context) error {

@@ -5,7 +5,6 @@ package web
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"net"
@@ -39,8 +38,9 @@ type Checkpointer interface {
 type Options struct {
 	Service  *gate.Service
 	Sessions SessionStore
-	Tokens   []config.APIToken
-	Users    []config.User
+	// Tokens and Users are those in force at start; SetAuth replaces them.
+	Tokens []config.APIToken
+	Users  []config.User
 	// OIDC, when set, adds single sign-on to the web page (web/oidc.go).
 	// PublicURL must then be set: the provider sends people back to it.
 	OIDC      *config.OIDC
@@ -72,7 +72,7 @@ type Server struct {
 	opts   Options
 	log    *slog.Logger
 	now    func() time.Time
-	tokens []tokenHash
+	auth   atomic.Pointer[authSet] // swapped whole by SetAuth
 	pages  *pages
 	sso    *ssoLogin // nil without auth.oidc
 	http   *http.Server
@@ -143,15 +143,7 @@ func New(o Options) (*Server, error) {
 		o.MaxWait = 10 * time.Minute
 	}
 	s := &Server{e: echo.New(), svc: o.Service, opts: o, log: o.Logger, now: o.Now, sso: newSSO(o.OIDC, o.PublicURL)}
-	for _, t := range o.Tokens {
-		th := tokenHash{name: t.Name, readAll: t.HasScope(config.ScopeReadAll), cancelAll: t.HasScope(config.ScopeCancelAll)}
-		if t.Token != "" {
-			th.sum = sha256.Sum256([]byte(t.Token))
-		} else {
-			copy(th.sum[:], mustHex(t.TokenSHA256))
-		}
-		s.tokens = append(s.tokens, th)
-	}
+	s.SetAuth(o.Tokens, o.Users)
 	p, err := newPages(s)
 	if err != nil {
 		return nil, err

@@ -61,12 +61,13 @@ func (s *Server) setCookie(c echo.Context, name, value string, maxAge int) {
 // checkPassword verifies a login against the configured users (bcrypt), or
 // the bootstrap admin when none are configured.
 func (s *Server) checkPassword(name, password string) (config.User, bool) {
-	if len(s.opts.Users) == 0 && s.opts.BootstrapPassword != "" {
+	users := s.auth.Load().users
+	if len(users) == 0 && s.opts.BootstrapPassword != "" {
 		ok := subtle.ConstantTimeCompare([]byte(name), []byte("admin")) == 1 &&
 			subtle.ConstantTimeCompare([]byte(password), []byte(s.opts.BootstrapPassword)) == 1
 		return config.User{Name: "admin", Role: config.RoleAdmin}, ok
 	}
-	for _, u := range s.opts.Users {
+	for _, u := range users {
 		if u.Name == name {
 			return u, bcrypt.CompareHashAndPassword([]byte(u.PasswordBcrypt), []byte(password)) == nil
 		}
@@ -107,33 +108,38 @@ func (s *Server) currentUser(c echo.Context) *User {
 		}
 		return nil
 	}
-	if !s.userStillExists(se) {
+	role, ok := s.sessionRole(se)
+	if !ok {
 		return nil
 	}
-	u := &User{Name: se.UserName, Role: se.Role, CSRF: se.CSRF}
+	u := &User{Name: se.UserName, Role: role, CSRF: se.CSRF}
 	c.Set(userKey, u)
 	return u
 }
 
-// userStillExists ends sessions of users removed from the config, and
-// single sign-on sessions once single sign-on is no longer configured.
-func (s *Server) userStillExists(se store.Session) bool {
-	if se.Provider == ProviderOIDC {
-		return s.sso != nil
+// sessionRole is the role a session's user has now: a password user's as
+// the config says at this request (a reload that demotes or removes a
+// user takes effect at once), a single sign-on user's as the provider's
+// claims said at sign-in. ok is false for a session that must end: its
+// user removed from the config, or single sign-on no longer configured.
+func (s *Server) sessionRole(se store.Session) (role string, ok bool) {
+	switch se.Provider {
+	case ProviderOIDC:
+		return se.Role, s.sso != nil
+	case "":
+	default:
+		return "", false
 	}
-	if se.Provider != "" {
-		return false
+	users := s.auth.Load().users
+	if len(users) == 0 {
+		return se.Role, se.UserName == "admin" && s.opts.BootstrapPassword != ""
 	}
-	name := se.UserName
-	if len(s.opts.Users) == 0 {
-		return name == "admin" && s.opts.BootstrapPassword != ""
-	}
-	for _, u := range s.opts.Users {
-		if u.Name == name {
-			return true
+	for _, u := range users {
+		if u.Name == se.UserName {
+			return u.Role, true
 		}
 	}
-	return false
+	return "", false
 }
 
 // requireLogin sends visitors without a session to the login page.

@@ -45,7 +45,7 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 }
 
 func migrate(args []string, stdout, stderr io.Writer) int {
-	cfg, ok := loadConfig("migrate", args, stderr)
+	cfg, _, ok := loadConfig("migrate", args, stderr)
 	if !ok {
 		return 2
 	}

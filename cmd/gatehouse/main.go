@@ -4,10 +4,11 @@ package main
 
 import (
 	"fmt"
-	"github.com/gatehouse-dev/gatehouse/cmd/internal/hookcmd"
 	"io"
 	"os"
 	"runtime/debug"
+
+	"github.com/gatehouse-dev/gatehouse/cmd/internal/hookcmd"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
@@ -36,6 +37,10 @@ Usage:
                                              server, prints the client's decision (any failure denies)
   gatehouse mcp [--agent ID] [--retry-for 2m] an MCP server on stdio (tools request_approval and
                                              approval_prompt) asking the server at GATEHOUSE_URL
+  gatehouse policy test [--config FILE] --tool NAME [--args JSON] [--agent A] [--user U] [--session S]
+  gatehouse policy test [--config FILE] --hook CLIENT < hook-input.json
+                                             dry-run the policy over one call: prints as JSON the route,
+                                             the action (ask, allow, deny) and why, route by route
   gatehouse check-config [--config FILE]     validate a config file, naming every bad key
   gatehouse user add NAME --role ROLE [--password-stdin]
                                              print the config lines for a web login
@@ -69,6 +74,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return hookcmd.Run(rest, stdin, stdout, stderr)
 	case "mcp":
 		return mcpCmd(rest, stdin, stdout, stderr)
+	case "policy":
+		return policyCmd(rest, stdin, stdout, stderr)
 	case "check-config":
 		return checkConfig(rest, stdout, stderr)
 	case "user":

@@ -27,30 +27,30 @@ import (
 
 // loadConfig parses a subcommand's --config flag (GATEHOUSE_CONFIG by
 // default) and loads the file, printing every problem when it is invalid.
-func loadConfig(name string, args []string, stderr io.Writer) (*config.Config, bool) {
+func loadConfig(name string, args []string, stderr io.Writer) (*config.Config, string, bool) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", os.Getenv("GATEHOUSE_CONFIG"), "config file (default: built-in: SQLite gatehouse.db, 127.0.0.1:8080, web approvals)")
 	if err := fs.Parse(args); err != nil {
-		return nil, false
+		return nil, "", false
 	}
 	cfg, err := config.Load(*path)
 	if err != nil {
 		fmt.Fprintf(stderr, "gatehouse: invalid config:\n%s\n", indent(err))
-		return nil, false
+		return nil, "", false
 	}
-	return cfg, true
+	return cfg, *path, true
 }
 
 func serve(args []string, stderr io.Writer) int {
-	cfg, ok := loadConfig("serve", args, stderr)
+	cfg, path, ok := loadConfig("serve", args, stderr)
 	if !ok {
 		return 2
 	}
 	log := newLogger(cfg.Log, stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := runServer(ctx, cfg, log); err != nil {
+	if err := runServer(ctx, cfg, path, log); err != nil {
 		log.Error("gatehouse stopped", "err", err)
 		return 1
 	}
@@ -74,10 +74,11 @@ func orDefault(s, d string) string {
 	return s
 }
 
-// runServer wires the parts together and runs until ctx ends, then shuts
-// down in order: waiters first (told to come back), then HTTP, then the
-// background loops and channel connections, then the database.
-func runServer(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+// runServer wires the parts together and runs until ctx ends, reloading
+// the config at path on SIGHUP, then shuts down in order: waiters first
+// (told to come back), then HTTP, then the background loops and channel
+// connections, then the database.
+func runServer(ctx context.Context, cfg *config.Config, path string, log *slog.Logger) error {
 	db, err := store.Open(ctx, store.Options{Driver: cfg.Database.Driver, DSN: cfg.Database.DSN,
 		MaxOpenConns: cfg.Database.MaxOpenConns, Migrate: true, Logger: log})
 	if err != nil {
@@ -170,15 +171,31 @@ func runServer(ctx context.Context, cfg *config.Config, log *slog.Logger) error 
 		go servePprof(bg, addr, log)
 	}
 
+	rl := &reloader{path: path, running: cfg, channels: []string{gate.WebChannel}, svc: svc, srv: srv, log: log}
+	for _, ch := range built.channels {
+		rl.channels = append(rl.channels, ch.Name())
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("gatehouse listening", "addr", "http://"+ln.Addr().String(), "version", versionString(),
 		"database", cfg.Database.Driver, "channels", len(built.channels)+1)
 
-	select {
-	case <-ctx.Done():
-	case err := <-serveErr:
-		return err
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case err := <-serveErr:
+			return err
+		case <-hup:
+			if err := rl.reload(); err != nil {
+				log.Error("config reload refused", "err", err)
+			}
+		}
 	}
 	log.Info("shutting down: telling waiting agents to come back")
 	svc.Stop()

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/config"
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/hook"
+	"github.com/gatehouse-dev/gatehouse/web"
+)
+
+// policyCmd is `gatehouse policy test`: the operator's dry run of the
+// config's policy over one call, without a server or a database.
+func policyCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "test" {
+		fmt.Fprint(stderr, "usage: gatehouse policy test [--config FILE] --tool NAME [--args JSON] [--agent A] [--user U] [--session S]\n"+
+			"       gatehouse policy test [--config FILE] --hook CLIENT [--agent A] < hook-input.json\n")
+		return 2
+	}
+	fs := flag.NewFlagSet("policy test", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", os.Getenv("GATEHOUSE_CONFIG"), "config file (default: the built-in one)")
+	tool := fs.String("tool", "", "the tool name")
+	argsJSON := fs.String("args", "{}", "the tool arguments, as JSON")
+	agent := fs.String("agent", "", "the agent: the API token's name, which routes' match.agent globs match")
+	label := fs.String("agent-id", "", "the agent_id the caller sends (CEL: agent_label)")
+	user := fs.String("user", "", "the user_id the caller sends")
+	session := fs.String("session", "", "the session_id the caller sends")
+	metaJSON := fs.String("metadata", "", "the metadata the caller sends, as a JSON object")
+	hookClient := fs.String("hook", "", "read a hook payload of this client on stdin ("+strings.Join(hook.Clients, ", ")+") instead of --tool and --args")
+	var confirm *bool
+	fs.Func("requires-confirmation", "true or false, as the agent would send it (default: unset, which counts as true)", func(s string) error {
+		b, err := strconv.ParseBool(s)
+		confirm = &b
+		return err
+	})
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "gatehouse: invalid config:\n%s\n", indent(err))
+		return 1
+	}
+
+	var in gate.Submission
+	switch {
+	case *hookClient != "":
+		if *tool != "" {
+			fmt.Fprintln(stderr, "gatehouse policy test: give --hook or --tool, not both")
+			return 2
+		}
+		body, err := io.ReadAll(io.LimitReader(stdin, web.MaxBody+1))
+		if err != nil {
+			fmt.Fprintf(stderr, "gatehouse policy test: reading stdin: %v\n", err)
+			return 1
+		}
+		call, err := hook.Parse(*hookClient, body)
+		if err != nil {
+			fmt.Fprintf(stderr, "gatehouse policy test: %v\n", err)
+			return 1
+		}
+		in = web.HookSubmission(call.Ask(0))
+	case *tool == "":
+		fmt.Fprintln(stderr, "gatehouse policy test: --tool (or --hook) is required")
+		return 2
+	default:
+		in = gate.Submission{ToolName: *tool, ToolArgs: json.RawMessage(*argsJSON), Metadata: json.RawMessage(*metaJSON),
+			RequiresConfirmation: confirm}
+		if !json.Valid(in.ToolArgs) {
+			fmt.Fprintf(stderr, "gatehouse policy test: --args is not valid JSON: %s\n", *argsJSON)
+			return 2
+		}
+	}
+	if confirm != nil {
+		in.RequiresConfirmation = confirm
+	}
+	in.Caller, in.AgentID, in.UserID = *agent, *label, *user
+	if *session != "" {
+		in.SessionID = *session
+	}
+	ex, err := gate.Explain(routes(cfg), defaults(cfg), in, time.Now())
+	if err != nil {
+		fmt.Fprintf(stderr, "gatehouse policy test: %s\n", gate.ErrorMessage(err))
+		return 1
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ex); err != nil {
+		return 1
+	}
+	return 0
+}

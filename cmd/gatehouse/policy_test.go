@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// policyConfig is the contract's example policy, with a catch-all allow
+// for the other Bash commands and an agent-scoped route.
+const policyConfig = `routes:
+  - name: no-force-push
+    match: { call: "Bash(git push --force:*)" }
+    action: deny
+    message: "Force pushes are not allowed here; open a pull request."
+  - name: big-payments
+    match:
+      tool: "oa__purchase_*"
+      when: 'double(args.amount) > 50000.0'
+    remember: 1h
+  - name: small-payments
+    match: { tool: "oa__purchase_*" }
+    action: allow
+  - name: pushes
+    match: { call: ["Bash(git push:*)", "Bash(gh pr merge:*)"] }
+    rate: { limit: 20, per: 1h, by: agent }
+  - name: interns
+    match: { tool: Bash, agent: "intern-*" }
+  - name: other-bash
+    match: { tool: Bash }
+    action: allow
+defaults:
+  action: deny
+`
+
+type explanation struct {
+	Route  string   `json:"route"`
+	Action string   `json:"action"`
+	Why    []string `json:"why"`
+}
+
+// policyTest runs `gatehouse policy test` in-process over policyConfig.
+func policyTest(t *testing.T, stdin string, args ...string) (explanation, string, int) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "gatehouse.yaml")
+	if err := os.WriteFile(path, []byte(policyConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run(append([]string{"policy", "test", "--config", path}, args...), strings.NewReader(stdin), &out, &errb)
+	var ex explanation
+	if code == 0 {
+		if err := json.Unmarshal(out.Bytes(), &ex); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, out.String())
+		}
+	}
+	return ex, errb.String(), code
+}
+
+// TestPolicyTest: the dry run decides as the gate does (thresholds,
+// errors that never allow, compound commands, the agent's flag, agent
+// globs, the defaults) and says why, route by route.
+func TestPolicyTest(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		args          []string
+		route, action string
+		why           string // a line of why must contain it
+	}{
+		{"over the threshold asks", []string{"--tool", "oa__purchase_pay", "--args", `{"amount":60000}`},
+			"big-payments", "ask", "route big-payments matches: when is true"},
+		{"at the threshold is allowed", []string{"--tool", "oa__purchase_pay", "--args", `{"amount":50000}`},
+			"small-payments", "allow", "route big-payments does not match: when is false"},
+		{"an amount that is not a number asks, never allows", []string{"--tool", "oa__purchase_pay", "--args", `{"amount":"lots"}`},
+			"big-payments", "ask", "an error never allows"},
+		{"a missing amount asks", []string{"--tool", "oa__purchase_pay", "--args", `{}`},
+			"big-payments", "ask", "error (written to the request's trail)"},
+		{"the agent's flag raises an allow", []string{"--tool", "oa__purchase_pay", "--args", `{"amount":1}`, "--requires-confirmation", "true"},
+			"small-payments", "ask", "the agent sent requires_confirmation true"},
+		{"the agent's flag never lowers an ask", []string{"--tool", "oa__purchase_pay", "--args", `{"amount":60001}`, "--requires-confirmation=false"},
+			"big-payments", "ask", "when is true"},
+		{"a force push is denied", []string{"--tool", "Bash", "--args", `{"command":"git push --force origin main"}`},
+			"no-force-push", "deny", "call matches Bash(git push --force:*)"},
+		{"a compound command asks when a part asks", []string{"--tool", "Bash", "--args", `{"command":"ls && git -C app push origin main"}`},
+			"pushes", "ask", "rate limit: 20 per 1h by agent"},
+		{"other commands are allowed", []string{"--tool", "Bash", "--args", `{"command":"ls -la"}`},
+			"other-bash", "allow", "route pushes does not match"},
+		{"agent globs match the token", []string{"--tool", "Bash", "--args", `{"command":"ls"}`, "--agent", "intern-7"},
+			"interns", "ask", "route interns matches"},
+		{"the agent_id an agent sends picks no route", []string{"--tool", "Bash", "--args", `{"command":"ls"}`, "--agent", "ci", "--agent-id", "intern-7"},
+			"other-bash", "allow", `agent "ci" does not match "intern-*"`},
+		{"no route: the defaults", []string{"--tool", "rm_everything"},
+			"default", "deny", "no route matches: defaults.action is deny"},
+		{"remembering routes say a grant could answer", []string{"--tool", "oa__purchase_pay", "--args", `{"amount":99999}`},
+			"big-payments", "ask", `"Approve for 1h"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex, stderr, code := policyTest(t, "", tc.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if ex.Route != tc.route || ex.Action != tc.action {
+				t.Fatalf("got %s/%s, want %s/%s: %q", ex.Route, ex.Action, tc.route, tc.action, ex.Why)
+			}
+			if !slices.ContainsFunc(ex.Why, func(s string) bool { return strings.Contains(s, tc.why) }) {
+				t.Fatalf("no line of why says %q: %q", tc.why, ex.Why)
+			}
+		})
+	}
+}
+
+// TestPolicyTestHook: --hook reads a client's hook payload on stdin and
+// decides it as the hook endpoint would (requires_confirmation false).
+func TestPolicyTestHook(t *testing.T) {
+	in := `{"hook_event_name":"PreToolUse","session_id":"s1","tool_name":"Bash","tool_use_id":"t1","cwd":"/repo",
+		"tool_input":{"command":"npm test; git push origin HEAD"}}`
+	ex, stderr, code := policyTest(t, in, "--hook", "claude-code", "--agent", "laptop")
+	if code != 0 || ex.Route != "pushes" || ex.Action != "ask" {
+		t.Fatalf("exit %d %s: %+v", code, stderr, ex)
+	}
+	ex, _, _ = policyTest(t, strings.Replace(in, "git push origin HEAD", "git status", 1), "--hook", "claude-code")
+	if ex.Route != "other-bash" || ex.Action != "allow" {
+		t.Fatalf("a harmless command: %+v", ex)
+	}
+}
+
+// TestPolicyTestBadInput: every mistake is named, with a non-zero exit.
+func TestPolicyTestBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"no tool", "", nil, "--tool (or --hook) is required"},
+		{"arguments that are not JSON", "", []string{"--tool", "x", "--args", "{amount: 1}"}, "--args is not valid JSON"},
+		{"a hook payload that is not JSON", "nope", []string{"--hook", "claude-code"}, "not a JSON object"},
+		{"an unknown client", "{}", []string{"--hook", "vim"}, `unknown client "vim"`},
+		{"both --hook and --tool", "{}", []string{"--hook", "claude-code", "--tool", "x"}, "not both"},
+		{"a flag that is not a bool", "", []string{"--tool", "x", "--requires-confirmation", "maybe"}, "invalid value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stderr, code := policyTest(t, tc.stdin, tc.args...)
+			if code == 0 || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, stderr %q, want it to say %q", code, stderr, tc.want)
+			}
+		})
+	}
+	var out, errb bytes.Buffer
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	_ = os.WriteFile(path, []byte("routes:\n  - name: r\n    match: { when: 'args.x >' }\n"), 0o600)
+	if code := run([]string{"policy", "test", "--config", path, "--tool", "x"}, strings.NewReader(""), &out, &errb); code == 0 ||
+		!strings.Contains(errb.String(), `route "r"`) || !strings.Contains(errb.String(), "1:9") {
+		t.Fatalf("a config whose condition does not compile: exit %d, %q", code, errb.String())
+	}
+}

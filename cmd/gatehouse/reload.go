@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/config"
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/web"
+)
+
+// reloader applies the config file again on SIGHUP: routes, defaults, API
+// tokens and web users. A file that does not validate, or whose routes
+// name a channel the server did not start with, is refused and logged,
+// and the config in force stays. Everything else (listen, database,
+// channels, single sign-on, audit, retention, log, cards) is read at
+// start only; a change there is logged as waiting for a restart.
+type reloader struct {
+	path     string // "" is the built-in default
+	running  *config.Config
+	channels []string // the channels registered at start
+	svc      *gate.Service
+	srv      *web.Server
+	log      *slog.Logger
+}
+
+// reload reads the file and puts what it may change in force, or refuses.
+func (r *reloader) reload() error {
+	next, err := config.Load(r.path)
+	if err != nil {
+		return fmt.Errorf("the config does not validate, so the running one stays:\n%s", indent(err))
+	}
+	gr, gd := routes(next), defaults(next)
+	for _, rt := range append(gr, gate.Route{Name: "defaults", Channels: gd.Channels}) {
+		for _, ch := range rt.Channels {
+			if !slices.Contains(r.channels, ch) {
+				return fmt.Errorf("route %q uses channel %q, which this server did not start with (channels change at a restart), so the running config stays", rt.Name, ch)
+			}
+		}
+	}
+	if err := r.svc.SetRoutes(gr, gd); err != nil {
+		return fmt.Errorf("the routes do not compile, so the running config stays: %w", err)
+	}
+	r.srv.SetAuth(next.Auth.APITokens, next.Auth.Users)
+	if later := restartOnly(r.running, next); len(later) > 0 {
+		r.log.Warn("config reload: these keys changed and take effect at the next restart", "keys", strings.Join(later, ", "))
+	}
+	for _, w := range next.Warnings() {
+		r.log.Warn(w)
+	}
+	r.running = next
+	r.log.Info("config reloaded", "routes", len(next.Routes), "api_tokens", len(next.Auth.APITokens), "users", len(next.Auth.Users))
+	return nil
+}
+
+// restartOnly names the keys that changed between two configs and that a
+// reload does not apply.
+func restartOnly(old, next *config.Config) []string {
+	var out []string
+	for _, f := range []struct {
+		key  string
+		a, b any
+	}{
+		{"listen", old.Listen, next.Listen},
+		{"public_url", old.PublicURL, next.PublicURL},
+		{"database", old.Database, next.Database},
+		{"channels", old.Channels, next.Channels},
+		{"auth.oidc", old.Auth.OIDC, next.Auth.OIDC},
+		{"auth.session_ttl", old.Auth.SessionTTL, next.Auth.SessionTTL},
+		{"audit", old.Audit, next.Audit},
+		{"retention", old.Retention, next.Retention},
+		{"log", old.Log, next.Log},
+		{"cards", old.Cards, next.Cards},
+	} {
+		if !reflect.DeepEqual(f.a, f.b) {
+			out = append(out, f.key)
+		}
+	}
+	return out
+}

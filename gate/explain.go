@@ -1,0 +1,82 @@
+package gate
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/text"
+	"github.com/gatehouse-dev/gatehouse/policy"
+)
+
+// Explanation is a dry run of the policy over one call, as `gatehouse
+// policy test` prints it: the route the call takes, what happens to it,
+// and why, route by route.
+type Explanation struct {
+	Route  string        `json:"route"`
+	Action policy.Action `json:"action"`
+	Why    []string      `json:"why"`
+}
+
+// Explain decides a call with routes and defaults exactly as Submit would,
+// without a database: the same validation, the same policy, the same
+// agent's flag. What needs the database (a grant that would approve the
+// call at once, a rate limit's count) is named, not consulted.
+func Explain(routes []Route, d Defaults, in Submission, now time.Time) (Explanation, error) {
+	p, err := compile(routes)
+	if err != nil {
+		return Explanation{}, err
+	}
+	if d.MaxTimeout <= 0 {
+		d.MaxTimeout = 24 * time.Hour
+	}
+	rs := &rules{routes: routes, policy: p, defaults: d}
+	if err := validate(&in, d.MaxTimeout); err != nil {
+		return Explanation{}, err
+	}
+	dec, err := rs.decide(&in, now, true)
+	if err != nil {
+		return Explanation{}, err
+	}
+	ex := Explanation{Route: dec.route.Name, Action: dec.action}
+	for _, st := range dec.steps {
+		verb := "does not match"
+		if st.Matched {
+			verb = "matches"
+		}
+		ex.Why = append(ex.Why, fmt.Sprintf("route %s %s: %s", st.Route, verb, st.Why))
+	}
+	for _, e := range dec.errors {
+		ex.Why = append(ex.Why, "error (written to the request's trail): "+e)
+	}
+	rt := dec.route
+	switch {
+	case !dec.matched && dec.byAgent:
+		ex.Why = append(ex.Why, fmt.Sprintf("no route matches and defaults.action is unset: the agent's requires_confirmation decides (%s)", dec.action))
+	case !dec.matched:
+		ex.Why = append(ex.Why, fmt.Sprintf("no route matches: defaults.action is %s", dec.action))
+	case dec.byAgent:
+		ex.Why = append(ex.Why, fmt.Sprintf("route %s leaves it to the agent (confirm: false): its requires_confirmation decides (%s)", rt.Name, dec.action))
+	case dec.raised:
+		ex.Why = append(ex.Why, fmt.Sprintf("route %s allows, but the agent sent requires_confirmation true: a person is asked", rt.Name))
+	}
+	if rt.Rate != nil && dec.action != policy.Deny {
+		ex.Why = append(ex.Why, fmt.Sprintf("rate limit: %d per %s by %s, counted by the server (over it, the call is denied at once)",
+			rt.Rate.Limit, text.Duration(rt.Rate.Per), rt.Rate.By))
+	}
+	switch dec.action {
+	case policy.Ask:
+		if rt.Remember > 0 {
+			scope := "agent, tool and arguments"
+			if rt.RememberAny {
+				scope = "agent and tool"
+			}
+			ex.Why = append(ex.Why, fmt.Sprintf("an active grant from an earlier \"Approve for %s\" on this route (same %s) would approve it at once",
+				text.Duration(rt.Remember), scope))
+		}
+	case policy.Allow:
+		if rt.NoRecord && !dec.byAgent {
+			ex.Why = append(ex.Why, "record: false: the allow is counted in the metrics, not stored")
+		}
+	}
+	return ex, nil
+}
