@@ -32,26 +32,9 @@ type Approval struct {
 // Get returns one request as it stands now.
 func (c *Client) Get(ctx context.Context, id string) (Approval, error) {
 	target := strings.TrimRight(c.URL, "/") + "/api/v1/approvals/" + url.PathEscape(id)
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	_, data, err := c.send(ctx, http.MethodGet, target, nil, 30*time.Second)
 	if err != nil {
 		return Approval{}, err
-	}
-	if c.Token != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	resp, err := c.httpClient().Do(hr)
-	if err != nil {
-		return Approval{}, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return Approval{}, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return Approval{}, apiError(resp.StatusCode, data)
 	}
 	var a Approval
 	if err := json.Unmarshal(data, &a); err != nil {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
+	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
 // Request is what the agent asks. Only ToolName is required.
@@ -138,50 +139,72 @@ func (c *Client) Gate(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return deny("", err), err
 	}
-	wait := c.Wait
-	if wait <= 0 {
-		wait = 55 * time.Second
-	}
+	wait := c.wait()
 	target := strings.TrimRight(c.URL, "/") + "/api/v1/gate?wait=" + url.QueryEscape(wait.String())
+	var res, last Result
+	err = c.exchange(ctx, func() (bool, error) {
+		var err error
+		if res, err = c.post(ctx, target, body, wait+15*time.Second); err != nil || res.Status != "pending" {
+			return false, err
+		}
+		// Still pending: the server held the poll for wait; go again at once.
+		last = res
+		if c.OnPending != nil {
+			c.OnPending(res)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return deny(last.RequestID, err), err
+	}
+	return res, nil
+}
+
+func (c *Client) wait() time.Duration {
+	if c.Wait <= 0 {
+		return 55 * time.Second
+	}
+	return c.Wait
+}
+
+// exchange runs one call to the server until it is done: again (with no
+// error) sends it again at once, as a long poll that ended still pending
+// does; a failure is retried with backoff (dropped connections, 5xx,
+// restarts), except an answer that says retrying will not help (an
+// APIError below 500), the end of ctx, a first attempt that found no
+// server under FailFast, and an outage longer than MaxOutage.
+func (c *Client) exchange(ctx context.Context, once func() (again bool, err error)) error {
 	delay := 250 * time.Millisecond
-	var last Result
 	var failingSince time.Time
 	for attempt := 1; ; attempt++ {
-		res, err := c.post(ctx, target, body, wait+15*time.Second)
+		again, err := once()
 		var apiErr *APIError
 		switch {
-		case err == nil && res.Status != "pending":
-			return res, nil
+		case err == nil && !again:
+			return nil
 		case err == nil:
-			// Still pending: the server held the poll for `wait`; go again at once.
-			last = res
-			if c.OnPending != nil {
-				c.OnPending(res)
-			}
-			delay = 250 * time.Millisecond
-			failingSince = time.Time{}
+			delay, failingSince = 250*time.Millisecond, time.Time{}
 			continue
 		case errors.As(err, &apiErr) && apiErr.Status < 500:
-			return deny(last.RequestID, err), err
+			return err
 		}
 		if ctx.Err() != nil {
-			return deny(last.RequestID, ctx.Err()), ctx.Err()
+			return ctx.Err()
 		}
 		if c.FailFast && attempt == 1 && (errors.As(err, &apiErr) || dialFailed(err)) {
-			return deny("", err), err
+			return err
 		}
 		if failingSince.IsZero() {
 			failingSince = time.Now()
 		} else if c.MaxOutage > 0 && time.Since(failingSince) > c.MaxOutage {
-			err = fmt.Errorf("server unreachable at %s for %s: %w", c.URL, c.MaxOutage, err)
-			return deny(last.RequestID, err), err
+			return fmt.Errorf("server unreachable at %s for %s: %w", c.URL, c.MaxOutage, err)
 		}
 		if c.OnRetry != nil {
 			c.OnRetry(attempt, err)
 		}
 		select {
 		case <-ctx.Done():
-			return deny(last.RequestID, ctx.Err()), ctx.Err()
+			return ctx.Err()
 		case <-time.After(delay):
 		}
 		delay = min(delay*2, 5*time.Second)
@@ -207,33 +230,49 @@ func deny(id string, err error) Result {
 const denyNote = " (denied: the gate fails closed)"
 
 func (c *Client) post(ctx context.Context, target string, body []byte, timeout time.Duration) (Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	_, data, err := c.send(ctx, http.MethodPost, target, body, timeout)
 	if err != nil {
 		return Result{}, err
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	if c.Token != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	resp, err := c.httpClient().Do(hr)
-	if err != nil {
-		return Result{}, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return Result{}, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return Result{}, apiError(resp.StatusCode, data)
 	}
 	var res Result
 	if err := json.Unmarshal(data, &res); err != nil {
 		return Result{}, fmt.Errorf("gatehouse: unreadable answer: %w", err)
 	}
 	return res, nil
+}
+
+// send makes one call with the token (a JSON body when body is not nil)
+// and reads the answer; any status but 200 is an APIError.
+func (c *Client) send(ctx context.Context, method, target string, body []byte, timeout time.Duration) (http.Header, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	hr, err := http.NewRequestWithContext(ctx, method, target, rd)
+	if err != nil {
+		return nil, nil, err
+	}
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := c.httpClient().Do(hr)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, apiError(resp.StatusCode, data)
+	}
+	return resp.Header, data, nil
 }
 
 // apiError reads either error shape the server uses: {"error":{code,message}}
@@ -252,8 +291,5 @@ func apiError(status int, data []byte) error {
 			msg = plain(str)
 		}
 	}
-	if len(msg) > 300 {
-		msg = msg[:300]
-	}
-	return &APIError{Status: status, Code: code, Message: msg}
+	return &APIError{Status: status, Code: code, Message: text.EllipsisBytes(msg, 300)}
 }

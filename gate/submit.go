@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -281,7 +282,13 @@ func (s *Service) record(ctx context.Context, r *Request, events []Event, status
 	s.obs.RequestCreated(got.Route)
 	s.obs.RequestFinished(got.Route, got.Status, 0)
 	s.obs.Decided(got.Route, got.Status, via, true)
-	s.log.Info("request "+string(got.Status), "request_id", got.ID, "tool", got.ToolName, "route", got.Route, "via", via)
+	// A policy or grant allow comes with every harmless tool call: at
+	// debug, so the log keeps what people and denials decided.
+	level := slog.LevelInfo
+	if got.Status == StatusApproved {
+		level = slog.LevelDebug
+	}
+	s.log.Log(ctx, level, "request "+string(got.Status), "request_id", got.ID, "tool", got.ToolName, "route", got.Route, "via", via)
 	return got, true, nil
 }
 

@@ -90,7 +90,7 @@ const (
 
 // lifecycleStatements lists the statements each driver prepares.
 func lifecycleStatements(driver string) []string {
-	common := []string{qGetRequest, qGetByKey, qInsertRequest, qInsertCard, qInsertEvent, qDecide, qExpire, qFinalCards,
+	common := []string{qGetRequest, qInsertRequest, qInsertCard, qInsertEvent, qDecide, qExpire, qFinalCards,
 		qInlineCard, qInsertVote, qCountVotes, qFinishCard, qInsertGrant, qFindGrant, qRevokeGrant, qCountCall, qDropWindows}
 	if driver == Postgres {
 		return append(common, qLockPostgres, qClaimPostgres, qNotify)
@@ -99,10 +99,11 @@ func lifecycleStatements(driver string) []string {
 }
 
 // prepared holds the life cycle's statements, on the write pool and (for
-// the read by id) on the read pool.
+// the reads by id and by key) on the read pool.
 type prepared struct {
-	w    map[string]*sql.Stmt
-	read *sql.Stmt // qGetRequest on the read pool
+	w         map[string]*sql.Stmt
+	read      *sql.Stmt // qGetRequest on the read pool
+	readByKey *sql.Stmt // qGetByKey on the read pool
 }
 
 func prepare(ctx context.Context, driver string, write, read *sql.DB) (*prepared, error) {
@@ -120,6 +121,10 @@ func prepare(ctx context.Context, driver string, write, read *sql.DB) (*prepared
 		p.close()
 		return nil, fmt.Errorf("store: prepare the read by id: %w", err)
 	}
+	if p.readByKey, err = read.PrepareContext(ctx, qGetByKey); err != nil {
+		p.close()
+		return nil, fmt.Errorf("store: prepare the read by key: %w", err)
+	}
 	return p, nil
 }
 
@@ -129,6 +134,9 @@ func (p *prepared) close() {
 	}
 	if p.read != nil {
 		p.read.Close()
+	}
+	if p.readByKey != nil {
+		p.readByKey.Close()
 	}
 }
 
@@ -242,9 +250,11 @@ func (s *DB) Create(ctx context.Context, r *gate.Request, events []gate.Event) (
 	return existing, false, err
 }
 
-// ByKey returns the request a caller made under an idempotency key.
+// ByKey returns the request a caller made under an idempotency key. It
+// reads on the read pool: the row it looks for is committed (Create reads
+// it after its insert found the key taken).
 func (s *DB) ByKey(ctx context.Context, caller, key string) (*gate.Request, error) {
-	rows, err := s.prep.w[qGetByKey].QueryContext(ctx, caller, key)
+	rows, err := s.prep.readByKey.QueryContext(ctx, caller, key)
 	if err != nil {
 		return nil, wrap("read request by idempotency key", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/hook"
+	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
 // HookWait is how long POST /hooks/{client} holds a call for its verdict
@@ -37,8 +38,8 @@ func (s *Server) hookToken(next echo.HandlerFunc) echo.HandlerFunc {
 		who, err := s.authenticate(c)
 		if err != nil {
 			s.log.Warn("hook call refused", "client", c.Param("client"), "err", err)
-			return s.hookAnswer(c, hook.Call{Client: c.Param("client"), Event: hook.PreToolUse},
-				hook.Failure(gate.ErrorMessage(err)+": send Authorization: Bearer $GATEHOUSE_TOKEN with one of the server's auth.api_tokens"))
+			return s.hookFailed(c, hook.Call{Client: c.Param("client"), Event: hook.PreToolUse},
+				hook.Failure(gate.ErrorMessage(err)+": set GATEHOUSE_TOKEN (sent as Authorization: Bearer) to one of the server's auth.api_tokens"))
 		}
 		c.Set(callerKey, who)
 		return next(c)
@@ -54,7 +55,7 @@ func (s *Server) hookCall(c echo.Context) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("hook handler panicked", "client", name, "panic", p, "stack", string(debug.Stack()))
-			err = s.hookAnswer(c, call, hook.Failure("internal error"))
+			err = s.hookFailed(c, call, hook.Failure("internal error"))
 		}
 	}()
 	body, rerr := io.ReadAll(c.Request().Body)
@@ -63,45 +64,68 @@ func (s *Server) hookCall(c echo.Context) (err error) {
 		if tooLarge(rerr) {
 			msg = "the tool call is larger than 1 MiB, too large to show an approver"
 		}
-		return s.hookAnswer(c, call, hook.Failure(msg))
+		return s.hookFailed(c, call, hook.Failure(msg))
 	}
 	call, perr := hook.Parse(name, body)
+	if ev := c.QueryParam("event"); ev != "" {
+		// For clients whose input does not name the event (Copilot), as
+		// the command hook's --event says it.
+		call.Event = ev
+		call.Metadata["hook_event_name"] = ev
+	}
 	if perr != nil {
+		c.Response().Header().Set(HookStatusHeader, HookStatusError)
 		return c.JSONBlob(http.StatusOK, hook.Invalid(call, perr).Stdout)
 	}
 	wait, werr := s.parseWait(c, HookWait)
 	if werr != nil {
-		return s.hookAnswer(c, call, hook.Failure(gate.ErrorMessage(werr)))
+		return s.hookFailed(c, call, hook.Failure(gate.ErrorMessage(werr)))
 	}
 	ctx := c.Request().Context()
 	start := s.now()
-	o, ferr := s.hookSettle(ctx, call, agentName(c), s.caller(c), wait)
+	agent := agentName(c)
+	if a := c.QueryParam("agent"); a != "" {
+		agent = text.EllipsisBytes(a, 256) // a label (agent_id); routes match the token
+	}
+	o, ferr := s.hookSettle(ctx, call, agent, s.caller(c), wait)
 	if ferr != nil {
 		code := gate.ErrorCode(ferr)
 		if code == gate.EINTERNAL || code == gate.EUNAVAILABLE {
 			s.log.Error("hook call failed", "client", name, "tool", call.ToolName, "err", ferr)
 		}
-		return s.hookAnswer(c, call, hook.Failure(gate.ErrorMessage(ferr)))
+		return s.hookFailed(c, call, hook.Failure(gate.ErrorMessage(ferr)))
 	}
-	return s.hookAnswer(c, call, hook.VerdictOf(o, s.now().Sub(start)))
+	return s.hookAnswer(c, call, hook.VerdictOf(o, s.now().Sub(start)), o.Status)
 }
 
 // hookSettle finds the call's request along its keys (see hook.Call.Key) and
-// waits for it.
+// waits for it. The walk past earlier identical calls only reads; the one
+// submission is for the request that answers this call, new or found.
 func (s *Server) hookSettle(ctx context.Context, call hook.Call, agent, caller string, wait time.Duration) (hook.Outcome, error) {
 	for n := 0; ; n++ {
 		sub := HookSubmission(call.Ask(n))
 		sub.AgentID, sub.Caller = agent, caller
-		if n >= hook.MaxChain {
+		last := n >= hook.MaxChain
+		if last {
 			// This exact call has been made over and over; give this one a
 			// request of its own rather than walk further.
 			sub.IdempotencyKey += "-" + strconv.FormatInt(s.now().UnixNano(), 36)
+		} else {
+			prev, err := s.svc.ByKey(ctx, caller, sub.IdempotencyKey)
+			switch {
+			case err == nil && !call.Reusable(outcomeOf(prev, s.now()), s.now()):
+				continue // an earlier identical call's request
+			case err != nil && gate.ErrorCode(err) != gate.ENOTFOUND:
+				return hook.Outcome{}, err
+			}
 		}
+		// Creates the request, or attaches to the one found (or made
+		// meanwhile by a concurrent hook call), checking it is this call.
 		r, _, err := s.svc.Submit(ctx, sub)
 		if err != nil {
 			return hook.Outcome{}, err
 		}
-		if n < hook.MaxChain && !call.Reusable(outcomeOf(r, s.now()), s.now()) {
+		if !last && !call.Reusable(outcomeOf(r, s.now()), s.now()) {
 			continue
 		}
 		id := r.ID
@@ -127,8 +151,23 @@ func outcomeOf(r *gate.Request, now time.Time) hook.Outcome {
 		Explain: r.Explain(now), ModifiedArgs: hook.Edits(r.ModifiedArgs), DecidedAt: r.DecidedAt, ToolCallID: r.ToolCallID}
 }
 
+// The hook endpoint's answer names the request's status in a header, for
+// the command hook (gatehouse hook), which prints the body: pending means
+// the wait ended before a verdict (ask again to keep waiting), error a
+// failure the body denies.
+const (
+	HookStatusHeader = "Gatehouse-Status"
+	HookStatusError  = "error"
+)
+
+// hookFailed answers a failure: the client's explicit deny.
+func (s *Server) hookFailed(c echo.Context, call hook.Call, v hook.Verdict) error {
+	return s.hookAnswer(c, call, v, HookStatusError)
+}
+
 // hookAnswer writes a verdict as the client's JSON, always with 200.
-func (s *Server) hookAnswer(c echo.Context, call hook.Call, v hook.Verdict) error {
+func (s *Server) hookAnswer(c echo.Context, call hook.Call, v hook.Verdict, status string) error {
+	c.Response().Header().Set(HookStatusHeader, status)
 	if v.Kind == hook.Deny {
 		s.log.Info("hook call denied", "client", call.Client, "tool", call.ToolName, "request_id", v.RequestID, "reason", v.Reason)
 	}

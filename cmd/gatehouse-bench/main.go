@@ -35,6 +35,10 @@ type options struct {
 	replicas int
 	keep     bool
 	workDir  string
+
+	policyConc int // agents calling at once in the policy part
+	hookRuns   int // hook processes of each kind
+	evalCalls  int // in-process policy decisions per case
 }
 
 func main() {
@@ -45,7 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gatehouse-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	parts := fs.String("parts", "latency,cycles,waiters,replicas", "parts to run, comma-separated: latency, cycles, waiters, replicas")
+	parts := fs.String("parts", "latency,cycles,waiters,replicas,policy", "parts to run, comma-separated: latency, cycles, waiters, replicas, policy")
 	fs.StringVar(&o.bin, "bin", "", "gatehouse binary to benchmark (default: build ./cmd/gatehouse)")
 	fs.BoolVar(&o.quick, "quick", false, "smaller samples and shorter runs")
 	fs.StringVar(&o.pg, "postgres", orEnv("GATEHOUSE_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"),
@@ -56,6 +60,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.conc, "concurrency", 64, "agents running life cycles at once")
 	fs.IntVar(&o.waiters, "waiters", 10000, "agents waiting at once in the waiters part")
 	fs.IntVar(&o.replicas, "replicas", 3, "replicas in the replicas part")
+	fs.IntVar(&o.policyConc, "policy-concurrency", 8, "agents calling at once in the policy part")
+	fs.IntVar(&o.hookRuns, "hook-runs", 200, "hook processes of each kind in the policy part")
+	fs.IntVar(&o.evalCalls, "eval-calls", 20000, "in-process policy decisions per case in the policy part")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (databases, server logs)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -63,6 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.quick {
 		o.samples = min(o.samples, 100)
 		o.cycleFor = min(o.cycleFor, 4*time.Second)
+		o.hookRuns = min(o.hookRuns, 50)
 	}
 	o.parts = map[string]bool{}
 	for _, p := range strings.Split(*parts, ",") {
@@ -133,7 +141,7 @@ func runParts(ctx context.Context, o options, rep *report, log io.Writer) error 
 	if o.parts["latency"] || o.parts["cycles"] {
 		logf(log, "SQLite, one node: latency and life cycles")
 		fake := newFakeSlack()
-		srvs, err := startServers(o.bin, mkdir(o.workDir, "sqlite"), 1, "sqlite", filepath.Join(o.workDir, "sqlite", "gatehouse.db"), fake.url())
+		srvs, err := startServers(o.bin, mkdir(o.workDir, "sqlite"), 1, "sqlite", filepath.Join(o.workDir, "sqlite", "gatehouse.db"), fake.url(), "")
 		if err != nil {
 			return err
 		}
@@ -154,7 +162,7 @@ func runParts(ctx context.Context, o options, rep *report, log io.Writer) error 
 	}
 	if o.parts["cycles"] && o.pg != "" {
 		logf(log, "PostgreSQL, one node: life cycles")
-		if err := onPostgres(o, 1, func(fake *fakeSlack, srvs []*server) {
+		if err := onPostgres(o, 1, "", func(fake *fakeSlack, srvs []*server) {
 			c := measureCycles(ctx, fake, srvs, o.conc, o.cycleFor)
 			rep.cycles("PostgreSQL, 1 node", c, 200)
 			checkCards(rep, fake, "life cycles on PostgreSQL", c.ids, 10*time.Second)
@@ -165,7 +173,7 @@ func runParts(ctx context.Context, o options, rep *report, log io.Writer) error 
 	if o.parts["waiters"] {
 		logf(log, "SQLite, one node: %d agents waiting at once", o.waiters)
 		fake := newFakeSlack()
-		srvs, err := startServers(o.bin, mkdir(o.workDir, "waiters"), 1, "sqlite", filepath.Join(o.workDir, "waiters", "gatehouse.db"), fake.url())
+		srvs, err := startServers(o.bin, mkdir(o.workDir, "waiters"), 1, "sqlite", filepath.Join(o.workDir, "waiters", "gatehouse.db"), fake.url(), "")
 		if err != nil {
 			return err
 		}
@@ -176,7 +184,7 @@ func runParts(ctx context.Context, o options, rep *report, log io.Writer) error 
 	}
 	if o.parts["replicas"] && o.pg != "" {
 		logf(log, "PostgreSQL, %d replicas: cross-replica latency and cards", o.replicas)
-		if err := onPostgres(o, o.replicas, func(fake *fakeSlack, srvs []*server) {
+		if err := onPostgres(o, o.replicas, "", func(fake *fakeSlack, srvs []*server) {
 			n := len(srvs)
 			lat := measureLatency(ctx, fake, o.samples, o.spacing,
 				func(i int) *server { return srvs[(i+2)%n] }, // created on C
@@ -190,11 +198,45 @@ func runParts(ctx context.Context, o options, rep *report, log io.Writer) error 
 			return err
 		}
 	}
+	if o.parts["policy"] {
+		if err := policyPart(ctx, o, rep, log); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// onPostgres runs fn against n replicas on a fresh schema.
-func onPostgres(o options, n int, fn func(*fakeSlack, []*server)) error {
+// policyPart measures what the policy decides with no person: evaluation
+// in-process, gate calls on SQLite (recorded, and record: false) and on
+// PostgreSQL, and the hook process against a minimal Go program.
+func policyPart(ctx context.Context, o options, rep *report, log io.Writer) error {
+	logf(log, "policy evaluation in-process, 200 routes")
+	rep.evaluation(o.evalCalls, measureEvaluation(o.evalCalls))
+
+	logf(log, "SQLite, one node: gate calls the policy decides, and the hook process")
+	fake := newFakeSlack()
+	defer fake.close()
+	srvs, err := startServers(o.bin, mkdir(o.workDir, "policy"), 1, "sqlite", filepath.Join(o.workDir, "policy", "gatehouse.db"), fake.url(), policyRoutes)
+	if err != nil {
+		return err
+	}
+	rep.policyCalls("SQLite, 1 node, recorded (allow, deny, allow)", measurePolicyCalls(ctx, srvs, recordedCalls, o.policyConc, o.cycleFor), 5000, 2*time.Millisecond)
+	rep.policyCalls("SQLite, 1 node, record: false", measurePolicyCalls(ctx, srvs, unrecordedCalls, o.policyConc, o.cycleFor), 0, 0)
+	hs, err := measureHooks(ctx, o, srvs[0], o.hookRuns)
+	rep.hooks(o.hookRuns, hs, err)
+	srvs[0].stop()
+	if o.pg == "" {
+		return nil
+	}
+	logf(log, "PostgreSQL, one node: gate calls the policy decides")
+	return onPostgres(o, 1, policyRoutes, func(_ *fakeSlack, srvs []*server) {
+		rep.policyCalls("PostgreSQL, 1 node, recorded (allow, deny, allow)", measurePolicyCalls(ctx, srvs, recordedCalls, o.policyConc, o.cycleFor), 2000, 0)
+	})
+}
+
+// onPostgres runs fn against n replicas on a fresh schema, their config
+// ending with extra.
+func onPostgres(o options, n int, extra string, fn func(*fakeSlack, []*server)) error {
 	dsn, drop, err := pgSchema(o.pg)
 	if err != nil {
 		return err
@@ -202,7 +244,7 @@ func onPostgres(o options, n int, fn func(*fakeSlack, []*server)) error {
 	defer drop()
 	fake := newFakeSlack()
 	defer fake.close()
-	srvs, err := startServers(o.bin, mkdir(o.workDir, fmt.Sprintf("pg-%d-%d", n, time.Now().UnixNano())), n, "postgres", dsn, fake.url())
+	srvs, err := startServers(o.bin, mkdir(o.workDir, fmt.Sprintf("pg-%d-%d", n, time.Now().UnixNano())), n, "postgres", dsn, fake.url(), extra)
 	if err != nil {
 		return err
 	}

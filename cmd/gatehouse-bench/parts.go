@@ -166,6 +166,34 @@ type cycleResult struct {
 	serverCPU, benchCPU, dbCPU time.Duration
 }
 
+// cpuMeter reads the CPU used by the servers, this process and
+// PostgreSQL between its start and stop.
+type cpuMeter struct {
+	servers        []*server
+	srv, self, db0 time.Duration
+}
+
+func startCPU(servers []*server) cpuMeter {
+	m := cpuMeter{servers: servers}
+	m.srv, m.self, m.db0 = m.serverCPU(), procCPU("/proc/self/stat"), postgresCPU()
+	return m
+}
+
+func (m cpuMeter) serverCPU() (d time.Duration) {
+	for _, s := range m.servers {
+		d += s.cpu()
+	}
+	return d
+}
+
+// stop writes the CPU used since the start into res.
+func (m cpuMeter) stop(res *cycleResult) {
+	res.serverCPU, res.benchCPU = m.serverCPU()-m.srv, procCPU("/proc/self/stat")-m.self
+	if m.servers[0].driver == "postgres" {
+		res.dbCPU = postgresCPU() - m.db0
+	}
+}
+
 func (c cycleResult) rate() float64 {
 	if c.elapsed <= 0 {
 		return 0
@@ -184,16 +212,22 @@ func measureCycles(ctx context.Context, fake *fakeSlack, servers []*server, conc
 	})
 	defer fake.setOnPost(nil)
 	run := fmt.Sprintf("%x", rand.Uint64())
+	return runAgents(servers, conc, d, func(a, n int, base string) (string, bool) {
+		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		h, err := gateCall(cctx, base, fmt.Sprintf("cyc-%s-%d-%d", run, a, n), 55*time.Second)
+		return h.RequestID, err == nil && h.Status == "approved" && h.Allow
+	})
+}
+
+// runAgents runs conc agents for d, agent a on replica a mod n, each
+// calling op over and over (n counts its calls), and times every call;
+// op says the request it made and whether the call went as it should.
+func runAgents(servers []*server, conc int, d time.Duration, op func(a, n int, base string) (id string, ok bool)) cycleResult {
 	var mu sync.Mutex
 	var res cycleResult
 	var errs atomic.Int64
-	cpu := func() (srv time.Duration) {
-		for _, s := range servers {
-			srv += s.cpu()
-		}
-		return srv
-	}
-	srv0, self0, db0 := cpu(), procCPU("/proc/self/stat"), postgresCPU()
+	meter := startCPU(servers)
 	start := time.Now()
 	stop := start.Add(d)
 	var last atomic.Int64
@@ -203,30 +237,31 @@ func measureCycles(ctx context.Context, fake *fakeSlack, servers []*server, conc
 		go func() {
 			defer wg.Done()
 			base := servers[a%len(servers)].URL
+			lat := make([]time.Duration, 0, 1<<12)
+			var ids []string
 			for n := 0; time.Now().Before(stop); n++ {
 				t0 := time.Now()
-				cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-				h, err := gateCall(cctx, base, fmt.Sprintf("cyc-%s-%d-%d", run, a, n), 55*time.Second)
-				cancel()
+				id, ok := op(a, n, base)
 				at := time.Now()
-				if err != nil || h.Status != "approved" || !h.Allow {
+				if !ok {
 					errs.Add(1)
 					continue
 				}
 				last.Store(int64(at.Sub(start)))
-				mu.Lock()
-				res.done++
-				res.lat = append(res.lat, at.Sub(t0))
-				res.ids = append(res.ids, h.RequestID)
-				mu.Unlock()
+				lat = append(lat, at.Sub(t0))
+				if id != "" {
+					ids = append(ids, id)
+				}
 			}
+			mu.Lock()
+			res.done += len(lat)
+			res.lat = append(res.lat, lat...)
+			res.ids = append(res.ids, ids...)
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	res.serverCPU, res.benchCPU = cpu()-srv0, procCPU("/proc/self/stat")-self0
-	if servers[0].driver == "postgres" {
-		res.dbCPU = postgresCPU() - db0
-	}
+	meter.stop(&res)
 	res.elapsed = time.Duration(last.Load())
 	res.errors = int(errs.Load())
 	return res

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -116,6 +117,73 @@ func (r *report) waiters(w waiterResult) {
 	}
 	r.add("  target RSS ≤ 200 MB: %s; all parked: %s; no errors: %s",
 		r.verdict(w.rss > 0 && w.rss <= 200<<20), r.verdict(w.parked >= w.n), r.verdict(w.errors == 0 && w.approved == w.n))
+}
+
+// evaluation reports policy decisions in-process over 200 routes.
+func (r *report) evaluation(n int, res []evalResult) {
+	r.add("policy evaluation, 200 routes, in-process (call built from its JSON, shell parsed, first match), %d calls per case:", n)
+	ok := true
+	for _, e := range res {
+		if e.err != nil {
+			r.add("  error: %v", e.err)
+			ok = false
+			continue
+		}
+		note := ""
+		if e.c.Unfiltered {
+			note = " (worst case: 100 conditions on every call; no target)"
+		} else if e.p99 > 20*time.Microsecond {
+			ok = false
+		}
+		r.add("  %-24s p50 %6.1f µs  p99 %6.1f µs%s", e.c.Name, float64(e.p50.Nanoseconds())/1000, float64(e.p99.Nanoseconds())/1000, note)
+	}
+	r.add("  target p99 ≤ 20 µs on the realistic config: %s", r.verdict(ok))
+}
+
+// policyCalls reports gate calls the policy decides.
+func (r *report) policyCalls(where string, c cycleResult, rate float64, p99 time.Duration) {
+	line := fmt.Sprintf("gate calls the policy decides, %s (POST /api/v1/gate → verdict, no person): %d in %s = %.0f/s; p50 %s p99 %s; errors %d",
+		where, c.done, c.elapsed.Round(time.Millisecond), c.rate(), ms(percentile(c.lat, .5)), ms(percentile(c.lat, .99)), c.errors)
+	if c.done > 0 && c.elapsed > 0 {
+		per := func(d time.Duration) string {
+			return fmt.Sprintf("%.0f µs", float64(d.Microseconds())/float64(c.done))
+		}
+		line += fmt.Sprintf("\n  CPU per call: gatehouse %s, load generator %s", per(c.serverCPU), per(c.benchCPU))
+		if c.dbCPU > 0 {
+			line += ", PostgreSQL " + per(c.dbCPU)
+		}
+	}
+	var targets []string
+	if rate > 0 {
+		targets = append(targets, fmt.Sprintf("≥ %.0f/s: %s", rate, r.verdict(c.rate() >= rate)))
+	}
+	if p99 > 0 {
+		targets = append(targets, fmt.Sprintf("p99 ≤ %s: %s", ms(p99), r.verdict(c.done > 0 && percentile(c.lat, .99) <= p99)))
+	}
+	targets = append(targets, "no errors: "+r.verdict(c.errors == 0 && c.done > 0))
+	line += "\n  target " + strings.Join(targets, "; ")
+	r.add("%s", line)
+}
+
+// hooks reports the hook processes' wall times, side by side.
+func (r *report) hooks(n int, hs []hookTimes, err error) {
+	if err != nil {
+		r.add("hook processes: %v: %s", err, r.verdict(false))
+		return
+	}
+	r.add("hook process for a call the policy allows (start → exit, interleaved, %d runs each):", n)
+	for _, h := range hs {
+		r.add("  %-44s p50 %-9s p90 %-9s errors %d", h.name, ms(percentile(h.took, .5)), ms(percentile(h.took, .9)), h.errors)
+		if h.first != "" {
+			r.add("    first error: %s", h.first)
+		}
+	}
+	if len(hs) < 2 {
+		return
+	}
+	over := percentile(hs[1].took, .5) - percentile(hs[0].took, .5)
+	r.add("  gatehouse-hook p50 over the minimal program's: %s; target ≤ 3 ms: %s; no errors: %s",
+		ms(over), r.verdict(len(hs[1].took) > 0 && over <= 3*time.Millisecond), r.verdict(slices.IndexFunc(hs, func(h hookTimes) bool { return h.errors > 0 }) < 0))
 }
 
 func (r *report) print(w io.Writer) {

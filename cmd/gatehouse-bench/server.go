@@ -61,10 +61,10 @@ channels:
 
 // startServers starts n replicas on one database at once (so they race
 // their migrations, as replicas that boot together do) and waits until
-// each listens.
-func startServers(bin, dir string, n int, driver, dsn, slackURL string) ([]*server, error) {
+// each listens. extra is appended to the config (routes).
+func startServers(bin, dir string, n int, driver, dsn, slackURL, extra string) ([]*server, error) {
 	cfg := filepath.Join(dir, "gatehouse.yaml")
-	if err := os.WriteFile(cfg, []byte(serverConfig(driver, dsn, slackURL)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(serverConfig(driver, dsn, slackURL)+extra), 0o600); err != nil {
 		return nil, err
 	}
 	out := make([]*server, n)

@@ -7,19 +7,24 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/metrics"
+	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/web"
 )
@@ -303,7 +308,7 @@ func TestHookCommandGarbage(t *testing.T) {
 func TestHookCommandBadToken(t *testing.T) {
 	env := hookServer(t, hookTestRoutes)
 	out, _, code := hookRun(t, env.url, "wrong", ccPre, "claude-code")
-	want := ccPreOut("deny", `gatehouse: the gatehouse server at URL refused the token (invalid bearer token): set GATEHOUSE_TOKEN to one of its auth.api_tokens (denied: the gate fails closed)`)
+	want := ccPreOut("deny", "gatehouse: invalid bearer token: set GATEHOUSE_TOKEN (sent as Authorization: Bearer) to one of the server's auth.api_tokens (denied: the gate fails closed)")
 	if got := hookNorm(out); code != 0 || got != want {
 		t.Errorf("exit %d\n got %s\nwant %s", code, got, want)
 	}
@@ -504,9 +509,9 @@ func TestHookEndpoint(t *testing.T) {
 		want             string
 	}{
 		{"bad token", base + "claude-code", "wrong", strings.NewReader(ccPre), -1,
-			ccPreOut("deny", "gatehouse: invalid bearer token: send Authorization: Bearer $GATEHOUSE_TOKEN with one of the server's auth.api_tokens (denied: the gate fails closed)")},
+			ccPreOut("deny", "gatehouse: invalid bearer token: set GATEHOUSE_TOKEN (sent as Authorization: Bearer) to one of the server's auth.api_tokens (denied: the gate fails closed)")},
 		{"no token", base + "claude-code", "", strings.NewReader(ccPre), -1,
-			ccPreOut("deny", `gatehouse: missing bearer token (Authorization: Bearer \u003ctoken\u003e): send Authorization: Bearer $GATEHOUSE_TOKEN with one of the server's auth.api_tokens (denied: the gate fails closed)`)},
+			ccPreOut("deny", `gatehouse: missing bearer token (Authorization: Bearer \u003ctoken\u003e): set GATEHOUSE_TOKEN (sent as Authorization: Bearer) to one of the server's auth.api_tokens (denied: the gate fails closed)`)},
 		{"garbage", base + "claude-code", hookToken, strings.NewReader("not json"), -1,
 			ccPreOut("deny", "gatehouse: cannot read the Claude Code hook input: hook input: not a JSON object: invalid character 'o' in literal null (expecting 'u') (denied: the gate fails closed)")},
 		{"garbage PermissionRequest", base + "claude-code", hookToken, strings.NewReader(`{"hook_event_name":"PermissionRequest"}`), -1,
@@ -524,5 +529,53 @@ func TestHookEndpoint(t *testing.T) {
 				t.Errorf("%d\n got %s\nwant %s", status, out, tc.want)
 			}
 		})
+	}
+}
+
+// TestHookRepeatedCallOneRoundTrip: the same command run again and again
+// in one session (each a new call, with its own tool_use_id) costs the
+// command hook one HTTP exchange each, however many identical calls came
+// before: the server walks the call's keys, reading, not the hook over
+// the network. Each call still gets a request of its own.
+func TestHookRepeatedCallOneRoundTrip(t *testing.T) {
+	env := hookServer(t, []gate.Route{{Name: "tests", Tool: "Bash", Action: policy.Allow}})
+	target, _ := url.Parse(env.url)
+	var exchanges atomic.Int64
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	counting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		exchanges.Add(1)
+		proxy.ServeHTTP(w, r)
+	}))
+	defer counting.Close()
+	const runs = 12
+	for i := range runs {
+		in := strings.Replace(ccPre, "toolu_01ABC", fmt.Sprintf("toolu_%02d", i), 1)
+		before := exchanges.Load()
+		out, stderr, code := hookRun(t, counting.URL, hookToken, in, "claude-code")
+		if code != 0 || !strings.Contains(out, `"permissionDecision":"allow"`) {
+			t.Fatalf("run %d: exit %d %s %s", i, code, out, stderr)
+		}
+		if n := exchanges.Load() - before; n != 1 {
+			t.Fatalf("run %d made %d HTTP exchanges, want 1", i, n)
+		}
+	}
+	rs, _, err := env.svc.List(context.Background(), gate.Filter{})
+	if err != nil || len(rs) != runs {
+		t.Fatalf("%d requests (%v), want one per call: %d", len(rs), err, runs)
+	}
+}
+
+// TestHookNotAGatehouseServer: a GATEHOUSE_URL that answers 200 but is not
+// Gatehouse (a wrong port, a captive proxy) is a deny that says so, not
+// whatever its body says.
+func TestHookNotAGatehouseServer(t *testing.T) {
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}`)
+	}))
+	defer other.Close()
+	out, _, code := hookRun(t, other.URL, hookToken, ccPre, "claude-code")
+	if code != 0 || !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "is not a Gatehouse hook answer") {
+		t.Fatalf("exit %d: %s", code, out)
 	}
 }

@@ -83,11 +83,16 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c.OnRetry = func(n int, err error) {
 		fmt.Fprintf(stderr, "gatehouse hook: server unreachable, re-attaching (attempt %d): %v\n", n, err)
 	}
-	v := askGate(ctx, c, call, *agent, *wait)
-	out := hook.Render(call, v)
-	if v.Kind == hook.Deny {
-		out.Stderr = v.Reason
+	// The server maps the input, finds or makes the call's request, waits,
+	// and answers in the client's words, which are printed as they are.
+	ans, err := c.Hook(ctx, name, body, client.HookOptions{Agent: *agent, Event: *event})
+	if err == nil {
+		fmt.Fprintln(stdout, string(ans.Body))
+		return 0
 	}
+	v := hookFailure(ctx, c, ans, err, *wait)
+	out := hook.Render(call, v)
+	out.Stderr = v.Reason
 	return emit(stdout, stderr, out)
 }
 
@@ -113,52 +118,12 @@ func parseHookWait(v string) (time.Duration, error) {
 	return 0, fmt.Errorf("%q is not a positive duration such as 590s", v)
 }
 
-// askGate finds the call's request along its keys (see hook.Call.Key)
-// through POST /api/v1/gate, which re-attaches across dropped connections
-// and server restarts, and turns what it learns into a verdict.
-// One round trip when the gate decides at once: the gate's answer carries
-// what the hook needs, and there is no separate probe (a server that is not
-// there fails the call itself, which is a deny).
-func askGate(ctx context.Context, c *client.Client, call hook.Call, agent string, wait time.Duration) hook.Verdict {
-	start := time.Now()
-	no := false
-	for n := 0; ; n++ {
-		a := call.Ask(n)
-		if n >= hook.MaxChain {
-			a.IdempotencyKey += "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-		}
-		req := client.Request{ToolName: a.ToolName, ToolArgs: a.ToolArgs, RequiresConfirmation: &no,
-			Summary: a.Summary, AgentID: agent, SessionID: a.SessionID, ToolCallID: a.ToolCallID,
-			Metadata: a.Metadata, IdempotencyKey: a.IdempotencyKey}
-		res, err := c.Gate(ctx, req)
-		if err != nil {
-			return gateFailure(ctx, c, res, err, time.Since(start), wait)
-		}
-		o := hook.Outcome{RequestID: res.RequestID, Status: res.Status, Allow: res.Allow, AgentDecided: res.DecidedBy == "agent",
-			Explain: explainOf(res), ModifiedArgs: res.ModifiedArgs, DecidedAt: res.DecidedAt, ToolCallID: res.ToolCallID}
-		if o.Status != hook.Pending && n < hook.MaxChain && !call.Reusable(o, time.Now()) {
-			continue
-		}
-		return hook.VerdictOf(o, time.Since(start))
-	}
-}
-
-// explainOf recovers the one-line explanation from a hook result.
-func explainOf(res client.Result) string {
-	for _, s := range res.SideEffects {
-		if e, ok := strings.CutPrefix(s, "gatehouse: "); ok {
-			return e
-		}
-	}
-	return res.Error
-}
-
-// gateFailure says why no verdict came, in words that say what to do.
-func gateFailure(ctx context.Context, c *client.Client, res client.Result, err error, waited, wait time.Duration) hook.Verdict {
+// hookFailure says why no verdict came, in words that say what to do.
+func hookFailure(ctx context.Context, c *client.Client, ans client.HookAnswer, err error, wait time.Duration) hook.Verdict {
 	var apiErr *client.APIError
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded) && res.RequestID != "":
-		v := hook.VerdictOf(hook.Outcome{RequestID: res.RequestID, Status: hook.Pending}, waited)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && ans.RequestID != "":
+		v := hook.VerdictOf(hook.Outcome{RequestID: ans.RequestID, Status: hook.Pending}, wait)
 		v.Reason += fmt.Sprintf(" (the hook waits %s: raise --wait or GATEHOUSE_HOOK_WAIT together with the client's hook timeout)", wait)
 		return v
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
