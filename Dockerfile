@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
-# Gatehouse: one static-ish binary (cgo for SQLite) on a small non-root image.
+# Gatehouse: the server binary (cgo for SQLite) and the static command hook
+# (gatehouse-hook) on a small non-root image.
 #   docker build -t gatehouse .
 #   docker run -p 8080:8080 -v gatehouse-data:/data \
 #     -v $PWD/gatehouse.yaml:/etc/gatehouse/gatehouse.yaml:ro -e GATEHOUSE_TOKEN gatehouse
@@ -13,6 +14,9 @@ COPY . .
 ARG VERSION=dev
 # cgo is on for mattn/go-sqlite3; the runtime image has the same glibc.
 RUN CGO_ENABLED=1 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/gatehouse ./cmd/gatehouse
+# The lean command hook: no cgo, so it is static and can be copied out of the
+# image onto agents' machines (docker cp).
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/gatehouse-hook ./cmd/gatehouse-hook
 
 FROM debian:bookworm-slim
 RUN apt-get update \
@@ -22,7 +26,7 @@ RUN apt-get update \
  && useradd --system --uid 10001 --gid gatehouse --home-dir /data --no-create-home gatehouse \
  && mkdir -p /data /etc/gatehouse \
  && chown gatehouse:gatehouse /data
-COPY --from=build /out/gatehouse /usr/local/bin/gatehouse
+COPY --from=build /out/gatehouse /out/gatehouse-hook /usr/local/bin/
 USER 10001:10001
 WORKDIR /data
 # The SQLite database (dsn: /data/gatehouse.db) lives here.
