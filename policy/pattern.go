@@ -23,6 +23,12 @@ type pattern struct {
 	glob   bool
 }
 
+// shellTools are the other agent clients' names for their shell tool
+// (Cursor, Copilot CLI, Gemini CLI), whose calls carry the command in
+// "command" as Bash's do: a Bash(...) pattern covers them too, so one
+// rule holds whichever client runs the command.
+var shellTools = map[string]bool{"Shell": true, "bash": true, "run_shell_command": true}
+
 func parsePattern(s string) (pattern, error) {
 	p := pattern{src: s}
 	s = strings.TrimSpace(s)
@@ -77,7 +83,7 @@ func (p *pattern) match(c *Call, action Action) bool {
 	if p.bare {
 		return globMatch(p.tool, c.Tool)
 	}
-	if c.Tool != p.tool {
+	if c.Tool != p.tool && !(p.tool == "Bash" && shellTools[c.Tool]) {
 		return false
 	}
 	switch p.tool {

@@ -309,3 +309,32 @@ func TestGlob(t *testing.T) {
 		}
 	}
 }
+
+// TestBashPatternsCoverEveryClientsShell: Cursor's Shell, Copilot CLI's
+// bash and Gemini CLI's run_shell_command carry a shell command as Bash
+// does, and a Bash(...) rule holds for them, compound commands and all;
+// a tool of another name is not a shell.
+func TestBashPatternsCoverEveryClientsShell(t *testing.T) {
+	p := mustCompile(t,
+		Route{Name: "pushes", Calls: []string{"Bash(git push:*)"}, Action: Ask},
+		Route{Name: "reads", Calls: []string{"Bash(ls:*)"}, Action: Allow},
+	)
+	for _, tc := range []struct {
+		tool, cmd string
+		route     int
+	}{
+		{"Bash", "ls && git -C app push", 0},
+		{"Shell", "ls && git -C app push", 0},
+		{"bash", "git push origin main", 0},
+		{"run_shell_command", "FOO=1 git push", 0},
+		{"Shell", "ls -la", 1},
+		{"run_shell_command", "ls; rm -rf x", -1},
+		{"terminal", "git push", -1},
+		{"BASH", "git push", -1},
+	} {
+		args, _ := json.Marshal(map[string]string{"command": tc.cmd})
+		if got := p.Evaluate(call(tc.tool, string(args)), false).Route; got != tc.route {
+			t.Errorf("%s %q: route %d, want %d", tc.tool, tc.cmd, got, tc.route)
+		}
+	}
+}

@@ -27,8 +27,8 @@ var scopeTokens = map[string]string{
 	"forged":   "agent-a-token-0123456788", // configured nowhere
 }
 
-// newTokenServer is a server with the scope tests' tokens.
-func newTokenServer(t *testing.T) string {
+// newTokenServer is a server with the scope tests' tokens (and routes).
+func newTokenServer(t *testing.T, routes ...gate.Route) (string, *gate.Service) {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, store.Options{Driver: store.SQLite, DSN: filepath.Join(t.TempDir(), "gh.db"), Migrate: true})
@@ -36,7 +36,7 @@ func newTokenServer(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	svc := gate.NewService(gate.Options{Store: db})
+	svc := gate.NewService(gate.Options{Store: db, Routes: routes})
 	svc.Register(web.Channel{})
 	bg, cancel := context.WithCancel(ctx)
 	svc.Start(bg)
@@ -53,7 +53,7 @@ func newTokenServer(t *testing.T) string {
 	}
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
-	return hs.URL
+	return hs.URL, svc
 }
 
 // call makes an API call as token's owner and returns the status and body.
@@ -93,7 +93,7 @@ func listedIDs(t *testing.T, body string) []string {
 // by a token without scopes and by tokens with the wrong scope. Each must
 // see nothing (404, or a list without it) and change nothing.
 func TestTokensSeeTheirOwn(t *testing.T) {
-	base := newTokenServer(t)
+	base, _ := newTokenServer(t)
 	code, body := call(t, base, "agent-a", "POST", "/api/v1/approvals", `{"tool_name":"deploy","summary":"a's secret plan","idempotency_key":"k1"}`)
 	if code != http.StatusCreated {
 		t.Fatalf("create: %d %s", code, body)
@@ -168,7 +168,7 @@ func TestTokensSeeTheirOwn(t *testing.T) {
 // Without audit.signing_key_file there are no checkpoints, and the API says
 // which key would turn them on.
 func TestCheckpointNeedsAKey(t *testing.T) {
-	base := newTokenServer(t)
+	base, _ := newTokenServer(t)
 	code, body := call(t, base, "agent-a", "GET", "/api/v1/audit/checkpoint", "")
 	if code != http.StatusNotFound || !strings.Contains(body, "audit.signing_key_file") {
 		t.Fatalf("%d %s", code, body)

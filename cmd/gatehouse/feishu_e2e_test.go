@@ -39,7 +39,17 @@ const (
 func feishuConfig(baseURL string) string {
 	return fmt.Sprintf(`public_url: %s
 channels:
-  - name: ops-feishu
+%sroutes:
+  - name: payments
+    match: {tool: "pay"}
+    channels: [ops-feishu]
+    approvers: ["feishu:%s"]
+`, feishuE2EPublic, feishuChannel(baseURL), feishuE2EAlice)
+}
+
+// feishuChannel is the channel ops-feishu, an entry of channels:.
+func feishuChannel(baseURL string) string {
+	return fmt.Sprintf(`  - name: ops-feishu
     type: feishu
     app_id: %s
     app_secret: %s
@@ -47,12 +57,7 @@ channels:
     encrypt_key: %s
     chat_id: %s
     base_url: %s/
-routes:
-  - name: payments
-    match: {tool: "pay"}
-    channels: [ops-feishu]
-    approvers: ["feishu:%s"]
-`, feishuE2EPublic, feishuE2EAppID, feishuE2ESecret, feishuE2EVerify, feishuE2EKey, feishuE2EChat, baseURL, feishuE2EAlice)
+`, feishuE2EAppID, feishuE2ESecret, feishuE2EVerify, feishuE2EKey, feishuE2EChat, baseURL)
 }
 
 // feishuTap is a card.action.trigger callback (schema 2.0) as Feishu sends

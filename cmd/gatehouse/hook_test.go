@@ -579,3 +579,34 @@ func TestHookNotAGatehouseServer(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 }
+
+var hookVerdict = regexp.MustCompile(`"(?:permissionDecision|behavior|permission|decision)":"(allow|deny)"`)
+
+// TestHookPolicyEveryClient: the policy decides every client's shell call
+// with no person asked, through the command hook: a deny route's message
+// reaches the agent in its client's words, and an allow route allows.
+func TestHookPolicyEveryClient(t *testing.T) {
+	env := hookServer(t, []gate.Route{
+		{Name: "no-rm", Calls: []string{"Bash(rm -rf:*)"}, Action: policy.Deny, Message: "deleting trees is not allowed here"},
+		{Name: "shell", Calls: []string{"Bash(ls:*)"}, Action: policy.Allow},
+	})
+	for _, hc := range hookCases {
+		if hc.input == cuMCP {
+			continue // not a shell command
+		}
+		t.Run(hc.name, func(t *testing.T) {
+			out, stderr, code := hookRun(t, env.url, hookToken, hc.input, hc.args...)
+			m := hookVerdict.FindStringSubmatch(out)
+			if code != 0 || m == nil || m[1] != "deny" || !strings.Contains(out, "denied by route no-rm: deleting trees is not allowed here") {
+				t.Errorf("rm -rf build: exit %d %s %s", code, out, stderr)
+			}
+			out, stderr, code = hookRun(t, env.url, hookToken, strings.ReplaceAll(hc.input, "rm -rf build", "ls -la"), hc.args...)
+			if m := hookVerdict.FindStringSubmatch(out); code != 0 || m == nil || m[1] != "allow" {
+				t.Errorf("ls -la: exit %d %s %s", code, out, stderr)
+			}
+		})
+	}
+	if rs, _, _ := env.svc.List(context.Background(), gate.Filter{Status: []gate.Status{gate.StatusPending}}); len(rs) != 0 {
+		t.Errorf("a person was asked: %d pending", len(rs))
+	}
+}

@@ -1,0 +1,85 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+)
+
+// TestGrantsAPISeesItsOwn: GET /api/v1/grants lists a token's own grants;
+// read_all lists every token's; ?all=1 adds the ended ones; a wrong token
+// reads nothing.
+func TestGrantsAPISeesItsOwn(t *testing.T) {
+	base, svc := newTokenServer(t, gate.Route{Name: "deploys", Tool: "deploy", Channels: []string{gate.WebChannel}, Remember: time.Hour})
+	ctx := context.Background()
+	give := func(token string) gate.Grant {
+		t.Helper()
+		code, body := call(t, base, token, "POST", "/api/v1/approvals", `{"tool_name":"deploy","tool_args":{"env":"prod"}}`)
+		var r gate.Request
+		if code != http.StatusCreated || json.Unmarshal([]byte(body), &r) != nil {
+			t.Fatalf("create: %d %s", code, body)
+		}
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Remember: true, Actor: "web:alice", Via: gate.WebChannel}); err != nil {
+			t.Fatal(err)
+		}
+		gs := grants(t, base, "reader", "?all=1")
+		for _, g := range gs {
+			if g.RequestID == r.ID {
+				return g
+			}
+		}
+		t.Fatalf("no grant for %s: %+v", r.ID, gs)
+		return gate.Grant{}
+	}
+	a, b := give("agent-a"), give("agent-b")
+	if a.Caller != "agent-a" || b.Caller != "agent-b" {
+		t.Fatalf("grants name the wrong tokens: %+v %+v", a, b)
+	}
+	ids := func(gs []gate.Grant) string {
+		var s []string
+		for _, g := range gs {
+			s = append(s, g.ID)
+		}
+		return strings.Join(s, ",")
+	}
+	if got := ids(grants(t, base, "agent-a", "")); got != a.ID {
+		t.Errorf("agent-a lists %s, want only its own %s", got, a.ID)
+	}
+	if got := ids(grants(t, base, "agent-b", "")); got != b.ID {
+		t.Errorf("agent-b lists %s, want only its own %s", got, b.ID)
+	}
+	if got := grants(t, base, "reader", ""); len(got) != 2 {
+		t.Errorf("read_all lists %d grants, want 2", len(got))
+	}
+	if _, err := svc.RevokeGrant(ctx, a.ID, "web:alice"); err != nil {
+		t.Fatal(err)
+	}
+	if got := grants(t, base, "agent-a", ""); len(got) != 0 {
+		t.Errorf("a revoked grant is listed as active: %+v", got)
+	}
+	if got := grants(t, base, "agent-a", "?all=1"); len(got) != 1 || got[0].RevokedAt == nil || got[0].RevokedBy != "web:alice" {
+		t.Errorf("?all=1 after the revoke: %+v", got)
+	}
+	for _, tok := range []string{"forged", ""} {
+		if code, body := call(t, base, tok, "GET", "/api/v1/grants", ""); code != http.StatusUnauthorized || strings.Contains(body, a.ID) {
+			t.Errorf("token %q: %d %s", tok, code, body)
+		}
+	}
+}
+
+func grants(t *testing.T, base, token, query string) []gate.Grant {
+	t.Helper()
+	code, body := call(t, base, token, "GET", "/api/v1/grants"+query, "")
+	var out struct {
+		Grants []gate.Grant `json:"grants"`
+	}
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &out) != nil {
+		t.Fatalf("GET /api/v1/grants%s as %s: %d %s", query, token, code, body)
+	}
+	return out.Grants
+}
