@@ -1,0 +1,98 @@
+package policy
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// fuzzPolicy holds the conditions an operator writes, over arguments an
+// agent controls: conversions, sizes, string functions, nested maps.
+func fuzzPolicy(t testing.TB) *Policy {
+	p, err := Compile([]Route{
+		{Name: "big", When: `double(args.amount) > 50000.0`, Action: Ask},
+		{Name: "prod", When: `args.env == "prod" || args.target.env == "prod"`, Action: Deny},
+		{Name: "many", When: `size(args.recipients) > 10 && args.recipients.all(r, r.endsWith("@example.com"))`, Action: Ask},
+		{Name: "etc", When: `string(args.path).startsWith("/etc/") || args.path.matches("^/root")`, Action: Deny},
+		{Name: "cheap", When: `int(args.amount) < 100 && has(args.vendor)`, Action: Allow},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// FuzzConditions evaluates the operator's conditions over hostile
+// arguments (any JSON, deep, huge, of every type). It must never panic,
+// explaining must not change the verdict, and a condition that fails to
+// evaluate must never let an allow route match.
+func FuzzConditions(f *testing.F) {
+	for _, seed := range []string{
+		`{"amount":60000}`, `{"amount":"60000"}`, `{"amount":1e308}`, `{"amount":-1e400}`, `{"amount":null}`,
+		`{"amount":50,"vendor":"ACME"}`, `{"amount":99.99,"vendor":null}`, `{"env":"prod"}`, `{"target":{"env":"prod"}}`,
+		`{"target":"prod"}`, `{"recipients":["a@example.com","b@example.com","c@example.com","d@example.com","e@example.com","f@example.com","g@example.com","h@example.com","i@example.com","j@example.com","k@example.com"]}`,
+		`{"recipients":"not a list"}`, `{"path":"/etc/passwd"}`, `{"path":["/etc"]}`, `{"path":"/root/.ssh"}`,
+		`[1,2,3]`, `"a string"`, `{}`, `{"amount":{"nested":[[[[[[[[1]]]]]]]]}}`, `{"\u0000":"\ud800"}`,
+	} {
+		f.Add(seed)
+	}
+	p := fuzzPolicy(f)
+	f.Fuzz(func(t *testing.T, args string) {
+		c := call("oa__purchase_pay", args)
+		res := p.Evaluate(c, false)
+		if ex := p.Evaluate(call("oa__purchase_pay", args), true); ex.Route != res.Route || ex.Action != res.Action {
+			t.Fatalf("explaining changed the verdict: %d/%s, then %d/%s", res.Route, res.Action, ex.Route, ex.Action)
+		}
+		if res.Action != Allow {
+			return
+		}
+		// The allow route matched: its condition held, so it evaluated
+		// without an error (an error never allows).
+		for _, e := range res.Errors {
+			if strings.HasPrefix(e, "route cheap:") {
+				t.Fatalf("an allow matched although its condition failed: %v (args %s)", res.Errors, args)
+			}
+		}
+		var m map[string]any
+		if json.Unmarshal([]byte(args), &m) != nil {
+			t.Fatalf("arguments that are not an object were allowed: %s", args)
+		}
+	})
+}
+
+// FuzzShellAllow tries an allow pattern on hostile shell commands: it must
+// never panic, and an allowed command must not carry another one through:
+// the same command after a complete other command (on its own, in a
+// list, a pipe or a substitution) is never allowed, whatever it holds.
+// (The other command goes first: what follows a command can turn text
+// after it into a comment, a continued line or a here-document, so
+// appending proves nothing.)
+func FuzzShellAllow(f *testing.F) {
+	for _, seed := range []string{
+		"ls", "ls -la", "ls && ls", "ls; rm -rf x", "ls | sh", "ls $(rm -rf x)", "ls `rm -rf x`", "ls > /etc/passwd",
+		"FOO=1 ls", "bash -c 'ls'", "ls <<EOF\nrm -rf x\nEOF", "ls\nrm -rf x", "ls # ; rm -rf x", "ls '; rm -rf x'",
+		"ls \"$(rm -rf x)\"", "ls \\; rm", "(ls)", "{ ls; }", "ls &", "ls || rm -rf x", "ls $((1+1))", "l\\s", "'ls'",
+		"ls ${X:-$(rm -rf x)}", "ls <(rm -rf x)", "function f { rm -rf x; }; ls", "ls \x00", "ls\r\nrm",
+	} {
+		f.Add(seed)
+	}
+	p, err := Compile([]Route{{Name: "ls", Calls: []string{"Bash(ls:*)"}, Action: Allow}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	allowed := func(cmd string) bool {
+		args, _ := json.Marshal(map[string]string{"command": cmd})
+		return p.Evaluate(call("Bash", string(args)), false).Action == Allow
+	}
+	f.Fuzz(func(t *testing.T, cmd string) {
+		if !allowed(cmd) {
+			return
+		}
+		for _, worse := range []string{"rm -rf /tmp/x\n" + cmd, "rm -rf /tmp/x; " + cmd, "rm -rf /tmp/x && " + cmd,
+			"rm -rf /tmp/x | " + cmd, "ls $(rm -rf /tmp/x) " + cmd, "ls `rm -rf /tmp/x`; " + cmd} {
+			if allowed(worse) {
+				t.Fatalf("allow of Bash(ls:*) covers %q", worse)
+			}
+		}
+	})
+}
