@@ -282,7 +282,7 @@ func TestRateLimitsAcrossReplicas(t *testing.T) {
 			switch {
 			case r.Allowed():
 				allowed++
-			case r.Status == gate.StatusRejected && strings.Contains(r.Reason, "over the rate limit of route pushes: 3 calls per 1h0m0s by agent"):
+			case r.Status == gate.StatusRejected && strings.Contains(r.Reason, "over the rate limit of route pushes: 3 calls per 1h by agent"):
 				denied++
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
 // overRate counts the call against its route's rate limit and, when the
@@ -47,5 +49,5 @@ func (s *Service) overRate(ctx context.Context, in *Submission, rt Route, now ti
 		by = "agent"
 	}
 	return fmt.Sprintf("over the rate limit of route %s: %d calls per %s by %s (this was call %d; the count restarts at %s)",
-		rt.Name, rt.Rate.Limit, per, by, n, window.Add(per).Format(time.RFC3339)), nil
+		rt.Name, rt.Rate.Limit, text.Duration(per), by, n, window.Add(per).Format(time.RFC3339)), nil
 }
