@@ -230,7 +230,8 @@ func routes(cfg *config.Config) []gate.Route {
 		}
 		g := gate.Route{Name: r.Name, Tool: r.Match.Tool, Agent: r.Match.Agent, When: r.Match.When, Calls: r.Match.Call,
 			Action: action, Message: r.Message, NoRecord: r.Record != nil && !*r.Record,
-			Channels: chs, Approvers: r.Approvers, Quorum: r.Quorum, Timeout: r.Timeout.D(), OnTimeout: gate.Verdict(r.OnTimeout)}
+			Channels: chs, Approvers: r.Approvers, Quorum: r.Quorum, Timeout: r.Timeout.D(), OnTimeout: gate.Verdict(r.OnTimeout),
+			Looks: gate.Looks{Label: r.Label, Severity: r.Severity}}
 		if r.Remember != nil {
 			g.Remember, g.RememberAny = r.Remember.For.D(), r.Remember.Args == "any"
 		}
