@@ -109,6 +109,27 @@ func (v View) RouteName() string {
 	return v.Route + " (" + v.Label + ")"
 }
 
+// RememberLabel is the words of the third button on a route that
+// remembers: an approval that also lets repeats of the call through for a
+// while, without asking.
+func (v View) RememberLabel() string {
+	d := text.Duration(v.RememberFor())
+	if v.RememberAnyArgs {
+		return "Approve & allow this tool for " + d
+	}
+	return "Approve & allow repeats for " + d
+}
+
+// RememberScope says what that button gives, in one sentence.
+func (v View) RememberScope() string {
+	args := "these arguments"
+	if v.RememberAnyArgs {
+		args = "any arguments"
+	}
+	return fmt.Sprintf("Approves this call, and for %s lets the same agent run %s with %s on route %s without asking anyone (revocable on the grants page).",
+		text.Duration(v.RememberFor()), v.ToolName, args, v.Route)
+}
+
 // Left is the time left to decide, as people read it, or "" once final.
 func (v View) Left(now time.Time) string {
 	if v.Status.Final() {

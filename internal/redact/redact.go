@@ -144,3 +144,103 @@ func (r *Redactor) Event(e gate.Event) gate.Event {
 	e.Detail = r.Text(e.Detail)
 	return e
 }
+
+// Restore makes an approver's edit of redacted arguments whole again.
+// People edit what they were shown: original redacted by r. Every value
+// the approver left as shown (a Mark, or a string with one inside) is put
+// back as the agent sent it, at the same place; any Mark left after that
+// (moved, or typed in) is an error, because approving it would run the tool
+// with the literal "[redacted]": a call nobody approved.
+func (r *Redactor) Restore(edited, original json.RawMessage) (json.RawMessage, error) {
+	if !r.Active() {
+		return edited, nil
+	}
+	sub, err1 := decode(edited)
+	orig, err2 := decode(original)
+	if err1 != nil || err2 != nil {
+		return edited, nil // not JSON: the gate refuses it with its own words
+	}
+	shown, err := decode(r.JSON(original))
+	if err != nil {
+		return edited, nil
+	}
+	restored := restore(sub, shown, orig)
+	if leftover(restored, orig) {
+		return nil, fmt.Errorf("the edited arguments hold %s where the agent sent no such value; "+
+			"leave redacted values where they are shown (they are put back as the agent sent them) or replace them", Mark)
+	}
+	return jsonx.Marshal(restored)
+}
+
+func decode(raw json.RawMessage) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	return v, err
+}
+
+// restore walks what the approver sent (sub) beside what they were shown
+// (shown) and what the agent sent (orig): a value left as shown, where
+// showing it redacted it, becomes the agent's.
+func restore(sub, shown, orig any) any {
+	switch s := sub.(type) {
+	case string:
+		if sh, ok := shown.(string); ok && sh == s && strings.Contains(s, Mark) {
+			return orig
+		}
+	case map[string]any:
+		sh, _ := shown.(map[string]any)
+		o, _ := orig.(map[string]any)
+		out := make(map[string]any, len(s))
+		for k, v := range s {
+			out[k] = restore(v, sh[k], o[k])
+		}
+		return out
+	case []any:
+		sh, _ := shown.([]any)
+		o, _ := orig.([]any)
+		out := make([]any, len(s))
+		for i, v := range s {
+			var shi, oi any
+			if i < len(sh) {
+				shi = sh[i]
+			}
+			if i < len(o) {
+				oi = o[i]
+			}
+			out[i] = restore(v, shi, oi)
+		}
+		return out
+	}
+	return sub
+}
+
+// leftover reports a Mark in v that the agent's value at the same place
+// does not hold.
+func leftover(v, orig any) bool {
+	switch x := v.(type) {
+	case string:
+		o, _ := orig.(string)
+		return strings.Contains(x, Mark) && o != x
+	case map[string]any:
+		o, _ := orig.(map[string]any)
+		for k, e := range x {
+			if strings.Contains(k, Mark) || leftover(e, o[k]) {
+				return true
+			}
+		}
+	case []any:
+		o, _ := orig.([]any)
+		for i, e := range x {
+			var oi any
+			if i < len(o) {
+				oi = o[i]
+			}
+			if leftover(e, oi) {
+				return true
+			}
+		}
+	}
+	return false
+}

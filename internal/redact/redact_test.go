@@ -168,3 +168,45 @@ func TestLogHandler(t *testing.T) {
 		t.Error("a nil redactor wraps the handler")
 	}
 }
+
+// An approver edits what they were shown. Values left redacted go back as
+// the agent sent them; a [redacted] that cannot go back is refused, never
+// passed on to the tool.
+func TestRestore(t *testing.T) {
+	r := mustNew(t, []string{"password", "*token*"}, []string{`AKIA[0-9A-Z]{16}`})
+	orig := json.RawMessage(`{"user":"bob","password":"hunter2","auth":{"api_token":{"v":1}},"cmd":"aws --key ` + aws + ` ls","list":["a","` + aws + `"]}`)
+	for _, tt := range []struct {
+		name, edited, want, err string
+	}{
+		{"as shown", string(r.JSON(orig)), `{"auth":{"api_token":{"v":1}},"cmd":"aws --key ` + aws + ` ls","list":["a","` + aws + `"],"password":"hunter2","user":"bob"}`, ""},
+		{"one field edited, redacted ones kept", `{"user":"alice","password":"[redacted]","auth":{"api_token":"[redacted]"},"cmd":"aws --key [redacted] ls","list":["b","[redacted]"]}`,
+			`{"auth":{"api_token":{"v":1}},"cmd":"aws --key ` + aws + ` ls","list":["b","` + aws + `"],"password":"hunter2","user":"alice"}`, ""},
+		{"a redacted value replaced", `{"user":"bob","password":"new-one"}`, `{"password":"new-one","user":"bob"}`, ""},
+		{"a redacted value moved", `{"user":"[redacted]"}`, "", "hold [redacted]"},
+		{"a redacted string edited around its mark", `{"cmd":"aws --key [redacted] rm"}`, "", "hold [redacted]"},
+		{"a mark typed in a new key", `{"extra":{"x":"[redacted]"}}`, "", "hold [redacted]"},
+		{"a mark as a key", `{"[redacted]":1}`, "", "hold [redacted]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := r.Restore(json.RawMessage(tt.edited), orig)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("got %s, %v; want an error", got, err)
+				}
+				return
+			}
+			if err != nil || string(got) != tt.want {
+				t.Fatalf("got %s, %v\nwant %s", got, err, tt.want)
+			}
+		})
+	}
+	// The agent's own "[redacted]" may stay where it was.
+	own := json.RawMessage(`{"note":"[redacted] by hand"}`)
+	if got, err := r.Restore(own, own); err != nil || string(got) != `{"note":"[redacted] by hand"}` {
+		t.Errorf("the agent's own mark: %s, %v", got, err)
+	}
+	var none *Redactor
+	if got, err := none.Restore(json.RawMessage(`{"a":"[redacted]"}`), orig); err != nil || string(got) != `{"a":"[redacted]"}` {
+		t.Errorf("without rules: %s, %v", got, err)
+	}
+}
