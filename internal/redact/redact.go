@@ -160,6 +160,9 @@ func (r *Redactor) Restore(edited, original json.RawMessage) (json.RawMessage, e
 	if err1 != nil || err2 != nil {
 		return edited, nil // not JSON: the gate refuses it with its own words
 	}
+	if !leftover(sub, nil) {
+		return edited, nil // no mark to put back: the edit as the approver wrote it
+	}
 	shown, err := decode(r.JSON(original))
 	if err != nil {
 		return edited, nil
