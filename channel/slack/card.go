@@ -172,9 +172,9 @@ func (c *Channel) openCard(r *gate.Request) ([]slack.Block, string) {
 // with who, when and why at the head, the same facts, and no buttons.
 func (c *Channel) finalCard(r *gate.Request) ([]slack.Block, string) {
 	v := c.present.View(r)
-	title := statusTitle(r)
+	mark, title := statusHead(r)
 	blocks := []slack.Block{
-		slack.NewHeaderBlock(plain(statusMark(r)+title+": "+v.Sentence, maxHeader)),
+		slack.NewHeaderBlock(plain(mark+title+": "+v.Sentence, maxHeader)),
 		slack.NewSectionBlock(md(verdictText(v)), nil, nil, slack.SectionBlockOptionBlockID("gatehouse_verdict")),
 		c.facts(v),
 	}
@@ -285,33 +285,19 @@ func argsText(raw json.RawMessage, max int) (text, note string) {
 	return open + body + shut, note
 }
 
-// statusMark heads a final card.
-func statusMark(r *gate.Request) string {
+// statusHead is what heads a final card: a mark and the outcome's word.
+func statusHead(r *gate.Request) (mark, title string) {
 	switch r.Status {
 	case gate.StatusApproved:
-		return "✅ "
+		return "✅ ", "Approved"
 	case gate.StatusRejected:
-		return "❌ "
+		return "❌ ", "Rejected"
 	case gate.StatusExpired:
-		return "⌛ "
+		return "⌛ ", "Expired"
 	case gate.StatusCancelled:
-		return "🚫 "
+		return "🚫 ", "Cancelled"
 	}
-	return ""
-}
-
-func statusTitle(r *gate.Request) string {
-	switch r.Status {
-	case gate.StatusApproved:
-		return "Approved"
-	case gate.StatusRejected:
-		return "Rejected"
-	case gate.StatusExpired:
-		return "Expired"
-	case gate.StatusCancelled:
-		return "Cancelled"
-	}
-	return string(r.Status)
+	return "", string(r.Status)
 }
 
 // slackActor matches the identities this adapter writes, so a decider from
