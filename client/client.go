@@ -257,3 +257,37 @@ func apiError(status int, data []byte) error {
 	}
 	return &APIError{Status: status, Code: code, Message: msg}
 }
+
+// Report hands the server an agent client's report of a call that already
+// ran (Claude Code's PostToolUse or PostToolUseFailure input, as the client
+// wrote it), so that the approved request's trail records what ran. One
+// try within timeout: the tool has run, and nobody waits on the answer.
+func (c *Client) Report(ctx context.Context, hookClient string, input []byte, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	target := strings.TrimRight(c.URL, "/") + "/hooks/" + url.PathEscape(hookClient) + "?wait=0s"
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(input))
+	if err != nil {
+		return err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	if c.Token != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	return c.expectOK(hr)
+}
+
+// expectOK sends hr and reads its answer away; anything but a 200 is an
+// error that names the answer's status.
+func (c *Client) expectOK(hr *http.Request) error {
+	resp, err := c.httpClient().Do(hr)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s answered %s", hr.Method, hr.URL.Path, resp.Status)
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"runtime/debug"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/hook"
+	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
 )
 
 // HookWait is how long POST /hooks/{client} holds a call for its verdict
@@ -37,6 +39,9 @@ func (s *Server) hookToken(next echo.HandlerFunc) echo.HandlerFunc {
 		who, err := s.authenticate(c)
 		if err != nil {
 			s.log.Warn("hook call refused", "client", c.Param("client"), "err", err)
+			if head, _ := io.ReadAll(io.LimitReader(c.Request().Body, 64<<10)); hook.LooksLikeReport(head) {
+				return c.JSONBlob(http.StatusOK, hook.Noted().Stdout) // the tool ran; nothing to refuse
+			}
 			return s.hookAnswer(c, hook.Call{Client: c.Param("client"), Event: hook.PreToolUse},
 				hook.Failure(gate.ErrorMessage(err)+": send Authorization: Bearer $GATEHOUSE_TOKEN with one of the server's auth.api_tokens"))
 		}
@@ -58,6 +63,10 @@ func (s *Server) hookCall(c echo.Context) (err error) {
 		}
 	}()
 	body, rerr := io.ReadAll(c.Request().Body)
+	if rerr != nil && hook.LooksLikeReport(body) {
+		s.log.Warn("a report of what ran was not recorded", "client", name, "err", rerr)
+		return c.JSONBlob(http.StatusOK, hook.Noted().Stdout)
+	}
 	if rerr != nil {
 		msg := "reading the request failed"
 		if tooLarge(rerr) {
@@ -68,6 +77,10 @@ func (s *Server) hookCall(c echo.Context) (err error) {
 	call, perr := hook.Parse(name, body)
 	if perr != nil {
 		return c.JSONBlob(http.StatusOK, hook.Invalid(call, perr).Stdout)
+	}
+	if call.Report() {
+		s.hookReport(c.Request().Context(), s.access(c), call)
+		return c.JSONBlob(http.StatusOK, hook.Noted().Stdout)
 	}
 	wait, werr := s.parseWait(c, HookWait)
 	if werr != nil {
@@ -138,4 +151,73 @@ func (s *Server) hookAnswer(c echo.Context, call hook.Call, v hook.Verdict) erro
 		c.Response().Header().Set("Gatehouse-Request-Id", v.RequestID)
 	}
 	return c.JSONBlob(http.StatusOK, hook.Render(call, v).Stdout)
+}
+
+// hookReport records what ran on the request the token made for the call:
+// found by the client's call id (tool_use_id) in its session, or else along
+// the call's keys (a PermissionRequest carries no call id). A report for a
+// call Gatehouse never saw, of another token's request, or of a request
+// that was not approved writes nothing. The tool's output is redacted
+// before it is written: the trail is sealed as written.
+func (s *Server) hookReport(ctx context.Context, who gate.Caller, call hook.Call) {
+	ask := call.Ask(0)
+	r, err := s.svc.ByCall(ctx, who, ask.SessionID, ask.ToolCallID)
+	if gate.ErrorCode(err) == gate.ENOTFOUND {
+		r, err = s.reportByKey(ctx, who, call)
+	}
+	if err != nil {
+		if gate.ErrorCode(err) != gate.ENOTFOUND {
+			s.log.Warn("what ran was not recorded", "client", call.Client, "tool", call.ToolName, "err", err)
+		}
+		return
+	}
+	if r.ToolName != call.ToolName {
+		return
+	}
+	rd := s.opts.Present.Redactor()
+	var detail string
+	if call.Ran.Failed {
+		detail = rd.Text(call.Ran.Error)
+		if call.Ran.Interrupted {
+			detail += " (interrupted)"
+		}
+	} else {
+		detail = outcomeText(rd.JSON(call.Ran.Output))
+	}
+	if _, err := s.svc.Ran(ctx, who, r.ID, call.Ran.Failed, detail); err != nil {
+		s.log.Warn("what ran was not recorded", "request_id", r.ID, "err", err)
+	}
+}
+
+// reportByKey finds the newest request along the call's keys (see
+// hook.Call.Key), one that no other call id claims.
+func (s *Server) reportByKey(ctx context.Context, who gate.Caller, call hook.Call) (*gate.Request, error) {
+	var last *gate.Request
+	for n := 0; n < hook.MaxChain; n++ {
+		r, err := s.svc.ByKey(ctx, who, call.Key(n))
+		if gate.ErrorCode(err) == gate.ENOTFOUND {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		last = r
+	}
+	if last == nil || (last.ToolCallID != "" && last.ToolCallID != call.ToolUseID) {
+		return nil, gate.Errorf(gate.ENOTFOUND, "no request for this call")
+	}
+	return last, nil
+}
+
+// outcomeText is a tool's output as the trail keeps it: a string as its
+// text, anything else as one line of JSON with strings as written.
+func outcomeText(raw json.RawMessage) string {
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		return str
+	}
+	if out, _, err := jsonx.Rewrite(raw, nil, nil, ""); err == nil {
+		return string(out)
+	}
+	return string(raw)
 }
