@@ -166,14 +166,39 @@ func TestWhatRanE2E(t *testing.T) {
 		t.Errorf("%d outcomes in all, want 2", total)
 	}
 
+	// A rejection whose reason holds the secret: the agent hears it whole
+	// (it is the agent's own), the server's log line of the deny does not.
+	third := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/hooks/claude-code?wait=590s",
+			strings.NewReader(whatRanPayload("PreToolUse", "toolu_RAN3", "make release", "")))
+		req.Header.Set("Authorization", "Bearer "+e2eToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			third <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		third <- string(b)
+	}()
+	rejected := waitPending(t, srv.URL)
+	if code := webDecide(t, alice, srv.URL, rejected.ID, "reject", "never paste "+whatRanKey); code != http.StatusSeeOther {
+		t.Fatalf("web decide: %d", code)
+	}
+	if answer := <-third; !strings.Contains(answer, `"permissionDecision":"deny"`) {
+		t.Fatalf("the rejection reached the agent as %s", answer)
+	}
+	srv.awaitLog(t, "hook call denied")
+
 	// The request's page shows what ran; nothing shows the secret, nor
 	// does the server's log; the sealed chain verifies.
 	page := get(t, alice, srv.URL+"/approvals/"+first.ID)
 	if !strings.Contains(page, "What ran") || !strings.Contains(page, "listed with [redacted]") || strings.Contains(page, whatRanKey) {
 		t.Errorf("the detail page does not show what ran, redacted")
 	}
-	if strings.Contains(srv.Log(), whatRanKey) {
-		t.Errorf("the server's log carries the secret")
+	if log := srv.Log(); strings.Contains(log, whatRanKey) || !strings.Contains(log, "never paste [redacted]") {
+		t.Errorf("the server's log is not redacted:\n%s", log)
 	}
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		sealed := true
