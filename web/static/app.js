@@ -62,7 +62,8 @@
       case 'o':
       case 'Enter': {
         var li = selected(), a = li && li.querySelector('.sentence a');
-        if (!a) return;
+        // Enter on a focused button or link is that control's own.
+        if (!a || (e.key === 'Enter' && e.target !== li && e.target !== document.body)) return;
         window.location.href = a.href;
         break;
       }
