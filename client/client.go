@@ -293,3 +293,28 @@ func apiError(status int, data []byte) error {
 	}
 	return &APIError{Status: status, Code: code, Message: text.EllipsisBytes(msg, 300)}
 }
+
+// Report hands the server an agent client's report of a call that already
+// ran (Claude Code's PostToolUse or PostToolUseFailure input, as the client
+// wrote it), so that the approved request's trail records what ran. One
+// try within timeout: the tool has run, and nobody waits on the answer.
+func (c *Client) Report(ctx context.Context, hookClient string, input []byte, timeout time.Duration) error {
+	target := strings.TrimRight(c.URL, "/") + "/hooks/" + url.PathEscape(hookClient) + "?wait=0s"
+	_, _, err := c.send(ctx, http.MethodPost, target, input, timeout)
+	return err
+}
+
+// expectOK sends hr and reads its answer away; anything but a 200 is an
+// error that names the answer's status.
+func (c *Client) expectOK(hr *http.Request) error {
+	resp, err := c.httpClient().Do(hr)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s answered %s", hr.Method, hr.URL.Path, resp.Status)
+	}
+	return nil
+}

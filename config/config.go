@@ -19,6 +19,7 @@ type Config struct {
 	Retention Retention `yaml:"retention"`
 	Log       Log       `yaml:"log"`
 	Cards     Cards     `yaml:"cards"`
+	Redact    Redact    `yaml:"redact"`
 	Channels  []Channel `yaml:"channels"`
 	Routes    []Route   `yaml:"routes"`
 }
@@ -41,6 +42,19 @@ type Retention struct {
 	// their events, cards and votes; the audit chain records the cut. Zero
 	// keeps everything. Days may be written with a d suffix ("400d").
 	Keep Duration `yaml:"keep"`
+}
+
+// Redact names the secrets that must never reach a person: values under
+// matching argument keys, and matches of the patterns in any text, are shown
+// as [redacted] on cards, pages, exports, webhook messages and log lines.
+// What is stored (and sealed in the audit trail) is never changed.
+type Redact struct {
+	// Keys are globs (* and ?), matched without regard to case against
+	// argument keys at any depth: "password", "*token*".
+	Keys []string `yaml:"keys"`
+	// Patterns are RE2 regular expressions matched in string values and
+	// in summaries and reasons: "AKIA[0-9A-Z]{16}".
+	Patterns []string `yaml:"patterns"`
 }
 
 // Cards tunes the card worker, which posts and updates the cards.
@@ -234,7 +248,20 @@ type Route struct {
 	// Record false skips storing calls an allow route lets through (they
 	// are counted in the metrics only).
 	Record *bool `yaml:"record"`
+	// Label names the route for people, on its cards and pages
+	// ("Payments over ¥50,000").
+	Label string `yaml:"label"`
+	// Severity is low, high or critical: it colours the route's cards,
+	// and on a critical route approvers confirm an approval.
+	Severity string `yaml:"severity"`
 }
+
+// Severities of a route.
+const (
+	SeverityLow      = "low"
+	SeverityHigh     = "high"
+	SeverityCritical = "critical"
+)
 
 // Match selects the tool calls a route covers; every given key must hold.
 type Match struct {

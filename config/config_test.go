@@ -68,6 +68,8 @@ routes:
     quorum: 2
     timeout: 30m
     on_timeout: deny
+    label: Payments over ¥50,000
+    severity: critical
   - name: reads
     match: { tool: "read_*" }
     confirm: false
@@ -76,6 +78,9 @@ audit:
   checkpoint_dir: ${CHECKPOINTS}
 retention:
   keep: 400d
+redact:
+  keys: [password, "*token*"]
+  patterns: ["AKIA[0-9A-Z]{16}"]
 `
 
 func TestParseFullConfig(t *testing.T) {
@@ -105,6 +110,12 @@ func TestParseFullConfig(t *testing.T) {
 	}
 	if r := c.Routes[0]; r.Quorum != 2 || r.Timeout.D() != 30*time.Minute || r.Match.Tool != "oa__purchase_*" {
 		t.Fatalf("route: %+v", r)
+	}
+	if r := c.Routes[0]; r.Label != "Payments over ¥50,000" || r.Severity != SeverityCritical {
+		t.Fatalf("route looks: %q %q", r.Label, r.Severity)
+	}
+	if rd := c.Redact; len(rd.Keys) != 2 || rd.Keys[1] != "*token*" || rd.Patterns[0] != "AKIA[0-9A-Z]{16}" {
+		t.Fatalf("redact: %+v", rd)
 	}
 	if c.Routes[1].Confirm == nil || *c.Routes[1].Confirm {
 		t.Fatalf("confirm: false lost")
@@ -300,6 +311,27 @@ auth:
       token_file: /nonexistent/token
 `, []string{"auth.api_tokens[0].token_file: cannot read the secret"}},
 		{"not YAML", "listen: [", []string{"not valid YAML"}},
+		{"route looks", `
+routes:
+  - name: r
+    severity: urgent
+    label: "two\nlines"
+  - name: long
+    label: "` + strings.Repeat("x", 101) + `"
+`, []string{`routes[0].severity: "urgent" is not one of low, high, critical`, "routes[0].label: must be one line",
+			"routes[1].label: 101 characters: at most 100"}},
+		{"redaction rules", `
+redact:
+  keys: [password, ""]
+  patterns: ["AKIA[0-9A-Z]{16}", "AKIA[0-9", ".*", "ok"]
+  keyz: []
+`, []string{"redact.keyz: unknown key"}},
+		{"bad redaction rules", `
+redact:
+  keys: [password, ""]
+  patterns: ["AKIA[0-9A-Z]{16}", "AKIA[0-9", ".*"]
+`, []string{"redact.keys[1]: empty", `redact.patterns[1]: "AKIA[0-9" is not a regular expression: missing closing ]`,
+			`redact.patterns[2]: ".*" matches the empty string`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.yaml), t.TempDir(), env(nil))
@@ -361,6 +393,16 @@ func TestWarningWhenTheAgentDecides(t *testing.T) {
 				t.Fatalf("the warning does not say what happens: %q", ws[0])
 			}
 		})
+	}
+}
+
+func TestWarningForLooksNobodySees(t *testing.T) {
+	c := Default()
+	c.Defaults.Action = ActionAsk
+	c.Routes = []Route{{Name: "reads", Action: ActionAllow, Severity: SeverityLow}, {Name: "pay", Severity: SeverityCritical, Label: "Payments"}}
+	ws := c.Warnings()
+	if len(ws) != 1 || !strings.Contains(ws[0], "routes[0] (reads)") || !strings.Contains(ws[0], "asks nobody") {
+		t.Fatalf("warnings %q", ws)
 	}
 }
 

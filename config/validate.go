@@ -9,10 +9,13 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/gatehouse-dev/gatehouse/audit"
+	"github.com/gatehouse-dev/gatehouse/internal/redact"
+	"github.com/gatehouse-dev/gatehouse/internal/text"
 	"github.com/gatehouse-dev/gatehouse/policy"
 )
 
@@ -45,6 +48,7 @@ func (c *Config) Validate() error {
 	default:
 		errs.add("log.format", "%q is not one of text, json", c.Log.Format)
 	}
+	c.validateRedact(&errs)
 	names := c.validateChannels(&errs)
 	c.validateRoutes(names, &errs)
 	if len(errs) > 0 {
@@ -366,6 +370,38 @@ func (c *Config) validateRoutes(channels map[string]bool, errs *Errors) {
 			}
 		}
 		r.validatePolicy(p, errs)
+		r.validateLooks(p, errs)
+	}
+}
+
+// maxLabel bounds a route's label, which every card and page shows.
+const maxLabel = 100
+
+// validateLooks checks how the route is shown to people.
+func (r *Route) validateLooks(p string, errs *Errors) {
+	switch r.Severity {
+	case "", SeverityLow, SeverityHigh, SeverityCritical:
+	default:
+		errs.add(p+".severity", "%q is not one of low, high, critical", r.Severity)
+	}
+	if n := utf8.RuneCountInString(r.Label); n > maxLabel {
+		errs.add(p+".label", "%d characters: at most %d (it heads every card of the route)", n, maxLabel)
+	} else if text.Clean(r.Label) != r.Label || strings.ContainsAny(r.Label, "\r\n") {
+		errs.add(p+".label", "must be one line of text")
+	}
+}
+
+// validateRedact compiles the redaction rules, naming each bad one.
+func (c *Config) validateRedact(errs *Errors) {
+	for i, k := range c.Redact.Keys {
+		if strings.TrimSpace(k) == "" {
+			errs.add(fmt.Sprintf("redact.keys[%d]", i), "empty: give a key name or glob such as password or *token*")
+		}
+	}
+	for i, p := range c.Redact.Patterns {
+		if _, err := redact.Compile(p); err != nil {
+			errs.add(fmt.Sprintf("redact.patterns[%d]", i), "%v", err)
+		}
 	}
 }
 

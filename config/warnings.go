@@ -1,5 +1,7 @@
 package config
 
+import "fmt"
+
 // Warnings are findings that do not stop the server but that an operator
 // should see: check-config prints them and serve logs them at start.
 func (c *Config) Warnings() []string {
@@ -8,6 +10,12 @@ func (c *Config) Warnings() []string {
 		out = append(out, "no route matches every call and demands confirmation, so a call that no route matches is "+
 			`allowed at once when its agent sends "requires_confirmation": false; to have a person asked for every `+
 			`other call, set defaults.action: ask (or end the routes with one that matches every tool)`)
+	}
+	for i, r := range c.Routes {
+		if (r.Severity != "" || r.Label != "") && (r.Action == ActionAllow || r.Action == ActionDeny) {
+			out = append(out, fmt.Sprintf("routes[%d] (%s): label and severity show on the cards of calls a person decides, "+
+				"and this route (action: %s) asks nobody, so they only name it in the history", i, r.Name, r.Action))
+		}
 	}
 	return out
 }

@@ -166,6 +166,10 @@ const (
 	EventGrantGiven      = "grant_given"
 	EventGrantUsed       = "grant_used"
 	EventGrantRevoked    = "grant_revoked"
+	// EventToolRan and EventToolFailed record what became of an approved
+	// call, as the agent's client reported it after running the tool.
+	EventToolRan    = "tool_ran"
+	EventToolFailed = "tool_failed"
 )
 
 // ViaGrant marks a verdict that a grant gave without asking anyone.
@@ -223,6 +227,10 @@ type Filter struct {
 	Since  time.Time
 	Until  time.Time
 	Query  string // free text over tool, summary, arguments, agent and decider
+	// ToolCallID and SessionID, when set, keep the requests of that call
+	// (the client's tool_use_id) in that session.
+	ToolCallID string
+	SessionID  string
 	// Policy says whether requests a route decided without a person
 	// (decided_via policy) are shown: "" or "include" all, "exclude"
 	// people's decisions only, "only" those alone.

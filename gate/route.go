@@ -32,6 +32,31 @@ type Route struct {
 	Quorum    int      // distinct approvals needed; 1 when zero
 	Timeout   time.Duration
 	OnTimeout Verdict
+	// Looks is how the route's requests are shown to people.
+	Looks Looks
+}
+
+// Looks is how a route's requests are shown to people: a label that names
+// the route, and a severity (low, high, critical) that colours its cards
+// and, when critical, asks approvers to confirm an approval.
+type Looks struct {
+	Label    string
+	Severity string
+}
+
+// Critical is the severity whose approvals are confirmed first.
+const Critical = "critical"
+
+// RouteLooks returns how the named route is shown, by the routes in force
+// now (a reload restyles cards already posted when they are next updated);
+// the zero Looks for the default route or a route no longer configured.
+func (s *Service) RouteLooks(name string) Looks {
+	for _, r := range s.rules.Load().routes {
+		if r.Name == name {
+			return r.Looks
+		}
+	}
+	return Looks{}
 }
 
 // Rate limits a route's calls: at most Limit per Per, by agent, user,

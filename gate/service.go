@@ -299,12 +299,6 @@ func (s *Service) Get(ctx context.Context, id string) (*Request, error) {
 	return s.store.Get(ctx, id)
 }
 
-// ByKey returns the request a caller made under an idempotency key
-// (ENOTFOUND when there is none).
-func (s *Service) ByKey(ctx context.Context, caller, key string) (*Request, error) {
-	return s.store.ByKey(ctx, caller, key)
-}
-
 // List returns the history.
 func (s *Service) List(ctx context.Context, f Filter) ([]*Request, string, error) {
 	return s.store.List(ctx, f)

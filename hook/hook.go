@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,8 @@ var Clients = []string{ClaudeCode, Codex, Cursor, Gemini, Copilot}
 const (
 	PreToolUse           = "PreToolUse"        // Claude Code, Codex
 	PermissionRequest    = "PermissionRequest" // Claude Code, Codex
+	PostToolUse          = "PostToolUse"       // Claude Code, Codex: what ran (reported, not gated)
+	PostToolUseFailure   = "PostToolUseFailure"
 	BeforeShellExecution = "beforeShellExecution"
 	BeforeMCPExecution   = "beforeMCPExecution"
 	CursorPreToolUse     = "preToolUse" // Cursor and Copilot spell it alike
@@ -90,6 +93,18 @@ type Call struct {
 	ToolUseID string          // the client's call id, when the event carries one
 	SessionID string          // session, conversation or, lacking both, the working directory
 	Metadata  map[string]string
+	// Ran is set on a report of a call that already ran (PostToolUse,
+	// PostToolUseFailure): it is recorded on the call's request, never
+	// gated, and answered with nothing to do.
+	Ran *Ran
+}
+
+// Ran is what a client reported after running a tool.
+type Ran struct {
+	Failed      bool
+	Output      json.RawMessage // tool_response, as the client sent it
+	Error       string          // the failure, on PostToolUseFailure
+	Interrupted bool            // the user interrupted the tool
 }
 
 // ErrInput marks input that is not a hook call this package can read; the
@@ -164,6 +179,9 @@ type rawInput struct {
 	WorkspaceRoots   []string        `json:"workspace_roots"`
 	Timestamp        json.RawMessage `json:"timestamp"`
 	PermissionSugges json.RawMessage `json:"permission_suggestions"`
+	ToolResponse     json.RawMessage `json:"tool_response"`
+	Error            json.RawMessage `json:"error"`
+	IsInterrupt      bool            `json:"is_interrupt"`
 }
 
 func (c *Call) meta(key, value string) {
@@ -186,10 +204,59 @@ func (c *Call) fromClaude(in *rawInput) error {
 	if c.SessionID == "" {
 		c.SessionID = "cwd:" + in.Cwd
 	}
-	if c.Event != PreToolUse && c.Event != PermissionRequest {
-		return inputErr("event %q is not gated: register gatehouse on PreToolUse or PermissionRequest", c.Event)
+	switch c.Event {
+	case PreToolUse, PermissionRequest:
+	case PostToolUse, PostToolUseFailure:
+		c.Ran = &Ran{Failed: c.Event == PostToolUseFailure, Output: in.ToolResponse, Error: rawText(in.Error), Interrupted: in.IsInterrupt}
+	default:
+		return inputErr("event %q is not gated: register gatehouse on PreToolUse or PermissionRequest (and PostToolUse, PostToolUseFailure to record what ran)", c.Event)
 	}
 	return nil
+}
+
+// rawText is a JSON string's text, or the JSON itself when it is not a string.
+func rawText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	if t := bytes.TrimSpace(raw); len(t) > 0 && string(t) != "null" {
+		return string(t)
+	}
+	return ""
+}
+
+// Report reports whether the call is a report of what ran rather than a
+// question for the gate (a PostToolUse, with or without a parsed input).
+func (c Call) Report() bool { return c.Event == PostToolUse || c.Event == PostToolUseFailure }
+
+// reportEvent finds a report's event name near the start of an input.
+var reportEvent = regexp.MustCompile(`"hook_event_name"\s*:\s*"PostToolUse(Failure)?"`)
+
+// LooksLikeReport reports whether the first part of an input (all that was
+// read of one too large to read whole) is a report of what ran, which must
+// be answered with nothing to do rather than a deny.
+func LooksLikeReport(head []byte) bool {
+	if len(head) > 64<<10 {
+		head = head[:64<<10]
+	}
+	return reportEvent.Match(head)
+}
+
+// SmallReport is the call's report as a client input of at most max bytes:
+// the input itself when it fits, else the same report with the tool's
+// output replaced by a note of its size (what ran keeps 2 KB of it anyway).
+func SmallReport(c Call, input []byte, max int) []byte {
+	if len(input) <= max || c.Ran == nil {
+		return input
+	}
+	out, _ := jsonx.Marshal(map[string]any{
+		"hook_event_name": c.Event, "session_id": c.SessionID, "cwd": c.Metadata["cwd"],
+		"tool_name": c.ToolName, "tool_input": c.ToolInput, "tool_use_id": c.ToolUseID,
+		"tool_response": fmt.Sprintf("(an output of %d bytes, too large to record)", len(c.Ran.Output)),
+		"error":         text.EllipsisBytes(c.Ran.Error, 8<<10), "is_interrupt": c.Ran.Interrupted,
+	})
+	return out
 }
 
 func (c *Call) fromCursor(in *rawInput) error {

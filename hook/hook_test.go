@@ -2,6 +2,7 @@ package hook
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -101,5 +102,56 @@ func TestRenderCodexPermissionEdits(t *testing.T) {
 	want := `{"hookSpecificOutput":{"decision":{"behavior":"deny","message":"gatehouse: approved, with changed arguments that Codex cannot apply from a hook. Run the call again with exactly these arguments: {\"command\":\"ls -a\"}"},"hookEventName":"PermissionRequest"}}`
 	if string(out.Stdout) != want || out.Exit != 0 {
 		t.Errorf("%d %s", out.Exit, out.Stdout)
+	}
+}
+
+func TestParseReports(t *testing.T) {
+	post := `{"session_id":"s","cwd":"/r","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"},` +
+		`"tool_response":{"stdout":"a"},"tool_use_id":"toolu_1"}`
+	c, err := Parse(ClaudeCode, []byte(post))
+	if err != nil || !c.Report() || c.Ran == nil || c.Ran.Failed || string(c.Ran.Output) != `{"stdout":"a"}` || c.ToolUseID != "toolu_1" {
+		t.Fatalf("PostToolUse: %+v %+v, %v", c, c.Ran, err)
+	}
+	// Both events of one call land on the same key: the report finds the
+	// request the question made.
+	pre, _ := Parse(ClaudeCode, []byte(strings.Replace(post, "PostToolUse", "PreToolUse", 1)))
+	if c.Key(0) != pre.Key(0) || c.Ask(0).SessionID != pre.Ask(0).SessionID {
+		t.Error("a report and its question have different keys")
+	}
+	fail := `{"session_id":"s","hook_event_name":"PostToolUseFailure","tool_name":"Bash","tool_input":{},"tool_use_id":"t","error":"boom","is_interrupt":true}`
+	c, err = Parse(Codex, []byte(fail))
+	if err != nil || !c.Ran.Failed || c.Ran.Error != "boom" || !c.Ran.Interrupted {
+		t.Fatalf("PostToolUseFailure: %+v, %v", c.Ran, err)
+	}
+	// A report Gatehouse cannot read is still no deny.
+	c, err = Parse(ClaudeCode, []byte(`{"hook_event_name":"PostToolUse"}`))
+	if err == nil || !c.Report() {
+		t.Fatalf("a report without a tool: %v", err)
+	}
+	if out := Invalid(c, err); string(out.Stdout) != "{}" || out.Exit != 0 {
+		t.Errorf("invalid report answered %s, exit %d", out.Stdout, out.Exit)
+	}
+	if out := Noted(); string(out.Stdout) != "{}" || out.Exit != 0 {
+		t.Errorf("noted: %s", out.Stdout)
+	}
+}
+
+func TestLargeReports(t *testing.T) {
+	big := strings.Repeat("x", 2<<20)
+	input := `{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Read","tool_input":{"file_path":"/a"},"tool_use_id":"t","tool_response":"` + big + `"}`
+	if !LooksLikeReport([]byte(input[:1<<20])) || LooksLikeReport([]byte(`{"hook_event_name":"PreToolUse"}`)) {
+		t.Error("LooksLikeReport")
+	}
+	c, err := Parse(ClaudeCode, []byte(input))
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := SmallReport(c, []byte(input), 1<<20)
+	back, err := Parse(ClaudeCode, small)
+	if len(small) > 1<<20 || err != nil || back.ToolUseID != "t" || back.Key(0) != c.Key(0) || !strings.Contains(string(back.Ran.Output), "too large to record") {
+		t.Errorf("small report %d bytes: %s, %v", len(small), small[:min(len(small), 200)], err)
+	}
+	if got := SmallReport(c, []byte("short"), 1<<20); string(got) != "short" {
+		t.Error("a report that fits was changed")
 	}
 }

@@ -141,6 +141,11 @@ func copilot(c Call, v Verdict) any {
 // Stdout is a deny shaped for the event as far as the input showed it, for
 // the HTTP endpoint, which cannot exit 2.
 func Invalid(c Call, err error) Output {
+	if c.Report() {
+		// The tool already ran: nothing to block, and nothing to trouble
+		// the agent with.
+		return Output{Stdout: []byte("{}"), Stderr: fmt.Sprintf("gatehouse: cannot read the %s hook input: %v", label(c.Client), err)}
+	}
 	v := Failure(fmt.Sprintf("cannot read the %s hook input: %v", label(c.Client), err))
 	out := Render(c, v)
 	out.Stderr = v.Reason
@@ -154,6 +159,10 @@ func Invalid(c Call, err error) Output {
 	}
 	return out
 }
+
+// Noted is the answer to a report of what ran: nothing to do, whatever
+// became of the report. The client goes on as if there were no hook.
+func Noted() Output { return Output{Stdout: []byte("{}")} }
 
 func marshal(v any) []byte {
 	b, err := json.Marshal(v)

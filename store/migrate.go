@@ -222,6 +222,11 @@ CREATE TABLE audit_head (
 );
 INSERT INTO audit_head (id, seq, hash) VALUES (1, 0, '0000000000000000000000000000000000000000000000000000000000000000');
 ALTER TABLE sessions ADD COLUMN provider TEXT NOT NULL DEFAULT ''`},
+	// What ran (issue 15): a client's PostToolUse names its call by
+	// tool_use_id, and the outcome is attached to the request its token
+	// made for that call. Partial: most requests have no call id.
+	{version: 6, name: "requests by caller and tool call", sql: `
+CREATE INDEX requests_call ON requests (caller, tool_call_id) WHERE tool_call_id <> ''`},
 }
 
 // SchemaVersion is the newest migration this binary knows.

@@ -169,6 +169,13 @@ func (s *DB) List(ctx context.Context, f gate.Filter) ([]*gate.Request, string, 
 	if f.Route != "" {
 		q = q.Where("route = ?", f.Route)
 	}
+	if f.ToolCallID != "" {
+		// The second term is the partial index's own condition.
+		q = q.Where("tool_call_id = ? AND tool_call_id <> ''", f.ToolCallID)
+	}
+	if f.SessionID != "" {
+		q = q.Where("session_id = ?", f.SessionID)
+	}
 	if !f.Since.IsZero() {
 		q = q.Where("created_at >= ?", utc(f.Since))
 	}

@@ -151,8 +151,9 @@ func (s *Server) getApproval(c echo.Context) error {
 	if err != nil {
 		return s.apiError(c, err)
 	}
+	reader := s.access(c).Name
 	if wait <= 0 || r.Status.Final() {
-		return c.JSON(http.StatusOK, r)
+		return c.JSON(http.StatusOK, s.forReader(reader, r))
 	}
 	method, path := c.Request().Method, c.Path()
 	return s.longPoll(c, r.ID, wait, func(h http.Header, r *gate.Request, err error) (int, any) {
@@ -166,8 +167,19 @@ func (s *Server) getApproval(c echo.Context) error {
 		if r.Status == gate.StatusPending {
 			h.Set("Retry-After", "0")
 		}
-		return http.StatusOK, r
+		return http.StatusOK, s.forReader(reader, r)
 	})
+}
+
+// forReader is r as the API shows it to the token reader: whole to the
+// token that made it (the agent sent those arguments, and must run the
+// edited ones exactly as the approver wrote them), redacted to any other
+// (a read_all or cancel_all token of an operator's tool, which people read).
+func (s *Server) forReader(reader string, r *gate.Request) *gate.Request {
+	if r == nil || r.Caller == reader {
+		return r
+	}
+	return s.opts.Present.Redactor().Request(r)
 }
 
 func (s *Server) cancelApproval(c echo.Context) error {
@@ -181,17 +193,21 @@ func (s *Server) cancelApproval(c echo.Context) error {
 	if err != nil {
 		return s.apiError(c, err)
 	}
-	return c.JSON(http.StatusOK, r)
+	return c.JSON(http.StatusOK, s.forReader(s.access(c).Name, r))
 }
 
 func (s *Server) approvalEvents(c echo.Context) error {
 	ctx := c.Request().Context()
-	if _, err := s.svc.Owned(ctx, s.access(c), c.Param("id")); err != nil {
+	r, err := s.svc.Owned(ctx, s.access(c), c.Param("id"))
+	if err != nil {
 		return s.apiError(c, err)
 	}
 	evs, err := s.svc.Events(ctx, c.Param("id"))
 	if err != nil {
 		return s.apiError(c, err)
+	}
+	if r.Caller != s.access(c).Name {
+		evs = s.shownEvents(evs)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"events": evs})
 }
@@ -207,6 +223,9 @@ func (s *Server) listApprovals(c echo.Context) error {
 	rs, next, err := s.svc.List(c.Request().Context(), f)
 	if err != nil {
 		return s.apiError(c, err)
+	}
+	for i, r := range rs {
+		rs[i] = s.forReader(s.access(c).Name, r)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"approvals": rs, "next_cursor": next})
 }

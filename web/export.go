@@ -38,8 +38,9 @@ func (s *Server) exportCSV(c echo.Context) error {
 	if err := w.Write(ExportColumns); err != nil {
 		return nil // the client went away
 	}
+	rd := s.opts.Present.Redactor()
 	err = s.eachRequest(c.Request().Context(), f, func(r *gate.Request) error {
-		return w.Write(csvRow(r))
+		return w.Write(csvRow(rd.Request(r)))
 	}, func() error { w.Flush(); c.Response().Flush(); return w.Error() })
 	return s.endDownload(err)
 }
@@ -54,8 +55,9 @@ func (s *Server) exportJSON(c echo.Context) error {
 	startDownload(c, "application/json; charset=utf-8", "json", s.now())
 	w := c.Response()
 	sep := "[\n"
+	rd := s.opts.Present.Redactor()
 	err = s.eachRequest(c.Request().Context(), f, func(r *gate.Request) error {
-		b, err := json.Marshal(r)
+		b, err := json.Marshal(rd.Request(r))
 		if err != nil {
 			return err
 		}

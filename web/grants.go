@@ -7,22 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
-	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
-
-// RememberLabel is the third button of a request whose route remembers:
-// "Approve for 1h", worded as the Slack and Feishu cards word it.
-func RememberLabel(r *gate.Request) string { return "Approve for " + text.Duration(r.RememberFor()) }
-
-// RememberScope says what that button gives, in one sentence.
-func RememberScope(r *gate.Request) string {
-	args := "these arguments"
-	if r.RememberAnyArgs {
-		args = "any arguments"
-	}
-	return fmt.Sprintf("Approves this call, and for %s lets the same agent run %s with %s on route %s without asking (revocable on the grants page)",
-		text.Duration(r.RememberFor()), r.ToolName, args, r.Route)
-}
 
 // listGrants is GET /api/v1/grants: the token's own grants (every token's
 // with the read_all scope), active ones unless ?all=1 asks for the ended

@@ -37,15 +37,23 @@ func newEnv(t *testing.T) *env { t.Helper(); return newEnvAt(t, "") }
 // newEnvAt is newEnv with a public_url.
 func newEnvAt(t *testing.T, publicURL string) *env {
 	t.Helper()
+	return newEnvWith(t, nil, func(o *web.Options) { o.PublicURL = publicURL })
+}
+
+// newEnvWith is newEnv with other routes (nil: the payments route) and
+// options changed by mod.
+func newEnvWith(t *testing.T, routes []gate.Route, mod func(*web.Options)) *env {
+	t.Helper()
+	if routes == nil {
+		routes = []gate.Route{{Name: "payments", Tool: "oa__purchase_*", Channels: []string{gate.WebChannel}, Timeout: time.Hour}}
+	}
 	ctx := context.Background()
 	db, err := store.Open(ctx, store.Options{Driver: store.SQLite, DSN: filepath.Join(t.TempDir(), "gh.db"), Migrate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	svc := gate.NewService(gate.Options{Store: db, Routes: []gate.Route{
-		{Name: "payments", Tool: "oa__purchase_*", Channels: []string{gate.WebChannel}, Timeout: time.Hour},
-	}})
+	svc := gate.NewService(gate.Options{Store: db, Routes: routes})
 	svc.Register(web.Channel{})
 	bg, cancel := context.WithCancel(ctx)
 	svc.Start(bg)
@@ -58,7 +66,11 @@ func newEnvAt(t *testing.T, publicURL string) *env {
 		{Name: "alice", Role: config.RoleApprover, PasswordBcrypt: string(hash)},
 		{Name: "audrey", Role: config.RoleAuditor, PasswordBcrypt: string(hash)},
 	}
-	s, err := web.New(web.Options{Service: svc, Sessions: db, Users: users, PublicURL: publicURL})
+	o := web.Options{Service: svc, Sessions: db, Users: users}
+	if mod != nil {
+		mod(&o)
+	}
+	s, err := web.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

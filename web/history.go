@@ -46,7 +46,7 @@ func (s *Server) historyPage(c echo.Context) error {
 	if next != "" {
 		v.Next = "/history?" + withParam(q, "cursor", next)
 	}
-	return s.page(c, http.StatusOK, "history", pageData{Title: "History", Requests: rs, View: v})
+	return s.page(c, http.StatusOK, "history", pageData{Title: "History", Requests: s.views(rs), View: v})
 }
 
 // peopleFirst makes the pages and exports show people's decisions unless

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"runtime/debug"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/hook"
+	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
 	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
@@ -38,6 +40,9 @@ func (s *Server) hookToken(next echo.HandlerFunc) echo.HandlerFunc {
 		who, err := s.authenticate(c)
 		if err != nil {
 			s.log.Warn("hook call refused", "client", c.Param("client"), "err", err)
+			if head, _ := io.ReadAll(io.LimitReader(c.Request().Body, 64<<10)); hook.LooksLikeReport(head) {
+				return s.hookNoted(c) // the tool ran; nothing to refuse
+			}
 			return s.hookFailed(c, hook.Call{Client: c.Param("client"), Event: hook.PreToolUse},
 				hook.Failure(gate.ErrorMessage(err)+": set GATEHOUSE_TOKEN (sent as Authorization: Bearer) to one of the server's auth.api_tokens"))
 		}
@@ -59,6 +64,10 @@ func (s *Server) hookCall(c echo.Context) (err error) {
 		}
 	}()
 	body, rerr := io.ReadAll(c.Request().Body)
+	if rerr != nil && hook.LooksLikeReport(body) {
+		s.log.Warn("a report of what ran was not recorded", "client", name, "err", rerr)
+		return c.JSONBlob(http.StatusOK, hook.Noted().Stdout)
+	}
 	if rerr != nil {
 		msg := "reading the request failed"
 		if tooLarge(rerr) {
@@ -76,6 +85,10 @@ func (s *Server) hookCall(c echo.Context) (err error) {
 	if perr != nil {
 		c.Response().Header().Set(HookStatusHeader, HookStatusError)
 		return c.JSONBlob(http.StatusOK, hook.Invalid(call, perr).Stdout)
+	}
+	if call.Report() {
+		s.hookReport(c.Request().Context(), s.access(c), call)
+		return s.hookNoted(c)
 	}
 	wait, werr := s.parseWait(c, HookWait)
 	if werr != nil {
@@ -111,7 +124,7 @@ func (s *Server) hookSettle(ctx context.Context, call hook.Call, agent, caller s
 			// request of its own rather than walk further.
 			sub.IdempotencyKey += "-" + strconv.FormatInt(s.now().UnixNano(), 36)
 		} else {
-			prev, err := s.svc.ByKey(ctx, caller, sub.IdempotencyKey)
+			prev, err := s.svc.ByKey(ctx, gate.Caller{Name: caller}, sub.IdempotencyKey)
 			switch {
 			case err == nil && !call.Reusable(outcomeOf(prev, s.now()), s.now()):
 				continue // an earlier identical call's request
@@ -154,11 +167,18 @@ func outcomeOf(r *gate.Request, now time.Time) hook.Outcome {
 // The hook endpoint's answer names the request's status in a header, for
 // the command hook (gatehouse hook), which prints the body: pending means
 // the wait ended before a verdict (ask again to keep waiting), error a
-// failure the body denies.
+// failure the body denies, noted a report of what ran.
 const (
 	HookStatusHeader = "Gatehouse-Status"
 	HookStatusError  = "error"
+	HookStatusNoted  = "noted" // a report of what ran, taken or not
 )
+
+// hookNoted answers a report of what ran (PostToolUse): nothing to decide.
+func (s *Server) hookNoted(c echo.Context) error {
+	c.Response().Header().Set(HookStatusHeader, HookStatusNoted)
+	return c.JSONBlob(http.StatusOK, hook.Noted().Stdout)
+}
 
 // hookFailed answers a failure: the client's explicit deny.
 func (s *Server) hookFailed(c echo.Context, call hook.Call, v hook.Verdict) error {
@@ -175,4 +195,73 @@ func (s *Server) hookAnswer(c echo.Context, call hook.Call, v hook.Verdict, stat
 		c.Response().Header().Set("Gatehouse-Request-Id", v.RequestID)
 	}
 	return c.JSONBlob(http.StatusOK, hook.Render(call, v).Stdout)
+}
+
+// hookReport records what ran on the request the token made for the call:
+// found by the client's call id (tool_use_id) in its session, or else along
+// the call's keys (a PermissionRequest carries no call id). A report for a
+// call Gatehouse never saw, of another token's request, or of a request
+// that was not approved writes nothing. The tool's output is redacted
+// before it is written: the trail is sealed as written.
+func (s *Server) hookReport(ctx context.Context, who gate.Caller, call hook.Call) {
+	ask := call.Ask(0)
+	r, err := s.svc.ByCall(ctx, who, ask.SessionID, ask.ToolCallID)
+	if gate.ErrorCode(err) == gate.ENOTFOUND {
+		r, err = s.reportByKey(ctx, who, call)
+	}
+	if err != nil {
+		if gate.ErrorCode(err) != gate.ENOTFOUND {
+			s.log.Warn("what ran was not recorded", "client", call.Client, "tool", call.ToolName, "err", err)
+		}
+		return
+	}
+	if r.ToolName != call.ToolName {
+		return
+	}
+	rd := s.opts.Present.Redactor()
+	var detail string
+	if call.Ran.Failed {
+		detail = rd.Text(call.Ran.Error)
+		if call.Ran.Interrupted {
+			detail += " (interrupted)"
+		}
+	} else {
+		detail = outcomeText(rd.JSON(call.Ran.Output))
+	}
+	if _, err := s.svc.Ran(ctx, who, r.ID, call.Ran.Failed, detail); err != nil {
+		s.log.Warn("what ran was not recorded", "request_id", r.ID, "err", err)
+	}
+}
+
+// reportByKey finds the newest request along the call's keys (see
+// hook.Call.Key), one that no other call id claims.
+func (s *Server) reportByKey(ctx context.Context, who gate.Caller, call hook.Call) (*gate.Request, error) {
+	var last *gate.Request
+	for n := 0; n < hook.MaxChain; n++ {
+		r, err := s.svc.ByKey(ctx, who, call.Key(n))
+		if gate.ErrorCode(err) == gate.ENOTFOUND {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		last = r
+	}
+	if last == nil || (last.ToolCallID != "" && last.ToolCallID != call.ToolUseID) {
+		return nil, gate.Errorf(gate.ENOTFOUND, "no request for this call")
+	}
+	return last, nil
+}
+
+// outcomeText is a tool's output as the trail keeps it: a string as its
+// text, anything else as one line of JSON with strings as written.
+func outcomeText(raw json.RawMessage) string {
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		return str
+	}
+	if out, _, err := jsonx.Rewrite(raw, nil, nil, ""); err == nil {
+		return string(out)
+	}
+	return string(raw)
 }

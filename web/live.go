@@ -11,18 +11,25 @@ import (
 )
 
 // queueData reads what the pending queue shows: every pending request and
-// the last few decided ones.
-func (s *Server) queueData(ctx context.Context) (pageData, error) {
+// the last few decided ones, people's decisions only unless policy is
+// "include" (a route that allows thousands of calls would bury them).
+func (s *Server) queueData(ctx context.Context, policy string) (pageData, error) {
 	pending, _, err := s.svc.List(ctx, gate.Filter{Status: []gate.Status{gate.StatusPending}, Limit: 200})
 	if err != nil {
 		return pageData{}, err
 	}
-	recent, _, err := s.svc.List(ctx, gate.Filter{Status: []gate.Status{gate.StatusApproved, gate.StatusRejected,
-		gate.StatusExpired, gate.StatusCancelled}, Policy: "exclude", Limit: 20})
+	f := gate.Filter{Status: []gate.Status{gate.StatusApproved, gate.StatusRejected, gate.StatusExpired, gate.StatusCancelled},
+		Policy: "exclude", Limit: 20}
+	live := "/live/queue"
+	if policy == "include" {
+		f.Policy, live = "", live+"?policy=include"
+	}
+	recent, _, err := s.svc.List(ctx, f)
 	if err != nil {
 		return pageData{}, err
 	}
-	return pageData{Title: "Pending approvals", Requests: pending, Extra: map[string]any{"Recent": recent}}, nil
+	return pageData{Title: "Pending approvals", Requests: s.views(pending),
+		Extra: map[string]any{"Recent": s.views(recent), "Policy": f.Policy == "", "Live": live}}, nil
 }
 
 // liveQueue answers static/live.js's poll with the queue as an HTML
@@ -34,7 +41,7 @@ func (s *Server) liveQueue(c echo.Context) error {
 	if u == nil {
 		return c.NoContent(http.StatusUnauthorized)
 	}
-	d, err := s.queueData(c.Request().Context())
+	d, err := s.queueData(c.Request().Context(), c.QueryParam("policy"))
 	if err != nil {
 		return err
 	}

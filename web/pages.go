@@ -14,6 +14,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
+	"github.com/gatehouse-dev/gatehouse/internal/present"
 )
 
 //go:embed templates/*.html
@@ -31,14 +33,15 @@ type pages struct {
 
 // pageData is what every page template gets.
 type pageData struct {
-	Title    string
-	User     *User
-	Message  string
-	Error    string
-	Next     string
-	CSRF     string
-	Request  *gate.Request
-	Requests []*gate.Request
+	Title   string
+	User    *User
+	Message string
+	Error   string
+	Next    string
+	CSRF    string
+	// Request and Requests are shown to people: redacted views.
+	Request  *present.View
+	Requests []*present.View
 	Events   []gate.Event
 	Cards    []gate.Card
 	Now      time.Time
@@ -58,17 +61,20 @@ func newPages(s *Server) (*pages, error) {
 			}
 			return t.UTC().Format("2006-01-02 15:04:05 UTC")
 		},
-		"left": func(r *gate.Request, now time.Time) string {
-			return max(r.ExpiresAt.Sub(now), 0).Round(time.Second).String()
+		"left":     func(v *present.View, now time.Time) string { return v.Left(now) },
+		"waited":   func(v *present.View, now time.Time) string { return roundDuration(v.Waited(now)).String() },
+		"explain":  func(v *present.View, now time.Time) string { return v.Explain(now) },
+		"pretty":   func(raw json.RawMessage) string { return jsonx.Pretty(raw) },
+		"unix":     func(t time.Time) int64 { return t.UnixMilli() },
+		"dur":      func(d time.Duration) string { return roundDuration(d).String() },
+		"sameJSON": sameJSON,
+		"ran":      func(e gate.Event) bool { return e.Type == gate.EventToolRan || e.Type == gate.EventToolFailed },
+		"outcome": func(s string) string {
+			if json.Valid([]byte(s)) {
+				return jsonx.Pretty([]byte(s))
+			}
+			return s
 		},
-		"waited":        func(r *gate.Request, now time.Time) string { return roundDuration(r.Waited(now)).String() },
-		"explain":       func(r *gate.Request, now time.Time) string { return r.Explain(now) },
-		"pretty":        prettyJSON,
-		"unix":          func(t time.Time) int64 { return t.UnixMilli() },
-		"dur":           func(d time.Duration) string { return roundDuration(d).String() },
-		"sameJSON":      func(a, b json.RawMessage) bool { return bytes.Equal(compact(a), compact(b)) },
-		"remember":      RememberLabel,
-		"rememberScope": RememberScope,
 	}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
@@ -88,22 +94,46 @@ func newPages(s *Server) (*pages, error) {
 	return p, nil
 }
 
-// prettyJSON indents JSON for reading; the template escapes it.
-func prettyJSON(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return ""
+// sameJSON reports whether a and b hold the same JSON value, however each
+// is spelled (space, key order, escapes).
+func sameJSON(a, b json.RawMessage) bool {
+	ca, err1 := jsonx.Canonical(a)
+	cb, err2 := jsonx.Canonical(b)
+	if err1 != nil || err2 != nil {
+		return bytes.Equal(compact(a), compact(b))
 	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		return string(raw)
+	return bytes.Equal(ca, cb)
+}
+
+// view is r as people see it: redacted, risk first, with its route's looks.
+func (s *Server) view(r *gate.Request) *present.View {
+	v := s.opts.Present.View(r)
+	return &v
+}
+
+// views is view over a list.
+func (s *Server) views(rs []*gate.Request) []*present.View {
+	out := make([]*present.View, len(rs))
+	for i, r := range rs {
+		out[i] = s.view(r)
 	}
-	return buf.String()
+	return out
+}
+
+// shownEvents are a trail as people see it: details redacted.
+func (s *Server) shownEvents(evs []gate.Event) []gate.Event {
+	out := make([]gate.Event, len(evs))
+	for i, e := range evs {
+		out[i] = s.opts.Present.Event(e)
+	}
+	return out
 }
 
 func (p *pages) routes(e *echo.Echo) {
 	s := p.s
 	sub, _ := fs.Sub(staticFS, "static")
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServer(http.FS(sub)))))
+	e.GET("/favicon.ico", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/static/favicon.svg") })
 	e.GET("/login", s.loginPage)
 	e.POST("/login", s.login)
 	if s.sso != nil {
@@ -224,9 +254,18 @@ func (s *Server) logout(c echo.Context) error {
 }
 
 func (s *Server) queuePage(c echo.Context) error {
-	d, err := s.queueData(c.Request().Context())
+	ctx := c.Request().Context()
+	d, err := s.queueData(ctx, c.QueryParam("policy"))
 	if err != nil {
 		return err
+	}
+	if id := c.QueryParam("decided"); id != "" {
+		// Computed here, not carried in the URL, so a link cannot put words
+		// on the page.
+		if r, err := s.svc.Get(ctx, id); err == nil && r.Status.Final() {
+			d.Message = "Recorded: " + s.view(r).Explain(s.now())
+			d.Extra["Decided"] = r.ID
+		}
 	}
 	return s.page(c, http.StatusOK, "queue", d)
 }
@@ -248,16 +287,20 @@ func (s *Server) detailPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d := pageData{Title: r.ToolName, Request: r, Events: evs, Cards: cards}
+	v := s.view(r)
+	d := pageData{Title: v.Sentence, Request: v, Events: s.shownEvents(evs), Cards: cards}
 	if c.QueryParam("decided") != "" {
 		// Computed here, not carried in the URL, so a link cannot put words on the page.
-		d.Message = "Recorded: " + r.Explain(s.now())
+		d.Message = "Recorded: " + v.Explain(s.now())
 	}
 	return s.page(c, http.StatusOK, "detail", d)
 }
 
 // decide applies a web verdict through the same compare-and-set as the
-// channels. Auditors may look but not decide.
+// channels. Auditors may look but not decide. An approval on a critical
+// route is confirmed first: the page's script asks in place, and without it
+// a confirmation page does. A verdict given on the queue lands back on the
+// queue.
 func (s *Server) decide(c echo.Context) error {
 	u := s.currentUser(c)
 	if !s.checkCSRF(c, u) {
@@ -270,44 +313,64 @@ func (s *Server) decide(c echo.Context) error {
 	if verdict != "approve" && verdict != "reject" && verdict != "approve_for" {
 		return s.page(c, http.StatusBadRequest, "error", pageData{Title: "Bad form", Message: "verdict must be approve, approve_for or reject."})
 	}
-	d := gate.Decision{RequestID: c.Param("id"), Approve: verdict != "reject", Remember: verdict == "approve_for",
-		Actor: u.Identity(), Via: gate.WebChannel, Reason: c.FormValue("reason")}
-	if d.Approve {
-		args, err := s.editedArgs(c, d.RequestID)
-		if err != nil {
-			return err
-		}
-		d.ModifiedArgs = args
-	}
-	r, err := s.svc.Decide(c.Request().Context(), d)
-	if err != nil {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	notDecided := func(err error) error {
 		code := gate.ErrorCode(err)
 		if code == gate.EINTERNAL || code == gate.EUNAVAILABLE {
 			return err
 		}
 		return s.page(c, statusOf(code), "error", pageData{Title: "Not decided", Message: gate.ErrorMessage(err),
-			Extra: map[string]any{"Back": "/approvals/" + d.RequestID}})
+			Extra: map[string]any{"Back": "/approvals/" + id}})
+	}
+	r, err := s.svc.Get(ctx, id)
+	if err != nil {
+		return notDecided(err)
+	}
+	v := s.view(r)
+	if verdict != "reject" && v.Critical() && r.Status == gate.StatusPending && c.FormValue("confirmed") != "1" {
+		return s.page(c, http.StatusOK, "confirm", pageData{Title: "Confirm the approval", Request: v,
+			Extra: map[string]any{"Verdict": verdict, "Reason": c.FormValue("reason"), "ModifiedArgs": c.FormValue("modified_args"),
+				"From": c.FormValue("from")}})
+	}
+	d := gate.Decision{RequestID: id, Approve: verdict != "reject", Remember: verdict == "approve_for",
+		Actor: u.Identity(), Via: gate.WebChannel, Reason: c.FormValue("reason")}
+	if d.Approve {
+		args, err := s.editedArgs(c.FormValue("modified_args"), r)
+		if err != nil {
+			return notDecided(err)
+		}
+		d.ModifiedArgs = args
+	}
+	if r, err = s.svc.Decide(ctx, d); err != nil {
+		return notDecided(err)
+	}
+	if c.FormValue("from") == "queue" {
+		return c.Redirect(http.StatusSeeOther, "/?decided="+r.ID)
 	}
 	return c.Redirect(http.StatusSeeOther, "/approvals/"+r.ID+"?decided=1")
 }
 
 // editedArgs is the decide form's modified_args when the approver changed
-// them; the detail page fills the field with the proposed arguments, and
-// sending those back unchanged is no edit.
-func (s *Server) editedArgs(c echo.Context, id string) (json.RawMessage, error) {
-	m := strings.TrimSpace(c.FormValue("modified_args"))
-	if m == "" {
+// them. The page fills the field with the arguments as shown (redacted),
+// so sending those back unchanged is no edit, and values left redacted are
+// put back as the agent sent them: an edit never passes "[redacted]" on to
+// the tool in place of a secret.
+func (s *Server) editedArgs(form string, r *gate.Request) (json.RawMessage, error) {
+	m := json.RawMessage(strings.TrimSpace(form))
+	if len(m) == 0 {
 		return nil, nil
 	}
-	r, err := s.svc.Get(c.Request().Context(), id)
+	rd := s.opts.Present.Redactor()
+	if sameJSON(m, r.ToolArgs) || sameJSON(m, rd.JSON(r.ToolArgs)) {
+		return nil, nil
+	}
+	whole, err := rd.Restore(m, r.ToolArgs)
 	if err != nil {
-		if gate.ErrorCode(err) == gate.ENOTFOUND {
-			return json.RawMessage(m), nil // Decide answers "not found"
-		}
-		return nil, err
+		return nil, gate.Errorf(gate.EINVALID, "modified_args: %v", err)
 	}
-	if bytes.Equal(compact(json.RawMessage(m)), compact(r.ToolArgs)) {
+	if sameJSON(whole, r.ToolArgs) {
 		return nil, nil
 	}
-	return json.RawMessage(m), nil
+	return whole, nil
 }

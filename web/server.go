@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/present"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -58,6 +59,10 @@ type Options struct {
 	// with it (the server prints it at start), so the zero-config server can
 	// approve on the web page.
 	BootstrapPassword string
+	// Present shows requests to people: redacted, risk first, with their
+	// route's looks (pages, exports, and the API for tokens reading
+	// requests other than their own). nil: no redaction, no looks.
+	Present *present.Presenter
 	// MaxWait caps ?wait= on long polls. 10m when zero.
 	MaxWait time.Duration
 	Logger  *slog.Logger

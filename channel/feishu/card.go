@@ -1,8 +1,6 @@
 package feishu
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
+	"github.com/gatehouse-dev/gatehouse/internal/present"
 	textutil "github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
@@ -57,8 +56,12 @@ type obj = map[string]any
 // buttons, or the final card without them. It is always under maxContent
 // once encoded into a message body, whatever the request holds.
 func (c *Channel) renderCard(r *gate.Request) ([]byte, error) {
-	args := prettyArgs(r.ToolArgs)
-	base, err := jsonx.Marshal(c.card(r, "", ""))
+	v := c.present.View(r)
+	args := jsonx.Pretty(v.ToolArgs)
+	if args == "" {
+		args = "{}"
+	}
+	base, err := jsonx.Marshal(c.card(v, "", ""))
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +75,7 @@ func (c *Channel) renderCard(r *gate.Request) ([]byte, error) {
 				note += " The full arguments are on the Gatehouse page."
 			}
 		}
-		b, err := jsonx.Marshal(c.card(r, shown, note))
+		b, err := jsonx.Marshal(c.card(v, shown, note))
 		if err != nil {
 			return nil, err
 		}
@@ -83,85 +86,135 @@ func (c *Channel) renderCard(r *gate.Request) ([]byte, error) {
 	}
 }
 
-// card builds the card as a JSON tree. Every untrusted value goes through
-// text(), a plain_text element: Feishu renders no mentions, links or
-// markdown in it.
-func (c *Channel) card(r *gate.Request, args, note string) obj {
-	title, template := "Approval needed", "orange"
-	switch r.Status {
-	case gate.StatusApproved:
-		title, template = "Approved", "green"
-	case gate.StatusRejected:
-		title, template = "Rejected", "red"
-	case gate.StatusExpired:
-		title, template = "Expired", "grey"
-	case gate.StatusCancelled:
-		title, template = "Cancelled", "grey"
-	}
-	tool, _ := clip(r.ToolName, budgetName)
-	els := []any{}
-	if r.Summary != "" {
-		s, _ := clip(r.Summary, budgetSummary)
-		els = append(els, text(s, "normal", ""))
-	}
-	els = append(els, text("Tool: "+tool, "normal", ""))
-	var who []string
-	for _, f := range []struct{ label, v string }{{"Agent", r.AgentID}, {"Requester", r.UserID}, {"Route", r.Route}} {
-		if f.v != "" {
-			v, _ := clip(f.v, budgetName)
-			who = append(who, f.label+": "+v)
+// headerColor is the header's template: the severity's colour while the
+// request waits, the outcome's once it is final.
+func headerColor(v present.View) string {
+	switch v.Status {
+	case gate.StatusPending:
+		switch v.Severity {
+		case gate.Critical:
+			return "red"
+		case "high":
+			return "orange"
+		case "low":
+			return "wathet"
 		}
+		return "blue"
+	case gate.StatusApproved:
+		return "green"
+	case gate.StatusRejected:
+		return "carmine"
 	}
-	if len(who) > 0 {
-		els = append(els, text(strings.Join(who, "   "), "normal", ""))
+	return "grey"
+}
+
+// headerTags are the tags beside the title: the outcome or "Needs
+// approval", and the severity.
+func headerTags(v present.View) []any {
+	tag := func(s, color string) obj {
+		return obj{"tag": "text_tag", "text": obj{"tag": "plain_text", "content": s}, "color": color}
 	}
+	var out []any
+	switch v.Status {
+	case gate.StatusPending:
+		out = append(out, tag("Needs approval", "orange"))
+	case gate.StatusApproved:
+		out = append(out, tag("Approved", "green"))
+	case gate.StatusRejected:
+		out = append(out, tag("Rejected", "red"))
+	default:
+		out = append(out, tag(textutil.UpperFirst(string(v.Status)), "neutral"))
+	}
+	switch v.Severity {
+	case gate.Critical:
+		out = append(out, tag("Critical", "red"))
+	case "high":
+		out = append(out, tag("High risk", "orange"))
+	case "low":
+		out = append(out, tag("Low risk", "neutral"))
+	}
+	return out
+}
+
+// card builds the card as a JSON tree, risk first: what will happen (the
+// title), the amount or command in large type, the route, who asks and the
+// time left, the decision, and only then the raw arguments, folded. Every
+// untrusted value goes through text(), a plain_text element: Feishu renders
+// no mentions, links or markdown in it.
+func (c *Channel) card(v present.View, args, note string) obj {
+	r := v.Request
+	title, _ := clip(v.Sentence, budgetSummary)
+	if r.Status.Final() {
+		title = textutil.UpperFirst(string(r.Status)) + ": " + title
+	}
+	subtitle, _ := clip(v.RouteName()+" · "+v.Who(), budgetName)
+	var els []any
 	if r.Status.Final() {
 		els = append(els, text(outcome(r), "normal", ""))
 		if r.Reason != "" {
 			reason, _ := clip(r.Reason, budgetReason)
 			els = append(els, text("Reason: "+reason, "normal", ""))
 		}
-	} else {
-		exp := fmt.Sprintf("Expires: %s (on timeout: %s)", stamp(r.ExpiresAt), orDefault(string(r.OnTimeout), "deny"))
+	}
+	if v.Big != "" {
+		b, _ := clip(v.Big, budgetSummary)
+		els = append(els, text(b, "heading", ""))
+	}
+	tool, _ := clip(r.ToolName, budgetName)
+	route := v.RouteName()
+	if v.Severity != "" {
+		route += " · " + v.Severity
+	}
+	route, _ = clip(route, budgetName)
+	who, _ := clip(v.Who(), budgetName)
+	els = append(els, text("Tool: "+tool, "normal", ""), text("Route: "+route+"   Asked by: "+who, "normal", ""))
+	if !r.Status.Final() {
+		exp := fmt.Sprintf("Time left: %s (until %s; on timeout: %s)", v.Left(c.now()), stamp(r.ExpiresAt), orDefault(string(r.OnTimeout), "deny"))
 		if r.Quorum > 1 {
 			exp += fmt.Sprintf("   Needs %d approvals", r.Quorum)
 		}
 		els = append(els, text(exp, "normal", ""))
+		els = append(els, form(v))
 	}
-	els = append(els, text("Arguments:", "normal", "grey"))
+	folded := []any{}
 	if args != "" {
-		els = append(els, text(args, "normal", ""))
+		folded = append(folded, text(args, "normal", ""))
 	}
 	if note != "" {
-		els = append(els, text(note, "notation", "grey"))
+		folded = append(folded, text(note, "notation", "grey"))
 	}
+	els = append(els, obj{
+		"tag":      "collapsible_panel",
+		"expanded": false,
+		"header":   obj{"title": obj{"tag": "plain_text", "content": "Arguments"}},
+		"elements": folded,
+	})
 	if link := c.link(r.ID); link != "" {
 		// The only markdown on the card: a fixed label and a URL built from
 		// the configured public URL and the request id, never from input.
 		els = append(els, obj{"tag": "markdown", "content": "[Open in Gatehouse](" + link + ")", "text_size": "notation"})
 	}
 	els = append(els, text("Request "+r.ID, "notation", "grey"))
-	if !r.Status.Final() {
-		els = append(els, form(r))
-	}
 	return obj{
 		"schema": "2.0",
 		"config": obj{"update_multi": true},
 		"header": obj{
-			"title":    obj{"tag": "plain_text", "content": title},
-			"subtitle": obj{"tag": "plain_text", "content": tool},
-			"template": template,
+			"title":         obj{"tag": "plain_text", "content": title},
+			"subtitle":      obj{"tag": "plain_text", "content": subtitle},
+			"text_tag_list": headerTags(v),
+			"template":      headerColor(v),
 		},
 		"body": obj{"elements": els},
 	}
 }
 
 // form is the decision area: an optional reason and the buttons (Approve,
-// Approve for D where the route remembers, Reject). Every button submits
-// the form, so the callback carries the reason as form_value.reason
-// alongside the button's value.
-func form(r *gate.Request) obj {
-	id := r.ID
+// the primary action, confirmed first on a critical route; Approve & allow
+// repeats where the route remembers; Reject). Every button submits the
+// form, so the callback carries the reason as form_value.reason alongside
+// the button's value.
+func form(v present.View) obj {
+	id := v.ID
 	button := func(name, label, typ, choice string) obj {
 		return obj{
 			"tag":              "button",
@@ -172,20 +225,23 @@ func form(r *gate.Request) obj {
 			"behaviors":        []any{obj{"type": "callback", "value": actionValue{RequestID: id, Choice: choice}}},
 		}
 	}
-	columns := []any{obj{"tag": "column", "width": "auto", "elements": []any{button(approveButton, "Approve", "primary", choiceApprove)}}}
-	if r.RememberFor() > 0 {
+	approve := button(approveButton, "Approve", "primary", choiceApprove)
+	if v.Critical() {
+		sentence, _ := clip(v.Sentence, budgetSummary)
+		approve["confirm"] = obj{
+			"title": obj{"tag": "plain_text", "content": "Approve a critical call?"},
+			"text":  obj{"tag": "plain_text", "content": sentence + "\nTool: " + clipName(v.ToolName) + " · route " + clipName(v.RouteName())},
+		}
+	}
+	columns := []any{obj{"tag": "column", "width": "auto", "elements": []any{approve}}}
+	if v.RememberFor() > 0 {
 		// A separate, plainly worded third choice, confirmed before it
 		// counts: it approves more than this one call.
-		label := "Approve for " + textutil.Duration(r.RememberFor())
-		args := "these arguments"
-		if r.RememberAnyArgs {
-			args = "any arguments"
-		}
-		b := button(rememberButton, label, "default", choiceRemember)
+		b := button(rememberButton, v.RememberLabel(), "default", choiceRemember)
+		scope, _ := clip(v.RememberScope(), budgetSummary)
 		b["confirm"] = obj{
-			"title": obj{"tag": "plain_text", "content": label + "?"},
-			"text": obj{"tag": "plain_text", "content": fmt.Sprintf("For %s, the same agent may run %s with %s on route %s again without asking anyone. Revocable on the grants page.",
-				textutil.Duration(r.RememberFor()), clipName(r.ToolName), args, clipName(r.Route))},
+			"title": obj{"tag": "plain_text", "content": v.RememberLabel() + "?"},
+			"text":  obj{"tag": "plain_text", "content": scope},
 		}
 		columns = append(columns, obj{"tag": "column", "width": "auto", "elements": []any{b}})
 	}
@@ -265,19 +321,6 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// prettyArgs indents the arguments for reading; anything that is not JSON
-// is shown as it came.
-func prettyArgs(raw json.RawMessage) string {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return "{}"
-	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		return string(raw)
-	}
-	return buf.String()
 }
 
 // encodedSize is the size of b once encoded as a JSON string, as it travels

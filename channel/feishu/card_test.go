@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/present"
+	"github.com/gatehouse-dev/gatehouse/internal/redact"
 )
 
 // sentCard posts r through the channel and returns the message body the
@@ -286,7 +288,7 @@ func TestUpdateShowsFinalState(t *testing.T) {
 				t.Error("final card lost schema 2.0 / update_multi")
 			}
 			hdr := card["header"].(map[string]any)["title"].(map[string]any)
-			if hdr["content"] != tc.title {
+			if hdr["content"] != tc.title+": Pay ACME ¥60,000" {
 				t.Errorf("title = %v, want %s", hdr["content"], tc.title)
 			}
 			text := allText(card)
@@ -303,4 +305,116 @@ func TestUpdateShowsFinalState(t *testing.T) {
 			t.Error("Update without a ref succeeded")
 		}
 	})
+}
+
+func withPresenter(severity string) func(*Options) {
+	rd, err := redact.New([]string{"password", "*token*"}, []string{`AKIA[0-9A-Z]{16}`})
+	if err != nil {
+		panic(err)
+	}
+	return func(o *Options) {
+		o.Present = &present.Presenter{Redact: rd, Looks: func(string) gate.Looks {
+			return gate.Looks{Label: "Payments over ¥50,000", Severity: severity}
+		}}
+	}
+}
+
+// bodyTags lists the tags of the card body's top-level elements, in order.
+func bodyTags(card map[string]any) []string {
+	var out []string
+	for _, e := range card["body"].(map[string]any)["elements"].([]any) {
+		m := e.(map[string]any)
+		tag := m["tag"].(string)
+		if tag == "div" {
+			tag += ":" + fmt.Sprint(m["text"].(map[string]any)["text_size"])
+		}
+		out = append(out, tag)
+	}
+	return out
+}
+
+func TestCardIsRiskFirst(t *testing.T) {
+	for _, tc := range []struct{ severity, template, tag string }{
+		{"", "blue", ""}, {"low", "wathet", "Low risk"}, {"high", "orange", "High risk"}, {"critical", "red", "Critical"},
+	} {
+		t.Run("severity "+tc.severity, func(t *testing.T) {
+			e := newTestEnv(t, withPresenter(tc.severity))
+			r := sampleRequest()
+			r.Summary, r.ToolName = "", "Bash"
+			r.ToolArgs = json.RawMessage(`{"command":"git push origin main","cwd":"/repo"}`)
+			_, card, _ := sentCard(t, e, r)
+			h := card["header"].(map[string]any)
+			if h["title"].(map[string]any)["content"] != "Run `git push origin main` in /repo" || h["template"] != tc.template {
+				t.Errorf("header %v", h)
+			}
+			if sub := h["subtitle"].(map[string]any)["content"]; sub != "payments (Payments over ¥50,000) · procurement-bot for u_42" {
+				t.Errorf("subtitle %q", sub)
+			}
+			tagText := fmt.Sprint(h["text_tag_list"])
+			if !strings.Contains(tagText, "Needs approval") || !strings.Contains(tagText, tc.tag) {
+				t.Errorf("tags %s", tagText)
+			}
+			// The command in large type, the facts, the decision, then the
+			// arguments, folded.
+			got := strings.Join(bodyTags(card), ",")
+			if got != "div:heading,div:normal,div:normal,div:normal,form,collapsible_panel,markdown,div:notation" {
+				t.Errorf("body %s", got)
+			}
+			text := allText(card)
+			for _, want := range []string{"git push origin main\n", "Time left: 29m left", "Route: payments (Payments over ¥50,000)"} {
+				if !strings.Contains(text, want) {
+					t.Errorf("card lacks %q:\n%s", want, text)
+				}
+			}
+			var panel map[string]any
+			walk(card, func(o map[string]any) {
+				if o["tag"] == "collapsible_panel" {
+					panel = o
+				}
+			})
+			if panel["expanded"] != false || !strings.Contains(allText(panel), `"command": "git push origin main"`) {
+				t.Errorf("panel %v", panel)
+			}
+			var approve map[string]any
+			walk(card, func(o map[string]any) {
+				if o["name"] == approveButton {
+					approve = o
+				}
+			})
+			if approve["type"] != "primary" {
+				t.Errorf("approve is not primary: %v", approve)
+			}
+			if confirm, _ := approve["confirm"].(map[string]any); (confirm != nil) != (tc.severity == "critical") {
+				t.Errorf("confirm on approve: %v", approve["confirm"])
+			} else if confirm != nil && !strings.Contains(allText(confirm), "git push origin main") {
+				t.Errorf("the confirmation does not say what it approves: %v", confirm)
+			}
+		})
+	}
+}
+
+func TestCardsAreRedacted(t *testing.T) {
+	const key = "AKIAIOSFODNN7EXAMPLE"
+	e := newTestEnv(t, withPresenter(""))
+	r := sampleRequest()
+	r.Summary = "Deploy with " + key
+	r.ToolArgs = json.RawMessage(`{"db":{"PASSWORD":"hunter2"},"api_token":"tok-1","cmd":"deploy ` + key + `"}`)
+	_, _, raw := sentCard(t, e, r)
+	decided := testNow
+	r.Status, r.DecidedAt, r.DecidedBy, r.DecidedVia, r.Reason = gate.StatusRejected, &decided, "feishu:ou_bob", "ops-feishu", "do not send "+key
+	if err := e.ch.Update(context.Background(), r, "om_1"); err != nil {
+		t.Fatal(err)
+	}
+	patch := e.api.Calls("PATCH ")[0].Body
+	for _, b := range [][]byte{raw, patch} {
+		for _, secret := range []string{key, "hunter2", "tok-1"} {
+			if strings.Contains(string(b), secret) {
+				t.Errorf("card carries %s: %s", secret, b)
+			}
+		}
+		_, card, _ := decodeBody(t, b)
+		if !strings.Contains(allText(card), `"PASSWORD": "[redacted]"`) {
+			t.Errorf("redacted key not shown:\n%s", allText(card))
+		}
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/channel"
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/present"
 )
 
 // Options configure a Channel. Name, Config (app_id, app_secret, chat_id)
@@ -35,6 +36,9 @@ type Options struct {
 	PublicURL string
 	// Decider receives verified verdicts (*gate.Service).
 	Decider gate.Decider
+	// Present shows requests on cards: redacted, risk first, with their
+	// route's looks. nil: no redaction, no looks.
+	Present *present.Presenter
 	// Logger receives the channel's log lines; discarded when nil.
 	Logger *slog.Logger
 	// HTTPClient talks to the Feishu API; nil means a client with sane timeouts
@@ -54,6 +58,7 @@ type Channel struct {
 	cfg       config.Feishu
 	publicURL string
 	decider   gate.Decider
+	present   *present.Presenter
 	log       *slog.Logger // with the channel's name
 	baseLog   *slog.Logger // without it, for the shared callback handler
 	now       func() time.Time
@@ -113,6 +118,7 @@ func New(o Options) (*Channel, error) {
 		cfg:       o.Config,
 		publicURL: strings.TrimRight(o.PublicURL, "/"),
 		decider:   o.Decider,
+		present:   o.Present,
 		log:       log,
 		baseLog:   o.Logger,
 		now:       o.Now,

@@ -195,8 +195,10 @@ func TestCallbackRefusalsAreTold(t *testing.T) {
 
 func TestRejectWithReason(t *testing.T) {
 	f := newFakeSlack(t)
-	d := newFakeDecider(fixed(t0), testRequest("01JREQ", t0))
-	c := newTestChannel(t, f, d, fixed(t0))
+	r := testRequest("01JREQ", t0)
+	r.Summary = "Pay with key AKIAIOSFODNN7EXAMPLE"
+	d := newFakeDecider(fixed(t0), r)
+	c := newTestChannel(t, f, d, fixed(t0), withPresenter(""))
 	h := NewCallbackHandler([]*Channel{c})
 
 	tap := blockActions("T123", "U456", actionReason, "reason:01JREQ")
@@ -216,6 +218,9 @@ func TestRejectWithReason(t *testing.T) {
 		t.Errorf("views.open: json=%v token=%q trigger=%v", v.JSON, v.Token, v.Body["trigger_id"])
 	}
 	view, _ := v.Body["view"].(map[string]any)
+	if shown := fmt.Sprint(view["blocks"]); strings.Contains(shown, "AKIA") || !strings.Contains(shown, "Reject: Pay with key [redacted]") {
+		t.Errorf("modal shows %s", shown)
+	}
 	var meta reasonMeta
 	_ = json.Unmarshal([]byte(fmt.Sprint(view["private_metadata"])), &meta)
 	if view["callback_id"] != reasonCallback || meta.ID != "01JREQ" {

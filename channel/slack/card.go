@@ -1,7 +1,6 @@
 package slack
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/channel"
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
+	"github.com/gatehouse-dev/gatehouse/internal/present"
 	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
@@ -113,98 +114,167 @@ func (c *Channel) requestURL(r *gate.Request) string {
 	return c.publicURL + "/approvals/" + r.ID
 }
 
-// openCard is the card of a pending request: what is asked, by whom, until
-// when, and the buttons. text is the notification fallback.
+// Confirmation dialog limits, in characters.
+const (
+	maxConfirmTitle = 100
+	maxConfirmText  = 300
+	maxConfirmWord  = 30
+)
+
+// marker is the severity's mark at the head of a card: Block Kit has no
+// colours, so an emoji stands in (and reads in notifications too).
+func marker(severity string) string {
+	switch severity {
+	case gate.Critical:
+		return "🔴 "
+	case "high":
+		return "🟠 "
+	case "low":
+		return "🔵 "
+	}
+	return ""
+}
+
+// openCard is the card of a pending request, risk first: what will happen
+// (header), the amount or command in large type with the route, who asks
+// and the time left, then the buttons, and only then the raw arguments.
+// text is the notification fallback.
 func (c *Channel) openCard(r *gate.Request) ([]slack.Block, string) {
-	blocks := c.body(r, "Approval needed: ")
+	v := c.present.View(r)
+	blocks := []slack.Block{slack.NewHeaderBlock(plain(marker(v.Severity)+v.Sentence, maxHeader)), c.facts(v)}
 	approve := slack.NewButtonBlockElement(actionApprove, choiceApprove+":"+r.ID, plain("Approve", maxButtonText)).WithStyle(slack.StylePrimary)
+	if v.Critical() {
+		// A critical route's approval is confirmed first, with what it
+		// approves in front of the approver once more.
+		approve.Confirm = slack.NewConfirmationBlockObject(plain("Approve a critical call?", maxConfirmTitle),
+			plain(v.Sentence+"\nTool: "+v.ToolName+" · route "+v.RouteName(), maxConfirmText),
+			plain("Approve", maxConfirmWord), plain("Cancel", maxConfirmWord))
+		approve.Confirm.Style = slack.StyleDanger
+	}
 	reject := slack.NewButtonBlockElement(actionReject, choiceReject+":"+r.ID, plain("Reject", maxButtonText)).WithStyle(slack.StyleDanger)
 	reason := slack.NewButtonBlockElement(actionReason, choiceReason+":"+r.ID, plain("Reject with reason", maxButtonText))
 	buttons := []slack.BlockElement{approve}
 	if r.RememberFor() > 0 {
 		// A separate, plainly worded third choice, confirmed before it
 		// counts: it approves more than this one call.
-		label := "Approve for " + text.Duration(r.RememberFor())
-		args := "these arguments"
-		if r.RememberAnyArgs {
-			args = "any arguments"
-		}
-		remember := slack.NewButtonBlockElement(actionRemember, choiceRemember+":"+r.ID, plain(label, maxButtonText))
-		remember.Confirm = slack.NewConfirmationBlockObject(plain(label+"?", maxHeader),
-			plain(fmt.Sprintf("For %s, the same agent may run %s with %s on route %s again without asking anyone. Revocable on the grants page.",
-				text.Duration(r.RememberFor()), r.ToolName, args, r.Route), maxSection),
-			plain(label, 30), plain("Cancel", 30))
+		remember := slack.NewButtonBlockElement(actionRemember, choiceRemember+":"+r.ID, plain(v.RememberLabel(), maxButtonText))
+		remember.Confirm = slack.NewConfirmationBlockObject(plain(v.RememberLabel()+"?", maxConfirmTitle),
+			plain(v.RememberScope(), maxConfirmText), plain("Approve for "+text.Duration(r.RememberFor()), maxConfirmWord), plain("Cancel", maxConfirmWord))
 		buttons = append(buttons, remember)
 	}
 	buttons = append(buttons, reject, reason)
 	blocks = append(blocks, slack.NewActionBlock(actionsBlock, buttons...))
-	return blocks, "Approval needed: " + r.ToolName + summaryTail(r)
+	blocks = append(blocks, c.folded(v)...)
+	return blocks, "Approval needed: " + fallback(v)
 }
 
-// finalCard is the card once the request has left pending: the same facts,
-// the verdict with who, when and why, and no buttons.
+// finalCard is the card once the request has left pending: the verdict
+// with who, when and why at the head, the same facts, and no buttons.
 func (c *Channel) finalCard(r *gate.Request) ([]slack.Block, string) {
-	title := statusTitle(r)
-	blocks := c.body(r, title+": ")
-	blocks = append(blocks, slack.NewSectionBlock(md(verdictText(r)), nil, nil, slack.SectionBlockOptionBlockID("gatehouse_verdict")))
-	return blocks, title + ": " + r.ToolName + summaryTail(r)
-}
-
-func summaryTail(r *gate.Request) string {
-	if r.Summary == "" {
-		return ""
+	v := c.present.View(r)
+	mark, title := statusHead(r)
+	blocks := []slack.Block{
+		slack.NewHeaderBlock(plain(mark+title+": "+v.Sentence, maxHeader)),
+		slack.NewSectionBlock(md(verdictText(v)), nil, nil, slack.SectionBlockOptionBlockID("gatehouse_verdict")),
+		c.facts(v),
 	}
-	s, _ := channel.Truncate(r.Summary, 200)
-	return " — " + s
+	blocks = append(blocks, c.folded(v)...)
+	return blocks, title + ": " + fallback(v)
 }
 
-// body is what both forms of the card show: header, summary, details,
-// arguments and the link to the request page.
-func (c *Channel) body(r *gate.Request, title string) []slack.Block {
-	blocks := []slack.Block{slack.NewHeaderBlock(plain(title+r.ToolName, maxHeader))}
-	if r.Summary != "" {
-		blocks = append(blocks, slack.NewSectionBlock(plain(r.Summary, maxSection), nil, nil))
+// fallback is the notification's one line: the sentence, escaped (Slack
+// parses a message's text as mrkdwn).
+func fallback(v present.View) string {
+	s, _ := escLimit(v.Sentence, 300)
+	return s
+}
+
+// facts is the section under the header: the amount or command in large
+// type, and beside it the tool, the route, who asks and the time left.
+func (c *Channel) facts(v present.View) slack.Block {
+	route := v.RouteName()
+	if v.Severity != "" {
+		route += " · " + v.Severity
 	}
 	fields := []*slack.TextBlockObject{
-		field("Tool", r.ToolName),
-		field("Agent", r.AgentID),
-		field("Requester", r.UserID),
-		field("Route", r.Route),
-		md("*Expires*\n" + slackDate(r.ExpiresAt)),
+		field("Tool", v.ToolName),
+		field("Route", route),
+		field("Asked by", v.Who()),
 	}
-	if r.Quorum > 1 {
-		fields = append(fields, md(fmt.Sprintf("*Approvals needed*\n%d", r.Quorum)))
+	if !v.Status.Final() {
+		fields = append(fields, md("*Time left*\n"+esc(orNone(v.Left(c.now())))+", until "+slackDate(v.ExpiresAt)))
 	}
-	blocks = append(blocks, slack.NewSectionBlock(nil, fields, nil))
-	args, note := argsText(r.ToolArgs, maxSection)
-	blocks = append(blocks, slack.NewSectionBlock(md(args), nil, nil))
+	if v.Quorum > 1 {
+		fields = append(fields, md(fmt.Sprintf("*Approvals needed*\n%d", v.Quorum)))
+	}
+	return slack.NewSectionBlock(bigText(v), fields, nil)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// bigText is the amount (bold) or the command (a code block) the approver
+// must read before anything else; nil when the arguments have neither.
+func bigText(v present.View) *slack.TextBlockObject {
+	if v.Big == "" {
+		return nil
+	}
+	switch v.Kind {
+	case present.KindAmount:
+		s, _ := escLimit(v.Big, 200)
+		return md("*" + strings.ReplaceAll(s, "*", "∗") + "*")
+	case present.KindCommand:
+		s, cut := escLimit(unfence(v.Big), 1000)
+		if cut {
+			s += "…"
+		}
+		return md("```" + s + "```")
+	}
+	s, _ := escLimit(v.Big, 1000)
+	return md("`" + strings.ReplaceAll(s, "`", "ˋ") + "`")
+}
+
+// folded is what comes after the decision: the raw arguments, and a line
+// with the request's link.
+func (c *Channel) folded(v present.View) []slack.Block {
+	args, note := argsText(v.ToolArgs, maxSection)
+	blocks := []slack.Block{slack.NewSectionBlock(md(args), nil, nil, slack.SectionBlockOptionBlockID("gatehouse_args"))}
 	var ctx []slack.MixedElement
 	if note != "" {
 		ctx = append(ctx, md(note))
 	}
-	if u := c.requestURL(r); u != "" {
-		ctx = append(ctx, md("<"+esc(u)+"|Open request "+esc(r.ID)+" in Gatehouse>"))
+	if u := c.requestURL(v.Request); u != "" {
+		ctx = append(ctx, md("<"+esc(u)+"|Open request "+esc(v.ID)+" in Gatehouse>"))
 	} else {
-		ctx = append(ctx, md("Request "+esc(r.ID)))
+		ctx = append(ctx, md("Request "+esc(v.ID)))
 	}
 	return append(blocks, slack.NewContextBlock("", ctx...))
 }
 
-// fence breaks ``` runs so arguments cannot close their code block early.
+// fence finds ``` runs, which would close a code block early.
 var fence = regexp.MustCompile("```+")
+
+// unfence breaks ``` runs with zero-width spaces, so untrusted text cannot
+// close its code block.
+func unfence(s string) string {
+	return fence.ReplaceAllStringFunc(s, func(m string) string { return strings.Join(strings.Split(m, ""), "\u200b") })
+}
 
 // argsText renders the tool arguments pretty-printed in a code block that
 // fits in max characters, escaped. When they do not fit, note says how much
 // is shown.
 func argsText(raw json.RawMessage, max int) (text, note string) {
-	var buf bytes.Buffer
 	s := strings.TrimSpace(string(raw))
 	if s == "" || s == "null" {
 		s = "{}"
-	} else if json.Indent(&buf, raw, "", "  ") == nil {
-		s = buf.String()
+	} else {
+		s = jsonx.Pretty(raw)
 	}
-	s = fence.ReplaceAllStringFunc(s, func(m string) string { return strings.Join(strings.Split(m, ""), "\u200b") })
+	s = unfence(s)
 	const open, shut = "*Arguments*\n```", "```"
 	body, cut := escLimit(s, max-utf8.RuneCountInString(open+shut)-2)
 	if cut {
@@ -215,18 +285,19 @@ func argsText(raw json.RawMessage, max int) (text, note string) {
 	return open + body + shut, note
 }
 
-func statusTitle(r *gate.Request) string {
+// statusHead is what heads a final card: a mark and the outcome's word.
+func statusHead(r *gate.Request) (mark, title string) {
 	switch r.Status {
 	case gate.StatusApproved:
-		return "Approved"
+		return "✅ ", "Approved"
 	case gate.StatusRejected:
-		return "Rejected"
+		return "❌ ", "Rejected"
 	case gate.StatusExpired:
-		return "Expired"
+		return "⌛ ", "Expired"
 	case gate.StatusCancelled:
-		return "Cancelled"
+		return "🚫 ", "Cancelled"
 	}
-	return string(r.Status)
+	return "", string(r.Status)
 }
 
 // slackActor matches the identities this adapter writes, so a decider from
@@ -246,8 +317,9 @@ func who(actor string) string {
 }
 
 // verdictText is the final line of a card: the state, who, through what,
-// when, and the reason.
-func verdictText(r *gate.Request) string {
+// when, and the reason (redacted: v is a view).
+func verdictText(v present.View) string {
+	r := v.Request
 	at := ""
 	if r.DecidedAt != nil {
 		at = " at " + slackDate(*r.DecidedAt)

@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/present"
+	"github.com/gatehouse-dev/gatehouse/internal/redact"
 )
 
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
@@ -118,15 +121,15 @@ func TestPostCard(t *testing.T) {
 	if call.JSON || call.Token != botToken || call.Form.Get("channel") != slackCh {
 		t.Errorf("post: json=%v token=%q channel=%q", call.JSON, call.Token, call.Form.Get("channel"))
 	}
-	if got := call.Form.Get("text"); !strings.Contains(got, "Approval needed: oa__purchase_pay") {
+	if got := call.Form.Get("text"); got != "Approval needed: Pay ACME ¥60,000" {
 		t.Errorf("fallback text %q", got)
 	}
 	blocks := call.Blocks(t)
 	all := joined(texts(t, blocks))
 	for _, want := range []string{
-		"Approval needed: oa__purchase_pay", "Pay ACME ¥60,000",
-		"*Tool*\noa__purchase_pay", "*Agent*\nprocurement-bot", "*Requester*\nu_42", "*Route*\npayments",
-		"<!date^" + itoa(r.ExpiresAt.Unix()) + "^", "2026-11-21 10:30:00 UTC",
+		"Pay ACME ¥60,000", "*60,000*",
+		"*Tool*\noa__purchase_pay", "*Asked by*\nprocurement-bot for u_42", "*Route*\npayments",
+		"*Time left*\n30m left, until <!date^" + itoa(r.ExpiresAt.Unix()) + "^", "2026-11-21 10:30:00 UTC",
 		"\"vendor\": \"ACME\"", "\"amount\": 60000",
 		"<https://gate.example.com/approvals/01JREQ|",
 		"Approve", "Reject", "Reject with reason",
@@ -241,16 +244,16 @@ func TestFinalCards(t *testing.T) {
 	}{
 		{"approved", func(r *gate.Request) {
 			r.Status, r.DecidedBy, r.DecidedVia = gate.StatusApproved, "slack:T123/U456", "ops-slack"
-		}, []string{"Approved: oa__purchase_pay", ":white_check_mark: *Approved* by <@U456> (slack:T123/U456) via ops-slack at <!date^"}},
+		}, []string{"✅ Approved: Pay ACME ¥60,000", ":white_check_mark: *Approved* by <@U456> (slack:T123/U456) via ops-slack at <!date^"}},
 		{"rejected with reason", func(r *gate.Request) {
 			r.Status, r.DecidedBy, r.DecidedVia, r.Reason = gate.StatusRejected, "web:alice", "web", "over budget"
-		}, []string{"Rejected: oa__purchase_pay", ":x: *Rejected* by web:alice via web", "*Reason:* over budget"}},
+		}, []string{"❌ Rejected: Pay ACME ¥60,000", ":x: *Rejected* by web:alice via web", "*Reason:* over budget"}},
 		{"expired", func(r *gate.Request) {
 			r.Status, r.DecidedBy, r.DecidedVia, r.Reason = gate.StatusExpired, gate.ActorSystem, "timeout", "no verdict within 30m0s; on timeout: deny"
-		}, []string{"Expired: oa__purchase_pay", "*Expired*", "on timeout: deny"}},
+		}, []string{"⌛ Expired: Pay ACME ¥60,000", "*Expired*", "on timeout: deny"}},
 		{"cancelled", func(r *gate.Request) {
 			r.Status, r.DecidedBy, r.DecidedVia, r.Reason = gate.StatusCancelled, "agent:procurement-bot", "api", "user gave up"
-		}, []string{"Cancelled: oa__purchase_pay", "*Cancelled* by agent:procurement-bot via api", "*Reason:* user gave up"}},
+		}, []string{"🚫 Cancelled: Pay ACME ¥60,000", "*Cancelled* by agent:procurement-bot via api", "*Reason:* user gave up"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -274,8 +277,11 @@ func TestFinalCards(t *testing.T) {
 			if hasActions(blocks) {
 				t.Error("final card still has buttons")
 			}
+			if strings.Contains(joined(texts(t, blocks)), "Time left") {
+				t.Error("a final card counts down")
+			}
 			all := joined(texts(t, blocks))
-			for _, w := range append(tt.want, "Pay ACME", "\"vendor\": \"ACME\"") {
+			for _, w := range append(tt.want, "*Tool*\noa__purchase_pay", "\"vendor\": \"ACME\"") {
 				if !strings.Contains(all, w) {
 					t.Errorf("final card lacks %q:\n%s", w, all)
 				}
@@ -292,5 +298,165 @@ func TestUpdateRejectsBadRef(t *testing.T) {
 	}
 	if n := len(f.CallsOf("chat.update")); n != 0 {
 		t.Errorf("%d calls for a bad ref", n)
+	}
+}
+
+// withPresenter gives the test channel a presenter that redacts and knows
+// the payments route's looks.
+func withPresenter(severity string) func(*Options) {
+	rd, err := redact.New([]string{"password", "*token*"}, []string{`AKIA[0-9A-Z]{16}`})
+	if err != nil {
+		panic(err)
+	}
+	return func(o *Options) {
+		o.Present = &present.Presenter{Redact: rd, Looks: func(route string) gate.Looks {
+			return gate.Looks{Label: "Payments over ¥50,000", Severity: severity}
+		}}
+	}
+}
+
+func blockTypes(blocks []map[string]any) string {
+	var ts []string
+	for _, b := range blocks {
+		ts = append(ts, fmt.Sprint(b["type"]))
+	}
+	return strings.Join(ts, ",")
+}
+
+func buttons(blocks []map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, b := range blocks {
+		if b["type"] == "actions" {
+			for _, e := range b["elements"].([]any) {
+				out = append(out, e.(map[string]any))
+			}
+		}
+	}
+	return out
+}
+
+// checkConfirm checks a confirmation dialog against Slack's limits.
+func checkConfirm(t *testing.T, c map[string]any) {
+	t.Helper()
+	for key, max := range map[string]int{"title": maxConfirmTitle, "text": maxConfirmText, "confirm": maxConfirmWord, "deny": maxConfirmWord} {
+		o, _ := c[key].(map[string]any)
+		if o == nil || o["type"] != "plain_text" {
+			t.Errorf("confirm %s: %v", key, c[key])
+			continue
+		}
+		if n := utf8.RuneCountInString(fmt.Sprint(o["text"])); n > max {
+			t.Errorf("confirm %s is %d characters, over Slack's %d", key, n, max)
+		}
+	}
+}
+
+func TestCardIsRiskFirst(t *testing.T) {
+	f := newFakeSlack(t)
+	c := newTestChannel(t, f, newFakeDecider(fixed(t0)), fixed(t0.Add(10*time.Minute)), withPresenter("high"))
+	r := testRequest("01JRISK", t0)
+	r.Summary = ""
+	r.ToolName = "Bash"
+	r.ToolArgs = json.RawMessage(`{"command":"git push origin main","cwd":"/repo"}`)
+	if _, err := c.Post(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	blocks := f.CallsOf("chat.postMessage")[0].Blocks(t)
+	// What will happen, the command with the route and time left, the
+	// buttons, and only then the raw arguments.
+	if got := blockTypes(blocks); got != "header,section,actions,section,context" {
+		t.Fatalf("blocks %s", got)
+	}
+	objs := texts(t, blocks)
+	if objs[0].Text != "🟠 Run `git push origin main` in /repo" || objs[0].Type != "plain_text" {
+		t.Errorf("header %+v", objs[0])
+	}
+	if objs[1].Text != "```git push origin main```" {
+		t.Errorf("the command is not in large type: %q", objs[1].Text)
+	}
+	all := joined(objs)
+	for _, want := range []string{"*Route*\npayments (Payments over ¥50,000) · high", "*Time left*\n20m left", "*Asked by*\nprocurement-bot for u_42"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("card lacks %q:\n%s", want, all)
+		}
+	}
+	bs := buttons(blocks)
+	if bs[0]["action_id"] != actionApprove || bs[0]["style"] != "primary" || bs[0]["confirm"] != nil {
+		t.Errorf("approve is not the plain primary action: %v", bs[0])
+	}
+	if !strings.HasPrefix(objs[len(objs)-2].Text, "*Arguments*") {
+		t.Errorf("arguments are not folded below the buttons")
+	}
+}
+
+func TestCriticalApprovalIsConfirmed(t *testing.T) {
+	f := newFakeSlack(t)
+	c := newTestChannel(t, f, newFakeDecider(fixed(t0)), fixed(t0), withPresenter("critical"))
+	r := testRequest("01JCRIT", t0)
+	r.RememberSeconds = 3600
+	r.Summary = strings.Repeat("Pay ACME ", 100)
+	if _, err := c.Post(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	blocks := f.CallsOf("chat.postMessage")[0].Blocks(t)
+	if h := texts(t, blocks)[0].Text; !strings.HasPrefix(h, "🔴 Pay ACME") {
+		t.Errorf("header %q", h)
+	}
+	bs := buttons(blocks)
+	var labels []string
+	for _, b := range bs {
+		labels = append(labels, fmt.Sprint(b["text"].(map[string]any)["text"]))
+	}
+	if strings.Join(labels, "|") != "Approve|Approve & allow repeats for 1h|Reject|Reject with reason" {
+		t.Errorf("buttons %q", labels)
+	}
+	approve, _ := bs[0]["confirm"].(map[string]any)
+	if approve == nil || bs[0]["style"] != "primary" || approve["style"] != "danger" {
+		t.Fatalf("a critical approval is not confirmed: %v", bs[0])
+	}
+	checkConfirm(t, approve)
+	if txt := approve["text"].(map[string]any)["text"].(string); !strings.Contains(txt, "Pay ACME") {
+		t.Errorf("the confirmation does not say what it approves: %q", txt)
+	}
+	remember, _ := bs[1]["confirm"].(map[string]any)
+	if remember == nil {
+		t.Fatal("approve-for is not confirmed")
+	}
+	checkConfirm(t, remember)
+	if bs[2]["confirm"] != nil || bs[2]["style"] != "danger" {
+		t.Errorf("reject: %v", bs[2])
+	}
+}
+
+func TestCardsAreRedacted(t *testing.T) {
+	const key = "AKIAIOSFODNN7EXAMPLE"
+	f := newFakeSlack(t)
+	d := newFakeDecider(fixed(t0))
+	c := newTestChannel(t, f, d, fixed(t0), withPresenter(""))
+	r := testRequest("01JSECRET", t0)
+	r.Summary = "Deploy with key " + key
+	r.ToolArgs = json.RawMessage(`{"env":"prod","db":{"Password":"hunter2"},"api_token":"tok-123","cmd":"deploy --key ` + key + `"}`)
+	if _, err := c.Post(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	r.Status, r.DecidedBy, r.DecidedVia, r.Reason = gate.StatusApproved, "web:alice", "web", "ok, key "+key+" is fine"
+	r.ModifiedArgs = json.RawMessage(`{"env":"prod","db":{"Password":"hunter3"}}`)
+	at := t0.Add(time.Minute)
+	r.DecidedAt = &at
+	if err := c.Update(context.Background(), r, slackCh+":1.2"); err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range append(f.CallsOf("chat.postMessage"), f.CallsOf("chat.update")...) {
+		raw := call.Form.Encode()
+		for _, secret := range []string{key, "hunter2", "hunter3", "tok-123"} {
+			if strings.Contains(raw, secret) || strings.Contains(call.Form.Get("blocks"), secret) {
+				t.Errorf("%s carries %s", call.Method, secret)
+			}
+		}
+		if all := joined(texts(t, call.Blocks(t))); !strings.Contains(all, `"Password": "[redacted]"`) || !strings.Contains(all, `"api_token": "[redacted]"`) {
+			t.Errorf("%s: redacted keys not shown as [redacted]:\n%s", call.Method, all)
+		}
+	}
+	if r.ToolArgs == nil || !strings.Contains(string(r.ToolArgs), "hunter2") {
+		t.Error("the request was changed")
 	}
 }

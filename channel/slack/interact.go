@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/present"
 )
 
 // afterAckTimeout bounds the work done after a tap has been acked.
@@ -191,20 +192,20 @@ func (c *Channel) openReason(ctx context.Context, ic slack.InteractionCallback, 
 		c.ephemeral(ctx, from, user, refusal(gate.Errorf(gate.EFORBIDDEN, "not an approver")))
 		return
 	}
-	if _, err := c.api.OpenViewContext(ctx, ic.TriggerID, reasonModal(r, from)); err != nil {
+	if _, err := c.api.OpenViewContext(ctx, ic.TriggerID, reasonModal(c.present.View(r), from)); err != nil {
 		c.log.Warn("opening the reason modal failed", "request_id", id, "err", err)
 		c.ephemeral(ctx, from, user, ":warning: The reason form did not open (Slack allows 3 seconds); tap *Reject with reason* again.")
 	}
 }
 
 // reasonModal asks for the reason of a rejection.
-func reasonModal(r *gate.Request, from string) slack.ModalViewRequest {
+func reasonModal(r present.View, from string) slack.ModalViewRequest {
 	meta, _ := json.Marshal(reasonMeta{ID: r.ID, Channel: from})
 	input := slack.NewPlainTextInputBlockElement(plain("Why is this rejected?", 150), reasonAction)
 	input.Multiline = true
 	input.MaxLength = maxSection
 	blocks := []slack.Block{
-		slack.NewSectionBlock(plain("Reject "+r.ToolName+summaryTail(r), maxSection), nil, nil),
+		slack.NewSectionBlock(plain("Reject: "+r.Sentence+"\n(tool "+r.ToolName+")", maxSection), nil, nil),
 		slack.NewInputBlock(reasonBlock, plain("Reason", 2000), nil, input),
 	}
 	return slack.ModalViewRequest{

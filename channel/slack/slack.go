@@ -19,14 +19,18 @@ import (
 	"github.com/gatehouse-dev/gatehouse/channel"
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/present"
 )
 
 // Options configure a Channel. Name, Config and Decider are required.
 type Options struct {
-	Name       string       // the channel's name in the config
-	Config     config.Slack // validated settings; APIURL ends with '/'
-	PublicURL  string       // the server's public URL; "" leaves cards without a link
-	Decider    gate.Decider // where verified verdicts go (*gate.Service)
+	Name      string       // the channel's name in the config
+	Config    config.Slack // validated settings; APIURL ends with '/'
+	PublicURL string       // the server's public URL; "" leaves cards without a link
+	Decider   gate.Decider // where verified verdicts go (*gate.Service)
+	// Present shows requests on cards: redacted, risk first, with their
+	// route's looks. nil: no redaction, no looks.
+	Present    *present.Presenter
 	Logger     *slog.Logger
 	HTTPClient *http.Client     // nil: a client with a 15s timeout and Conns kept-alive connections
 	Conns      int              // calls the card workers may make at once (cards.workers); 0: channel.DefaultConns
@@ -39,6 +43,7 @@ type Channel struct {
 	cfg       config.Slack
 	publicURL string
 	decider   gate.Decider
+	present   *present.Presenter
 	log       *slog.Logger
 	http      *http.Client
 	now       func() time.Time
@@ -93,6 +98,7 @@ func New(o Options) (*Channel, error) {
 		cfg:       o.Config,
 		publicURL: strings.TrimRight(o.PublicURL, "/"),
 		decider:   o.Decider,
+		present:   o.Present,
 		log:       o.Logger.With("channel", o.Name),
 		http:      o.HTTPClient,
 		now:       o.Now,

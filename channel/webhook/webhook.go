@@ -29,6 +29,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/channel"
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/present"
 	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
@@ -38,7 +39,10 @@ type Options struct {
 	Config    config.Webhook // validated settings
 	PublicURL string         // the server's public URL; "" leaves messages without links
 	Decider   gate.Decider   // where verified verdicts go (*gate.Service)
-	Logger    *slog.Logger
+	// Present shows requests to the relay's people: redacted, with their
+	// route's looks. nil: no redaction, no looks.
+	Present *present.Presenter
+	Logger  *slog.Logger
 	// HTTPClient posts to the relay; nil: a client with a 15s timeout and
 	// Conns kept-alive connections.
 	HTTPClient *http.Client
@@ -55,6 +59,7 @@ type Channel struct {
 	secret    []byte
 	publicURL string
 	decider   gate.Decider
+	present   *present.Presenter
 	log       *slog.Logger
 	http      *http.Client
 	now       func() time.Time
@@ -101,6 +106,7 @@ func New(o Options) (*Channel, error) {
 		secret:    []byte(o.Config.Secret),
 		publicURL: strings.TrimRight(o.PublicURL, "/"),
 		decider:   o.Decider,
+		present:   o.Present,
 		log:       o.Logger.With("channel", o.Name),
 		http:      o.HTTPClient,
 		now:       o.Now,
@@ -163,10 +169,16 @@ type Request struct {
 	DecidedVia   string          `json:"decided_via"`
 	Reason       string          `json:"reason"`
 	ModifiedArgs json.RawMessage `json:"modified_args"`
+	// Label and Severity are the route's looks (severity: low, high or
+	// critical; a relay should have approvers confirm a critical approval).
+	Label    string `json:"label,omitempty"`
+	Severity string `json:"severity,omitempty"`
 }
 
-func requestOf(r *gate.Request) Request {
-	out := Request{ID: r.ID, Status: string(r.Status), ToolName: r.ToolName, ToolArgs: r.ToolArgs, Summary: r.Summary,
+// requestOf is what the relay is sent of a request: the view's redacted copy.
+func requestOf(v present.View) Request {
+	r := v.Request
+	out := Request{Label: v.Label, Severity: v.Severity, ID: r.ID, Status: string(r.Status), ToolName: r.ToolName, ToolArgs: r.ToolArgs, Summary: r.Summary,
 		AgentID: r.AgentID, UserID: r.UserID, SessionID: r.SessionID, Metadata: r.Metadata, Route: r.Route,
 		Approvers: r.Approvers, Quorum: max(r.Quorum, 1), OnTimeout: string(r.OnTimeout), CreatedAt: r.CreatedAt,
 		ExpiresAt: r.ExpiresAt, DecidedAt: r.DecidedAt, DecidedBy: r.DecidedBy, DecidedVia: r.DecidedVia,
@@ -190,7 +202,8 @@ var retryPolicy = channel.RetryPolicy{Attempts: 3, Budget: 25 * time.Second}
 // Post sends the card of a pending request and returns the relay's
 // reference to it: the "ref" of its JSON answer, or the request id.
 func (c *Channel) Post(ctx context.Context, r *gate.Request) (string, error) {
-	m := Message{Type: TypeCard, Channel: c.name, Request: requestOf(r), Text: cardText(r)}
+	v := c.present.View(r)
+	m := Message{Type: TypeCard, Channel: c.name, Request: requestOf(v), Text: cardText(v)}
 	if c.publicURL != "" {
 		m.URL = c.publicURL + "/approvals/" + r.ID
 		m.CallbackURL = c.publicURL + "/callbacks/" + c.CallbackPath()
@@ -211,7 +224,8 @@ func (c *Channel) Post(ctx context.Context, r *gate.Request) (string, error) {
 
 // Update sends the request's final state, with the card's reference.
 func (c *Channel) Update(ctx context.Context, r *gate.Request, ref string) error {
-	m := Message{Type: TypeFinal, Channel: c.name, Ref: ref, Request: requestOf(r), Text: text.UpperFirst(r.Explain(c.now()))}
+	v := c.present.View(r)
+	m := Message{Type: TypeFinal, Channel: c.name, Ref: ref, Request: requestOf(v), Text: text.UpperFirst(v.Explain(c.now()))}
 	if c.publicURL != "" {
 		m.URL = c.publicURL + "/approvals/" + r.ID
 	}
@@ -221,16 +235,9 @@ func (c *Channel) Update(ctx context.Context, r *gate.Request, ref string) error
 	return nil
 }
 
-// cardText is the card's one line: the tool, the summary, who asks.
-func cardText(r *gate.Request) string {
-	s := "Approval needed: " + r.ToolName
-	if r.Summary != "" {
-		s += " — " + r.Summary
-	}
-	if r.AgentID != "" {
-		s += " (agent " + r.AgentID + ")"
-	}
-	return text.Ellipsis(s, 500)
+// cardText is the card's one line: what will happen, who asks, the tool.
+func cardText(v present.View) string {
+	return text.Ellipsis("Approval needed: "+v.Sentence+" ("+v.Who()+"; tool "+v.ToolName+")", 500)
 }
 
 // maxAnswer bounds what is read of a relay's answer.

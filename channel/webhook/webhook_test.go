@@ -13,6 +13,8 @@ import (
 	"github.com/gatehouse-dev/gatehouse/channel/webhook/webhooktest"
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/present"
+	"github.com/gatehouse-dev/gatehouse/internal/redact"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
 )
 
@@ -53,14 +55,17 @@ type env struct {
 	urlA, urlB   string // the callback URLs
 }
 
-func newEnv(t *testing.T, routes ...gate.Route) *env {
+func newEnv(t *testing.T, routes ...gate.Route) *env { return newEnvWith(t, nil, routes...) }
+
+// newEnvWith is newEnv with a presenter on the "relay" channel.
+func newEnvWith(t *testing.T, p *present.Presenter, routes ...gate.Route) *env {
 	t.Helper()
 	e := &env{relay: webhooktest.NewRelay(t, secret), other: webhooktest.NewRelay(t, otherSecret)}
 	e.svc = gate.NewService(gate.Options{Store: storetest.SQLite(t), Routes: routes,
 		Defaults: gate.Defaults{Timeout: time.Hour, Channels: []string{"relay"}}})
 	var err error
 	e.hookA, err = webhook.New(webhook.Options{Name: "relay", Config: config.Webhook{URL: e.relay.URL, Secret: secret},
-		PublicURL: public, Decider: e.svc})
+		PublicURL: public, Decider: e.svc, Present: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +156,44 @@ func TestCardVerdictFinal(t *testing.T) {
 	}
 	if n := len(e.other.Deliveries()); n != 0 {
 		t.Fatalf("the other relay got %d POSTs for a request not sent to it", n)
+	}
+}
+
+// TestMessagesAreRedacted: what a relay is sent carries no secret, on the
+// card nor the final state, and names the route's looks.
+func TestMessagesAreRedacted(t *testing.T) {
+	const key = "AKIAIOSFODNN7EXAMPLE"
+	rd, err := redact.New([]string{"*password*"}, []string{`AKIA[0-9A-Z]{16}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, &present.Presenter{Redact: rd, Looks: func(string) gate.Looks { return gate.Looks{Label: "Deploys", Severity: "critical"} }})
+	r, _, err := e.svc.Submit(context.Background(), gate.Submission{ToolName: "deploy", AgentID: "build-agent", Summary: "Deploy with " + key,
+		ToolArgs: json.RawMessage(`{"env":"prod","db_password":"hunter2","key":"` + key + `"}`), Metadata: json.RawMessage(`{"Password":"m"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	card := e.relay.Wait(1, webhooktest.OfType("card", r.ID))[0]
+	body := verdict(r.ID, "reject", "alice", "never paste "+key)
+	if code, answer := webhooktest.Post(t, e.urlA, body, webhooktest.Signed(secret, time.Now(), body)); code != 200 {
+		t.Fatalf("verdict answered %d %s", code, answer)
+	}
+	final := e.relay.Wait(1, webhooktest.OfType("final", r.ID))[0]
+	for _, d := range []webhooktest.Delivery{card, final} {
+		for _, secret := range []string{key, "hunter2", `"m"`} {
+			if strings.Contains(string(d.Body), secret) {
+				t.Errorf("%s message carries %s: %s", d.Message.Type, secret, d.Body)
+			}
+		}
+		if d.Message.Request["severity"] != "critical" || d.Message.Request["label"] != "Deploys" {
+			t.Errorf("looks missing: %s", d.Body)
+		}
+	}
+	if !strings.Contains(card.Message.Text, "Deploy with [redacted]") || !strings.Contains(final.Message.Text, "never paste [redacted]") {
+		t.Errorf("texts %q / %q", card.Message.Text, final.Message.Text)
+	}
+	if got := e.get(t, r.ID); !strings.Contains(string(got.ToolArgs), "hunter2") || !strings.Contains(got.Reason, key) {
+		t.Error("the stored request was redacted")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/channel/webhook"
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/present"
 )
 
 // builtChannels are the configured channels, ready to register, with the
@@ -25,7 +26,7 @@ type builtChannels struct {
 
 // buildChannels is the one place that knows every channel type. Adding a
 // platform means one package and one case here.
-func buildChannels(cfg *config.Config, d gate.Decider, log *slog.Logger) (builtChannels, error) {
+func buildChannels(cfg *config.Config, d gate.Decider, p *present.Presenter, log *slog.Logger) (builtChannels, error) {
 	out := builtChannels{callbacks: map[string]http.Handler{}}
 	var slacks []*slack.Channel
 	var feishus []*feishu.Channel
@@ -34,7 +35,7 @@ func buildChannels(cfg *config.Config, d gate.Decider, log *slog.Logger) (builtC
 		clog := log.With("channel", c.Name)
 		switch c.Type {
 		case config.TypeSlack:
-			ch, err := slack.New(slack.Options{Name: c.Name, Config: *c.Slack, PublicURL: cfg.PublicURL, Decider: d, Logger: clog,
+			ch, err := slack.New(slack.Options{Name: c.Name, Config: *c.Slack, PublicURL: cfg.PublicURL, Decider: d, Present: p, Logger: clog,
 				Conns: cfg.Cards.Workers})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("channel %s: %w", c.Name, err))
@@ -47,7 +48,7 @@ func buildChannels(cfg *config.Config, d gate.Decider, log *slog.Logger) (builtC
 				out.runners = append(out.runners, ch)
 			}
 		case config.TypeFeishu:
-			ch, err := feishu.New(feishu.Options{Name: c.Name, Config: *c.Feishu, PublicURL: cfg.PublicURL, Decider: d, Logger: clog,
+			ch, err := feishu.New(feishu.Options{Name: c.Name, Config: *c.Feishu, PublicURL: cfg.PublicURL, Decider: d, Present: p, Logger: clog,
 				Conns: cfg.Cards.Workers})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("channel %s: %w", c.Name, err))
@@ -59,7 +60,7 @@ func buildChannels(cfg *config.Config, d gate.Decider, log *slog.Logger) (builtC
 				out.runners = append(out.runners, ch)
 			}
 		case config.TypeWebhook:
-			ch, err := webhook.New(webhook.Options{Name: c.Name, Config: *c.Webhook, PublicURL: cfg.PublicURL, Decider: d, Logger: clog,
+			ch, err := webhook.New(webhook.Options{Name: c.Name, Config: *c.Webhook, PublicURL: cfg.PublicURL, Decider: d, Present: p, Logger: clog,
 				Conns: cfg.Cards.Workers, UserAgent: "gatehouse/" + versionString()})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("channel %s: %w", c.Name, err))

@@ -152,7 +152,7 @@ func feishuTitle(card map[string]any) string {
 func feishuFinal(t *testing.T, card map[string]any, title string, want ...string) {
 	t.Helper()
 	raw, _ := json.Marshal(card)
-	if card["schema"] != "2.0" || feishuTitle(card) != title {
+	if card["schema"] != "2.0" || !strings.HasPrefix(feishuTitle(card), title+": ") {
 		t.Errorf("final card schema %v title %q, want 2.0 %q: %s", card["schema"], feishuTitle(card), title, raw)
 	}
 	if cfg, _ := card["config"].(map[string]any); cfg["update_multi"] != true {
@@ -203,7 +203,7 @@ func TestFeishuApproveEndToEnd(t *testing.T) {
 		t.Fatalf("message create: ?%s %v", send.Query, send.JSON)
 	}
 	card := send.Card(t)
-	if card["schema"] != "2.0" || feishuTitle(card) != "Approval needed" {
+	if card["schema"] != "2.0" || feishuTitle(card) != "Pay ACME" {
 		t.Fatalf("card: %v", card)
 	}
 	if cfg, _ := card["config"].(map[string]any); cfg["update_multi"] != true {

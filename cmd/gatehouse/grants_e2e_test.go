@@ -90,7 +90,7 @@ channels:
 	post := slackFake.WaitCalls(t, "chat.postMessage", 1)[0]
 	blocks, raw := post.Blocks(t), post.Form.Get("blocks")
 	b := slackButton(blocks, "gatehouse_approve_for")
-	if b == nil || b["value"] != "approve_for:"+id || !strings.Contains(slackText([]map[string]any{b}), "Approve for 1h") {
+	if b == nil || b["value"] != "approve_for:"+id || !strings.Contains(slackText([]map[string]any{b}), "for 1h") {
 		t.Fatalf("no \"Approve for 1h\" button on the Slack card: %s", raw)
 	}
 	if c, _ := b["confirm"].(map[string]any); c == nil || !strings.Contains(slackText([]map[string]any{c}), "same agent") {
@@ -129,7 +129,7 @@ channels:
 	payID := waitPending(t, srv.URL).ID
 	card := feishuFake.WaitCalls(t, feishuSend, 1)[0].Card(t)
 	fb := feishuButtons(card)["gatehouse_approve_for"]
-	if fb == nil || !strings.Contains(fmt.Sprint(fb), "Approve for 30m") || fb["confirm"] == nil {
+	if fb == nil || !strings.Contains(fmt.Sprint(fb), "allow this tool for 30m") || fb["confirm"] == nil {
 		t.Fatalf("no confirmed \"Approve for 30m\" button on the Feishu card: %v", feishuButtons(card))
 	}
 	if code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(feishuTap("ev_grant", payID, "approve_for", feishuE2EAlice, ""))); code != 200 || a.Toast == nil || a.Toast.Type != "success" {
@@ -148,7 +148,7 @@ channels:
 	migID := waitPending(t, srv.URL).ID
 	web := webLogin(t, srv.URL, "alice")
 	page := get(t, web, srv.URL+"/approvals/"+migID)
-	if !strings.Contains(page, `value="approve_for"`) || !strings.Contains(page, "Approve for 2h") {
+	if !strings.Contains(page, `value="approve_for"`) || !strings.Contains(page, "for 2h") {
 		t.Fatalf("no \"Approve for 2h\" on the request page")
 	}
 	if code := webDecide(t, web, srv.URL, migID, "approve_for", ""); code != http.StatusSeeOther {

@@ -275,7 +275,7 @@ func TestHookCommandGarbage(t *testing.T) {
 	}{
 		{"claude-code", "not json", 2, ""},
 		{"claude-code", `{"hook_event_name":"PreToolUse","tool_input":{}}`, 2, ""},
-		{"claude-code", `{"hook_event_name":"PostToolUse","tool_name":"Bash"}`, 2, ""},
+		{"claude-code", `{"hook_event_name":"SessionStart","tool_name":"Bash"}`, 2, ""},
 		{"codex", "", 2, ""},
 		{"gemini", `["BeforeTool"]`, 2, ""},
 		{"cursor", "{", 0, `{"agent_message":"R","permission":"deny","user_message":"R"}`},
@@ -298,6 +298,14 @@ func TestHookCommandGarbage(t *testing.T) {
 				t.Errorf("stderr does not give the reason: %q", errOut)
 			}
 		})
+	}
+	// A report of what ran is never a deny: the tool ran already. One that
+	// Gatehouse cannot read, or of a call it never saw, is answered with
+	// nothing to do.
+	for _, in := range []string{`{"hook_event_name":"PostToolUse","tool_name":"Bash"}`, `{"hook_event_name":"PostToolUseFailure"}`} {
+		if out, errOut, code := hookRun(t, env.url, hookToken, in, "claude-code"); code != 0 || strings.TrimSpace(out) != "{}" {
+			t.Errorf("%s: exit %d, %q, stderr %q", in, code, out, errOut)
+		}
 	}
 	if rs, _, _ := env.svc.List(context.Background(), gate.Filter{}); len(rs) != 0 {
 		t.Errorf("garbage created %d requests", len(rs))

@@ -19,6 +19,8 @@ import (
 	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/present"
+	"github.com/gatehouse-dev/gatehouse/internal/redact"
 	"github.com/gatehouse-dev/gatehouse/metrics"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -47,10 +49,15 @@ func serve(args []string, stderr io.Writer) int {
 	if !ok {
 		return 2
 	}
-	log := newLogger(cfg.Log, stderr)
+	rd, err := redact.New(cfg.Redact.Keys, cfg.Redact.Patterns)
+	if err != nil { // validated already; a second line of defence
+		fmt.Fprintf(stderr, "gatehouse: invalid config:\n  %v\n", err)
+		return 2
+	}
+	log := slog.New(redact.Handler(newLogger(cfg.Log, stderr).Handler(), rd))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := runServer(ctx, cfg, path, log); err != nil {
+	if err := runServer(ctx, cfg, path, log, rd); err != nil {
 		log.Error("gatehouse stopped", "err", err)
 		return 1
 	}
@@ -78,7 +85,7 @@ func orDefault(s, d string) string {
 // the config at path on SIGHUP, then shuts down in order: waiters first
 // (told to come back), then HTTP, then the background loops and channel
 // connections, then the database.
-func runServer(ctx context.Context, cfg *config.Config, path string, log *slog.Logger) error {
+func runServer(ctx context.Context, cfg *config.Config, path string, log *slog.Logger, rd *redact.Redactor) error {
 	db, err := store.Open(ctx, store.Options{Driver: cfg.Database.Driver, DSN: cfg.Database.DSN,
 		MaxOpenConns: cfg.Database.MaxOpenConns, Migrate: true, Logger: log})
 	if err != nil {
@@ -106,7 +113,10 @@ func runServer(ctx context.Context, cfg *config.Config, path string, log *slog.L
 		CardWorkers: cfg.Cards.Workers,
 	})
 	svc.Register(web.Channel{})
-	built, err := buildChannels(cfg, svc, log)
+	// Everything shown to people goes through the presenter: redacted, with
+	// the route's label and severity as the routes in force say.
+	pres := &present.Presenter{Redact: rd, Looks: svc.RouteLooks}
+	built, err := buildChannels(cfg, svc, pres, log)
 	if err != nil {
 		return err
 	}
@@ -137,7 +147,7 @@ func runServer(ctx context.Context, cfg *config.Config, path string, log *slog.L
 	srv, err := web.New(web.Options{
 		Service: svc, Sessions: db, Tokens: cfg.Auth.APITokens, Users: cfg.Auth.Users, OIDC: cfg.Auth.OIDC, PublicURL: cfg.PublicURL,
 		SessionTTL: cfg.Auth.SessionTTL.D(), Callbacks: built.callbacks, BootstrapPassword: bootstrap,
-		Logger: log, Version: versionString(), Metrics: m.Handler(), Checkpoints: checkpoints,
+		Logger: log, Version: versionString(), Metrics: m.Handler(), Checkpoints: checkpoints, Present: pres,
 	})
 	if err != nil {
 		return err
@@ -247,7 +257,8 @@ func routes(cfg *config.Config) []gate.Route {
 		}
 		g := gate.Route{Name: r.Name, Tool: r.Match.Tool, Agent: r.Match.Agent, When: r.Match.When, Calls: r.Match.Call,
 			Action: action, Message: r.Message, NoRecord: r.Record != nil && !*r.Record,
-			Channels: chs, Approvers: r.Approvers, Quorum: r.Quorum, Timeout: r.Timeout.D(), OnTimeout: gate.Verdict(r.OnTimeout)}
+			Channels: chs, Approvers: r.Approvers, Quorum: r.Quorum, Timeout: r.Timeout.D(), OnTimeout: gate.Verdict(r.OnTimeout),
+			Looks: gate.Looks{Label: r.Label, Severity: r.Severity}}
 		if r.Remember != nil {
 			g.Remember, g.RememberAny = r.Remember.For.D(), r.Remember.Args == "any"
 		}

@@ -5,6 +5,10 @@ package jsonx
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
 )
 
 // Marshal encodes v like json.Marshal but without HTML escaping, so an
@@ -31,4 +35,138 @@ func Canonical(raw json.RawMessage) ([]byte, error) {
 		return nil, err
 	}
 	return Marshal(v)
+}
+
+// Rewrite copies one JSON value, keys in their order and numbers with the
+// digits they were written with, passing every string (keys included)
+// through str and replacing the whole value under a key for which hide is
+// true by the string mark. Strings are re-encoded without HTML escaping and
+// with \u escapes only where JSON needs them, so "\u2014" reads "—".
+// changed reports whether str or hide changed anything; nil funcs change
+// nothing.
+func Rewrite(raw []byte, str func(string) string, hide func(key string) bool, mark string) (out []byte, changed bool, err error) {
+	w := rewriter{dec: json.NewDecoder(bytes.NewReader(raw)), str: str, hide: hide, mark: mark}
+	w.dec.UseNumber()
+	if err := w.value(); err != nil {
+		return nil, false, err
+	}
+	if _, err := w.dec.Token(); err != io.EOF {
+		return nil, false, errors.New("jsonx: data after the value")
+	}
+	return w.out.Bytes(), w.changed, nil
+}
+
+type rewriter struct {
+	dec     *json.Decoder
+	out     bytes.Buffer
+	str     func(string) string
+	hide    func(string) bool
+	mark    string
+	changed bool
+}
+
+func (w *rewriter) string(s string) {
+	if w.str != nil {
+		t := w.str(s)
+		w.changed = w.changed || t != s
+		s = t
+	}
+	b, _ := Marshal(s)
+	w.out.Write(b)
+}
+
+func (w *rewriter) value() error {
+	tok, err := w.dec.Token()
+	if err != nil {
+		return err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		if t == '{' {
+			return w.object()
+		}
+		if t == '[' {
+			return w.array()
+		}
+		return fmt.Errorf("jsonx: unexpected %v", t)
+	case string:
+		w.string(t)
+	case json.Number:
+		w.out.WriteString(t.String())
+	case bool:
+		w.out.WriteString(strconv.FormatBool(t))
+	case nil:
+		w.out.WriteString("null")
+	}
+	return nil
+}
+
+func (w *rewriter) object() error {
+	w.out.WriteByte('{')
+	for i := 0; w.dec.More(); i++ {
+		tok, err := w.dec.Token()
+		if err != nil {
+			return err
+		}
+		k, _ := tok.(string)
+		if i > 0 {
+			w.out.WriteByte(',')
+		}
+		w.string(k)
+		w.out.WriteByte(':')
+		if w.hide != nil && w.hide(k) {
+			var skip json.RawMessage
+			if err := w.dec.Decode(&skip); err != nil {
+				return err
+			}
+			b, _ := Marshal(w.mark)
+			w.out.Write(b)
+			w.changed = true
+			continue
+		}
+		if err := w.value(); err != nil {
+			return err
+		}
+	}
+	if _, err := w.dec.Token(); err != nil { // '}'
+		return err
+	}
+	w.out.WriteByte('}')
+	return nil
+}
+
+func (w *rewriter) array() error {
+	w.out.WriteByte('[')
+	for i := 0; w.dec.More(); i++ {
+		if i > 0 {
+			w.out.WriteByte(',')
+		}
+		if err := w.value(); err != nil {
+			return err
+		}
+	}
+	if _, err := w.dec.Token(); err != nil { // ']'
+		return err
+	}
+	w.out.WriteByte(']')
+	return nil
+}
+
+// Pretty indents JSON for people to read, keys in their order and strings
+// as written: an em dash is "—", not "\u2014", and "<" is "<", not
+// "\u003c" (whoever shows it escapes it for its own medium). Input that is
+// not one JSON value is returned as it came.
+func Pretty(raw []byte) string {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return ""
+	}
+	plain, _, err := Rewrite(raw, nil, nil, "")
+	if err != nil {
+		return string(raw)
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, plain, "", "  "); err != nil {
+		return string(raw)
+	}
+	return buf.String()
 }

@@ -17,7 +17,7 @@ const shots = path.join(here, 'screenshots');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const TOKEN = randomBytes(24).toString('hex');
 const PASSWORD = 'correct horse battery';
-const DESKTOP = { width: 1280, height: 860 };
+const DESKTOP = { width: 1366, height: 900 };
 const PHONE = { width: 390, height: 844 };
 
 // The columns web/README.md documents for the CSV export.
@@ -52,10 +52,19 @@ auth:
       token: ${TOKEN}
   users:
 ${users.join('\n')}
+redact:
+  keys: [password]
+  patterns: ["AKIA[0-9A-Z]{16}"]
 routes:
   - name: payments
     match: { tool: "oa__purchase_*" }
     timeout: 30m
+    label: Payments
+    severity: high
+  - name: prod-deploys
+    match: { tool: "deploy_prod" }
+    label: Production deploys
+    severity: critical
 `;
   const file = path.join(dir, 'gatehouse.yaml');
   writeFileSync(file, cfg);
@@ -268,8 +277,10 @@ test('approve on the web: the queue updates live and the waiting agent is unbloc
 
   await shoot('queue');
   await card.locator('input[name=reason]').fill('small invoice, fine');
-  await Promise.all([page.waitForURL(new RegExp(`/approvals/${r.id}`)), card.locator('button.approve').click()]);
-  assert.match(await page.textContent('.flash'), /Recorded: approved by web:alice via web/);
+  // A verdict given on the queue stays on the queue, which says what it recorded.
+  await Promise.all([page.waitForURL(new RegExp(`/\\?decided=${r.id}$`)), card.locator('button.approve').click()]);
+  assert.match(await page.textContent('#decided-flash'), /Recorded: approved by web:alice via web/);
+  assert.equal(await page.locator(`li[data-id="${r.id}"]`).count(), 0);
 
   const verdict = await agent;
   assert.equal(verdict.status, 'approved');
@@ -328,6 +339,139 @@ test('charts are drawn from local SVG', async () => {
   assert.equal(await page.locator('svg.chart').count(), 3);
   assert.ok(await page.locator('svg.chart rect').count() >= 4);
   await shoot('charts');
+});
+
+// ---------------------------------------------------------------- risk first
+
+// decideInView checks, at the current viewport and scroll 0, that scope's
+// Approve and Reject buttons are on screen, side by side on one line.
+async function decideInView(scope, size) {
+  await page.evaluate(() => window.scrollTo(0, 0));
+  const approve = await scope.locator('form.decide button.approve').boundingBox();
+  const reject = await scope.locator('form.decide button.reject').boundingBox();
+  assert.ok(approve && reject, 'no decide buttons');
+  assert.ok(approve.y + approve.height <= size.height, `Approve is below the fold at ${size.width}×${size.height}: bottom ${approve.y + approve.height}`);
+  assert.ok(reject.y + reject.height <= size.height, `Reject is below the fold at ${size.width}×${size.height}`);
+  assert.equal(Math.round(approve.y), Math.round(reject.y), 'Approve and Reject are not on one line');
+  assert.ok(reject.x >= approve.x + approve.width, 'Reject wraps under or overlaps Approve');
+  for (const b of [approve, reject]) assert.ok(b.height >= 40, `a button ${b.height}px high is hard to tap`);
+  assert.equal(await scope.locator('form.decide .verdicts button').evaluateAll((bs) => bs.every((b) => b.scrollWidth <= b.clientWidth)), true, 'a button label is cut');
+}
+
+test('queue and request page: risk first, decide controls in view on a phone and a desktop', async () => {
+  const deploy = await api('POST', '/api/v1/approvals', {
+    tool_name: 'deploy_prod', agent_id: 'release-bot', user_id: 'u_7', tool_args: { command: 'kubectl rollout restart deploy/api -n prod', cluster: 'eu-1' },
+  });
+  const pay = await api('POST', '/api/v1/approvals', {
+    tool_name: 'oa__purchase_pay', agent_id: 'procurement-bot', user_id: 'u_42', tool_args: { vendor: 'Umbrella', amount: 48000, currency: 'CNY' },
+  });
+  for (const size of [PHONE, DESKTOP]) {
+    await page.setViewportSize(size);
+    await page.goto(base + '/');
+    const card = page.locator(`li[data-id="${deploy.id}"]`);
+    // The first card on the page, and its controls, without scrolling.
+    const first = page.locator('#queue > li.card').first();
+    await decideInView(first, size);
+    assert.equal(await card.locator('.sentence').textContent(), 'Run `kubectl rollout restart deploy/api -n prod`');
+    assert.equal(await card.locator('pre.big.command').textContent(), 'kubectl rollout restart deploy/api -n prod');
+    assert.match(await card.locator('.facts-line').textContent(), /critical[\s\S]*prod-deploys \(Production deploys\)[\s\S]*release-bot for u_7[\s\S]*left/);
+    assert.equal(await card.locator('details.raw').getAttribute('open'), null, 'raw arguments are not folded');
+    const payCard = page.locator(`li[data-id="${pay.id}"]`);
+    assert.equal(await payCard.locator('.sentence').textContent(), 'Pay Umbrella ¥48,000');
+    assert.equal(await payCard.locator('p.big.amount').textContent(), '¥48,000');
+    assert.equal(await page.locator('#keys-hint').isVisible(), size === DESKTOP, 'the keyboard hint shows on desktops only');
+    const tag = size === PHONE ? 'phone' : 'desktop';
+    await page.screenshot({ path: path.join(shots, `risk-queue-${tag}.png`) });
+    await page.screenshot({ path: path.join(shots, `risk-queue-${tag}-full.png`), fullPage: true });
+
+    await page.goto(base + '/approvals/' + deploy.id);
+    await decideInView(page.locator('section.decision'), size);
+    assert.equal(await page.locator('h1.sentence').textContent(), 'Run `kubectl rollout restart deploy/api -n prod`');
+    // Metadata and raw JSON are folded below the decision.
+    const decision = await page.locator('section.decision').boundingBox();
+    for (const d of await page.locator('details.raw').all()) {
+      assert.equal(await d.getAttribute('open'), null);
+      assert.ok((await d.boundingBox()).y > decision.y + decision.height - 1);
+    }
+    await page.screenshot({ path: path.join(shots, `risk-detail-${tag}.png`) });
+    await page.screenshot({ path: path.join(shots, `risk-detail-${tag}-full.png`), fullPage: true });
+  }
+  await page.setViewportSize(DESKTOP);
+  seeded.deploy = deploy;
+  seeded.pay2 = pay;
+});
+
+test('a critical approval is confirmed first', async () => {
+  await page.goto(base + '/');
+  const card = page.locator(`li[data-id="${seeded.deploy.id}"]`);
+  let asked = '';
+  page.once('dialog', (d) => { asked = d.message(); d.dismiss(); });
+  await card.locator('button.approve').click();
+  assert.match(asked, /Approve a critical call\?[\s\S]*kubectl rollout restart/);
+  assert.equal((await api('GET', `/api/v1/approvals/${seeded.deploy.id}`)).status, 'pending', 'a dismissed confirmation approved');
+  page.once('dialog', (d) => d.accept());
+  await Promise.all([page.waitForURL(new RegExp(`/\\?decided=${seeded.deploy.id}$`)), card.locator('button.approve').click()]);
+  assert.equal((await api('GET', `/api/v1/approvals/${seeded.deploy.id}`)).status, 'approved');
+});
+
+test('keyboard: j selects a card, a approves it, never while typing', async () => {
+  const one = await api('POST', '/api/v1/approvals', { tool_name: 'oa__purchase_pay', agent_id: 'procurement-bot', tool_args: { vendor: 'Hooli', amount: 10 }, idempotency_key: 'keys-1' });
+  await page.goto(base + '/');
+  const order = await page.locator('#queue > li.card').evaluateAll((lis) => lis.map((li) => li.getAttribute('data-id')));
+  const i = order.indexOf(one.id);
+  assert.ok(i >= 0);
+  // Typing a reason is typing, not a shortcut.
+  await page.locator(`li[data-id="${one.id}"] input[name=reason]`).fill('ja');
+  assert.equal(await page.locator('li.card.selected').count(), 0);
+  assert.equal((await api('GET', `/api/v1/approvals/${one.id}`)).status, 'pending');
+  await page.locator('h1').click();
+  for (let k = 0; k <= i; k++) await page.keyboard.press('j');
+  assert.equal(await page.locator('li.card.selected').getAttribute('data-id'), one.id);
+  await Promise.all([page.waitForURL(new RegExp(`/\\?decided=${one.id}$`)), page.keyboard.press('a')]);
+  const got = await api('GET', `/api/v1/approvals/${one.id}`);
+  assert.equal(got.status, 'approved');
+  assert.equal(got.reason, 'ja');
+});
+
+test('arguments read as written: an em dash, not \\u2014; secrets redacted', async () => {
+  const res = await fetch(base + '/api/v1/approvals', {
+    method: 'POST', headers: { Authorization: 'Bearer ' + TOKEN, 'Content-Type': 'application/json' },
+    body: '{"tool_name":"send_mail","requires_confirmation":true,"tool_args":{"subject":"Q3 \\u2014 numbers","password":"hunter2","key":"AKIAIOSFODNN7EXAMPLE"}}',
+  });
+  const r = await res.json();
+  await page.goto(base + '/approvals/' + r.id);
+  await page.click('details.raw summary >> text=Arguments');
+  const args = await page.locator('details.raw pre.args').first().textContent();
+  assert.ok(args.includes('"subject": "Q3 — numbers"'), args);
+  assert.ok(!args.includes('\\u2014'), args);
+  const main = await page.textContent('main');
+  assert.ok(!main.includes('hunter2') && !main.includes('AKIAIOSFODNN7EXAMPLE'), 'a secret reached the page');
+  assert.ok(args.includes('"password": "[redacted]"'), args);
+  await page.goto(base + '/');
+  const queue = await page.textContent('main');
+  assert.ok(!queue.includes('hunter2') && !queue.includes('AKIAIOSFODNN7EXAMPLE'), 'a secret reached the queue');
+});
+
+test('favicon served from the server, recently decided hides routes\' verdicts, charts open at the latest day', async () => {
+  await page.goto(base + '/');
+  assert.equal(await page.locator('head link[rel=icon]').getAttribute('href'), '/static/favicon.svg');
+  const icon = await page.request.get(base + '/static/favicon.svg');
+  assert.equal(icon.status(), 200);
+  assert.match(icon.headers()['content-type'], /image\/svg\+xml/);
+
+  const recent = page.locator('#recent');
+  assert.equal(await recent.locator(`a[href="/approvals/${seeded.auto.id}"]`).count(), 0, 'a route\'s verdict is listed by default');
+  await Promise.all([page.waitForURL(/policy=include/), page.click('#recent a:text("Show the verdicts routes gave alone")')]);
+  assert.equal(await page.locator(`#recent a[href="/approvals/${seeded.auto.id}"]`).count(), 1);
+
+  await page.setViewportSize(PHONE);
+  await page.goto(base + '/charts');
+  const boxes = await page.locator('.chartbox').evaluateAll((els) => els.map((e) => ({ left: e.scrollLeft, width: e.clientWidth, all: e.scrollWidth })));
+  const scrolled = boxes.filter((b) => b.all > b.width);
+  assert.ok(scrolled.length > 0, 'no chart is wider than a phone: the test proves nothing');
+  for (const b of scrolled) assert.ok(b.left + b.width >= b.all - 1, `a chart opens scrolled to ${b.left} of ${b.all - b.width}`);
+  await page.screenshot({ path: path.join(shots, 'charts-phone-latest.png') });
+  await page.setViewportSize(DESKTOP);
 });
 
 test('an auditor reads but cannot decide, and logout ends the session', async () => {

@@ -24,6 +24,13 @@ import (
 // maxHookInput bounds what a command hook reads from stdin.
 const maxHookInput = 4 << 20
 
+// reportTimeout bounds handing a report of what ran to the server: the agent
+// waits for the hook to end.
+const reportTimeout = 5 * time.Second
+
+// maxReport keeps a report under the server's 1 MiB body limit.
+const maxReport = 1<<20 - 4<<10
+
 // Run is `gatehouse hook CLIENT`: a command hook for an agent client.
 // It reads the client's hook JSON on stdin, asks the server, and prints the
 // client's decision. Every failure (no server, a bad token, unreadable
@@ -60,6 +67,9 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = fmt.Errorf("larger than %d MiB", maxHookInput>>20)
 	}
 	if err != nil {
+		if hook.LooksLikeReport(body) {
+			return emit(stdout, stderr, hook.Invalid(hook.Call{Client: name, Event: hook.PostToolUse}, fmt.Errorf("reading stdin: %v", err)))
+		}
 		return emit(stdout, stderr, hook.Invalid(call, fmt.Errorf("reading stdin: %v", err)))
 	}
 	call, err = hook.Parse(name, body)
@@ -69,6 +79,14 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		return emit(stdout, stderr, hook.Invalid(call, err))
+	}
+	if call.Report() {
+		// The tool ran: hand the report to the server for the request's
+		// trail, and let the client go on whatever comes of it.
+		if err := client.FromEnv().Report(context.Background(), name, hook.SmallReport(call, body, maxReport), reportTimeout); err != nil {
+			fmt.Fprintf(stderr, "gatehouse hook: what ran was not recorded: %v\n", err)
+		}
+		return emit(stdout, stderr, hook.Noted())
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), *wait)

@@ -1,0 +1,72 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gatehouse-dev/gatehouse/internal/text"
+)
+
+// MaxOutcome bounds what a trail keeps of a tool's outcome, in bytes.
+const MaxOutcome = 2 << 10
+
+// ByCall returns the newest request the caller's token made for a client's
+// tool call (its tool_use_id) in a session, or ENOTFOUND. Another token's
+// requests are never found.
+func (s *Service) ByCall(ctx context.Context, c Caller, session, callID string) (*Request, error) {
+	if callID == "" {
+		return nil, Errorf(ENOTFOUND, "no call id")
+	}
+	name := c.Name
+	rs, _, err := s.store.List(ctx, Filter{Caller: &name, ToolCallID: callID, SessionID: session, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(rs) == 0 {
+		return nil, Errorf(ENOTFOUND, "no request for call %q", callID)
+	}
+	return rs[0], nil
+}
+
+// ByKey returns the request the caller's token made under an idempotency
+// key, or ENOTFOUND.
+func (s *Service) ByKey(ctx context.Context, c Caller, key string) (*Request, error) {
+	return s.store.ByKey(ctx, c.Name, key)
+}
+
+// Ran appends what became of an approved call to its request's trail:
+// tool_ran with the tool's output, or tool_failed with its error, as the
+// agent's client reported it after running the tool. detail must already be
+// redacted (the trail is sealed as written); it is cut to MaxOutcome bytes
+// here. Only the token that made the request may report on it, only an
+// approved request (the tool was allowed to run) takes a report, and only
+// its first: recorded says whether this one was written. A report that does
+// not fit is no error: the client is told nothing either way.
+func (s *Service) Ran(ctx context.Context, c Caller, id string, failed bool, detail string) (recorded bool, err error) {
+	r, err := s.store.Get(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	if r.Caller != c.Name || !r.Allowed() {
+		return false, nil
+	}
+	evs, err := s.store.Events(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range evs {
+		if e.Type == EventToolRan || e.Type == EventToolFailed {
+			return false, nil
+		}
+	}
+	e := Event{RequestID: id, At: s.stamp(), Type: EventToolRan, Actor: actorOf(r), Channel: "hook",
+		Detail: text.EllipsisBytes(text.Clean(detail), MaxOutcome)}
+	if failed {
+		e.Type = EventToolFailed
+	}
+	if err := s.store.AddEvent(ctx, e); err != nil {
+		return false, fmt.Errorf("gate: record what ran: %w", err)
+	}
+	s.log.Info("tool outcome recorded", "request_id", id, "type", e.Type)
+	return true, nil
+}

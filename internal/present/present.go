@@ -1,0 +1,331 @@
+// Package present turns a request into what a person is shown first: one
+// sentence saying what will happen, the amount or command that carries the
+// risk, the route's label and severity, and the request itself with its
+// secrets redacted. Slack, Feishu, the webhook channel and the web pages
+// all show requests through it, so they say the same thing and none of
+// them can forget the redaction.
+package present
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/redact"
+	"github.com/gatehouse-dev/gatehouse/internal/text"
+)
+
+// Presenter shows requests to people. A nil *Presenter redacts nothing and
+// knows no route's looks.
+type Presenter struct {
+	// Redact hides secrets in everything a View holds.
+	Redact *redact.Redactor
+	// Looks returns a route's label and severity (gate.Service.RouteLooks).
+	Looks func(route string) gate.Looks
+}
+
+// Kinds of the value a View puts in large type.
+const (
+	KindAmount  = "amount"
+	KindCommand = "command"
+	KindPath    = "path"
+	KindURL     = "url"
+)
+
+// View is a request as people see it. Request is a redacted copy: show its
+// fields, never the original's.
+type View struct {
+	*gate.Request
+	// Sentence says what will happen: the agent's summary, or one built
+	// from the tool and its key arguments ("Run `git push` in /repo").
+	Sentence string
+	// Big is the amount or command the approver must not miss, with Kind
+	// saying which ("" when the arguments have neither).
+	Big  string
+	Kind string
+	gate.Looks
+}
+
+// Limits of what a View holds, in characters.
+const (
+	maxSentence = 300
+	maxBig      = 500
+)
+
+// View presents r.
+func (p *Presenter) View(r *gate.Request) View {
+	v := View{Request: p.redactor().Request(r)}
+	if p != nil && p.Looks != nil {
+		v.Looks = p.Looks(r.Route)
+	}
+	args := object(v.ToolArgs)
+	v.Big, v.Kind = big(args)
+	v.Sentence = text.Ellipsis(strings.Join(strings.Fields(v.Summary), " "), maxSentence)
+	if v.Sentence == "" {
+		v.Sentence = text.Ellipsis(sentence(v.ToolName, args, object(v.Metadata)), maxSentence)
+	}
+	v.Big = text.Ellipsis(v.Big, maxBig)
+	return v
+}
+
+// Redactor is the presenter's redactor (nil when there is none).
+func (p *Presenter) Redactor() *redact.Redactor { return p.redactor() }
+
+func (p *Presenter) redactor() *redact.Redactor {
+	if p == nil {
+		return nil
+	}
+	return p.Redact
+}
+
+// Event is e as people see it: its detail redacted.
+func (p *Presenter) Event(e gate.Event) gate.Event { return p.redactor().Event(e) }
+
+// Critical reports whether approving asks for a confirmation.
+func (v View) Critical() bool { return v.Severity == gate.Critical }
+
+// Who is the agent and the person behind it: "procurement-bot for u_42".
+func (v View) Who() string {
+	switch {
+	case v.AgentID != "" && v.UserID != "":
+		return v.AgentID + " for " + v.UserID
+	case v.AgentID != "":
+		return v.AgentID
+	case v.UserID != "":
+		return "an agent for " + v.UserID
+	}
+	return "an agent"
+}
+
+// RouteName is the route and its label: "payments (Payments over ¥50,000)".
+func (v View) RouteName() string {
+	if v.Label == "" || v.Label == v.Route {
+		return v.Route
+	}
+	return v.Route + " (" + v.Label + ")"
+}
+
+// RememberLabel is the words of the third button on a route that
+// remembers: an approval that also lets repeats of the call through for a
+// while, without asking.
+func (v View) RememberLabel() string {
+	d := text.Duration(v.RememberFor())
+	if v.RememberAnyArgs {
+		return "Approve & allow this tool for " + d
+	}
+	return "Approve & allow repeats for " + d
+}
+
+// RememberScope says what that button gives, in one sentence.
+func (v View) RememberScope() string {
+	args := "these arguments"
+	if v.RememberAnyArgs {
+		args = "any arguments"
+	}
+	return fmt.Sprintf("Approves this call, and for %s lets the same agent run %s with %s on route %s without asking anyone (revocable on the grants page).",
+		text.Duration(v.RememberFor()), v.ToolName, args, v.Route)
+}
+
+// Left is the time left to decide, as people read it, or "" once final.
+func (v View) Left(now time.Time) string {
+	if v.Status.Final() {
+		return ""
+	}
+	d := v.ExpiresAt.Sub(now)
+	if d <= 0 {
+		return "no time left"
+	}
+	if d >= time.Minute {
+		d = d.Round(time.Minute)
+	} else {
+		d = d.Round(time.Second)
+	}
+	return text.Duration(d) + " left"
+}
+
+// object reads raw as a JSON object, or nil.
+func object(raw json.RawMessage) map[string]any {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if dec.Decode(&m) != nil {
+		return nil
+	}
+	return m
+}
+
+// str is the first non-empty string among keys.
+func str(m map[string]any, keys ...string) string {
+	for _, k := range keys {
+		if s, ok := m[k].(string); ok && strings.TrimSpace(s) != "" {
+			return strings.TrimSpace(s)
+		}
+	}
+	return ""
+}
+
+var (
+	commandKeys = []string{"command", "cmd", "script", "shell"}
+	amountKeys  = []string{"amount", "total", "price", "sum", "value"}
+	partyKeys   = []string{"vendor", "payee", "recipient", "merchant", "to", "account"}
+	pathKeys    = []string{"file_path", "path", "filename", "file", "notebook_path"}
+	urlKeys     = []string{"url", "uri", "href"}
+	dirKeys     = []string{"cwd", "workdir", "working_directory", "dir"}
+)
+
+// big finds the value that carries the risk.
+func big(args map[string]any) (string, string) {
+	if c := str(args, commandKeys...); c != "" {
+		return c, KindCommand
+	}
+	if a := amount(args); a != "" {
+		return a, KindAmount
+	}
+	if p := str(args, pathKeys...); p != "" {
+		return p, KindPath
+	}
+	if u := str(args, urlKeys...); u != "" {
+		return u, KindURL
+	}
+	return "", ""
+}
+
+var numeric = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
+
+// amount is the first amount among the arguments, with its currency:
+// "¥60,000", "$1,200.50", "300 CHF".
+func amount(args map[string]any) string {
+	for _, k := range amountKeys {
+		var n string
+		switch v := args[k].(type) {
+		case json.Number:
+			n = v.String()
+		case string:
+			n = strings.TrimSpace(v)
+		}
+		if !numeric.MatchString(n) {
+			continue
+		}
+		n = thousands(n)
+		cur := strings.ToUpper(str(args, "currency", "ccy"))
+		switch cur {
+		case "CNY", "RMB", "JPY":
+			return "¥" + n
+		case "USD":
+			return "$" + n
+		case "EUR":
+			return "€" + n
+		case "GBP":
+			return "£" + n
+		case "":
+			return n
+		}
+		return n + " " + text.Ellipsis(cur, 8)
+	}
+	return ""
+}
+
+// thousands groups the whole part of a decimal number: 60000 → 60,000.
+func thousands(n string) string {
+	sign := ""
+	if strings.HasPrefix(n, "-") {
+		sign, n = "-", n[1:]
+	}
+	whole, frac, _ := strings.Cut(n, ".")
+	var b strings.Builder
+	for i, c := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if frac != "" {
+		return sign + b.String() + "." + frac
+	}
+	return sign + b.String()
+}
+
+// sentence says what the call will do when the agent gave no summary.
+func sentence(tool string, args, meta map[string]any) string {
+	if c := str(args, commandKeys...); c != "" {
+		s := "Run `" + text.Ellipsis(strings.Join(strings.Fields(c), " "), 120) + "`"
+		if dir := str(args, dirKeys...); dir != "" {
+			return s + " in " + dir
+		} else if dir := str(meta, "cwd"); dir != "" {
+			return s + " in " + dir
+		}
+		return s
+	}
+	if a := amount(args); a != "" {
+		party := text.Ellipsis(str(args, partyKeys...), 60)
+		if verb := moneyVerb(tool); verb != "" {
+			if party != "" {
+				return verb + " " + party + " " + a
+			}
+			return verb + " " + a
+		}
+		if party != "" {
+			return tool + ": " + a + " for " + party
+		}
+		return tool + ": " + a
+	}
+	if p := str(args, pathKeys...); p != "" {
+		return tool + " " + p
+	}
+	if u := str(args, urlKeys...); u != "" {
+		return tool + " " + u
+	}
+	return "Call " + tool + scalars(args)
+}
+
+// moneyVerb reads what a tool does with an amount from its name.
+func moneyVerb(tool string) string {
+	t := strings.ToLower(tool)
+	for _, v := range []struct{ in, verb string }{{"refund", "Refund"}, {"transfer", "Transfer"}, {"pay", "Pay"}, {"purchase", "Buy from"}, {"buy", "Buy from"}} {
+		if strings.Contains(t, v.in) {
+			return v.verb
+		}
+	}
+	return ""
+}
+
+// scalars lists up to two short scalar arguments: " (env: prod, force: true)".
+func scalars(args map[string]any) string {
+	var parts []string
+	for _, k := range sortedKeys(args) {
+		var s string
+		switch v := args[k].(type) {
+		case string:
+			s = v
+		case json.Number, bool:
+			s = fmt.Sprint(v)
+		default:
+			continue
+		}
+		parts = append(parts, k+": "+text.Ellipsis(strings.Join(strings.Fields(s), " "), 40))
+		if len(parts) == 2 {
+			break
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}

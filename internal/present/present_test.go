@@ -1,0 +1,96 @@
+package present
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/redact"
+)
+
+func req(tool, args, summary string) *gate.Request {
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	return &gate.Request{ID: "01J", Status: gate.StatusPending, ToolName: tool, ToolArgs: json.RawMessage(args), Summary: summary,
+		Metadata: json.RawMessage(`{"cwd":"/repo"}`), AgentID: "procurement-bot", UserID: "u_42", Route: "payments",
+		CreatedAt: t0, ExpiresAt: t0.Add(30 * time.Minute)}
+}
+
+func TestSentenceAndBig(t *testing.T) {
+	for _, tt := range []struct {
+		name, tool, args, summary string
+		sentence, big, kind       string
+	}{
+		{"the agent's summary wins", "oa__purchase_pay", `{"vendor":"ACME","amount":60000,"currency":"CNY"}`, "Pay ACME ¥60,000 for GPUs",
+			"Pay ACME ¥60,000 for GPUs", "¥60,000", KindAmount},
+		{"a payment built from its arguments", "oa__purchase_pay", `{"vendor":"ACME","amount":60000,"currency":"CNY"}`, "",
+			"Pay ACME ¥60,000", "¥60,000", KindAmount},
+		{"an amount in a string, with cents", "billing_refund", `{"amount":"1234567.5","currency":"usd","payee":"Initech"}`, "",
+			"Refund Initech $1,234,567.5", "$1,234,567.5", KindAmount},
+		{"an amount of a tool that does not say", "budget_set", `{"total":-300,"currency":"CHF"}`, "",
+			"budget_set: -300 CHF", "-300 CHF", KindAmount},
+		{"a command, in the session's directory", "Bash", `{"command":"git push origin main","description":"push"}`, "",
+			"Run `git push origin main` in /repo", "git push origin main", KindCommand},
+		{"a command with its own directory", "shell_exec", `{"cmd":"rm -rf build","cwd":"/srv/app"}`, "",
+			"Run `rm -rf build` in /srv/app", "rm -rf build", KindCommand},
+		{"a file", "Write", `{"file_path":"/etc/hosts","content":"x"}`, "", "Write /etc/hosts", "/etc/hosts", KindPath},
+		{"a URL", "WebFetch", `{"url":"https://example.com","prompt":"read"}`, "", "WebFetch https://example.com", "https://example.com", KindURL},
+		{"nothing that stands out", "deploy", `{"env":"prod","force":true,"list":[1]}`, "", "Call deploy (env: prod, force: true)", "", ""},
+		{"no arguments", "ping", `{}`, "", "Call ping", "", ""},
+		{"arguments that are not an object", "ping", `[1,2]`, "", "Call ping", "", ""},
+		{"a summary on many lines is one line", "x", `{}`, "line one\n\tline two", "line one line two", "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := (*Presenter)(nil).View(req(tt.tool, tt.args, tt.summary))
+			if v.Sentence != tt.sentence || v.Big != tt.big || v.Kind != tt.kind {
+				t.Errorf("got %q / %q / %q, want %q / %q / %q", v.Sentence, v.Big, v.Kind, tt.sentence, tt.big, tt.kind)
+			}
+		})
+	}
+}
+
+func TestViewIsRedactedAndLooked(t *testing.T) {
+	rd, err := redact.New([]string{"*token*"}, []string{`AKIA[0-9A-Z]{16}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Presenter{Redact: rd, Looks: func(route string) gate.Looks {
+		if route == "payments" {
+			return gate.Looks{Label: "Payments over ¥50,000", Severity: gate.Critical}
+		}
+		return gate.Looks{}
+	}}
+	r := req("shell_exec", `{"cmd":"aws s3 ls --key AKIAIOSFODNN7EXAMPLE","api_token":"t0k3n"}`, "")
+	r.Reason = "key AKIAIOSFODNN7EXAMPLE seen"
+	v := p.View(r)
+	all := v.Sentence + v.Big + string(v.ToolArgs) + v.Reason
+	if strings.Contains(all, "AKIA") || strings.Contains(all, "t0k3n") {
+		t.Errorf("a secret shows: %s", all)
+	}
+	if v.Big != "aws s3 ls --key [redacted]" || !strings.Contains(string(v.ToolArgs), `"api_token":"[redacted]"`) {
+		t.Errorf("big %q args %s", v.Big, v.ToolArgs)
+	}
+	if !strings.Contains(string(r.ToolArgs), "t0k3n") {
+		t.Error("the request itself was changed")
+	}
+	if !v.Critical() || v.RouteName() != "payments (Payments over ¥50,000)" || v.Who() != "procurement-bot for u_42" {
+		t.Errorf("looks: %v %q %q", v.Critical(), v.RouteName(), v.Who())
+	}
+	if got := v.Left(r.CreatedAt.Add(5 * time.Minute)); got != "25m left" {
+		t.Errorf("left %q", got)
+	}
+	if got := v.Left(r.ExpiresAt.Add(time.Second)); got != "no time left" {
+		t.Errorf("left %q", got)
+	}
+}
+
+func TestLongValuesAreCutOnCharacters(t *testing.T) {
+	v := (*Presenter)(nil).View(req("Bash", `{"command":"`+strings.Repeat("é", 2000)+`"}`, strings.Repeat("ü", 2000)))
+	if n := len([]rune(v.Sentence)); n != maxSentence || !strings.HasSuffix(v.Sentence, "…") {
+		t.Errorf("sentence %d characters", n)
+	}
+	if n := len([]rune(v.Big)); n != maxBig || strings.ContainsRune(v.Big, '\uFFFD') {
+		t.Errorf("big %d characters", n)
+	}
+}

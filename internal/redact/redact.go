@@ -1,0 +1,249 @@
+// Package redact hides secrets in what Gatehouse shows people: cards, web
+// pages, exports, webhook messages and log lines. Agents pass API keys and
+// passwords as tool arguments; an operator names them in the config
+// (redact: {keys, patterns}) and they are shown as [redacted].
+//
+// Redaction is applied on the way out, never to what is stored: the
+// request row and the sealed audit trail keep what the agent sent, so the
+// hash chain stays verifiable and the agent can still be given back the
+// arguments it must run.
+//
+// Key globs (* any run of characters, ? one character, case-insensitive)
+// match object keys at any depth of a JSON value, and the whole value under
+// a matching key is replaced. Patterns (RE2 regular expressions) match in
+// strings: in JSON string values and keys, and in free text such as a
+// summary or a reason; each match is replaced, the rest of the text stays.
+package redact
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
+)
+
+// Mark is what a hidden value is shown as.
+const Mark = "[redacted]"
+
+// Redactor hides what its rules name. A nil *Redactor hides nothing, so
+// code that shows values can always call one. It is safe for concurrent use.
+type Redactor struct {
+	keys     []string // lower-cased globs
+	patterns []*regexp.Regexp
+}
+
+// New compiles the rules. A pattern that is not an RE2 regular expression,
+// or that matches the empty string (and so would redact between every two
+// characters), is an error that names it.
+func New(keys, patterns []string) (*Redactor, error) {
+	r := &Redactor{}
+	for i, k := range keys {
+		if strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("redact.keys[%d]: empty", i)
+		}
+		r.keys = append(r.keys, strings.ToLower(k))
+	}
+	for i, p := range patterns {
+		re, err := Compile(p)
+		if err != nil {
+			return nil, fmt.Errorf("redact.patterns[%d]: %w", i, err)
+		}
+		r.patterns = append(r.patterns, re)
+	}
+	return r, nil
+}
+
+// Compile checks one pattern as New does.
+func Compile(p string) (*regexp.Regexp, error) {
+	re, err := regexp.Compile(p)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a regular expression: %v", p, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+	}
+	if re.MatchString("") {
+		return nil, fmt.Errorf("%q matches the empty string, so it would redact everything", p)
+	}
+	return re, nil
+}
+
+// Active reports whether r has any rule.
+func (r *Redactor) Active() bool { return r != nil && (len(r.keys) > 0 || len(r.patterns) > 0) }
+
+// Key reports whether values under the object key k are hidden.
+func (r *Redactor) Key(k string) bool {
+	if r == nil || len(r.keys) == 0 {
+		return false
+	}
+	k = strings.ToLower(k)
+	for _, g := range r.keys {
+		if gate.Glob(g, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// Text replaces every match of the patterns in s with Mark.
+func (r *Redactor) Text(s string) string {
+	if r == nil {
+		return s
+	}
+	for _, re := range r.patterns {
+		s = re.ReplaceAllLiteralString(s, Mark)
+	}
+	return s
+}
+
+// JSON returns raw with the values under matching keys replaced by Mark and
+// the patterns' matches replaced in every string, keys and order kept.
+// When nothing matched it returns raw itself, byte for byte. Input that is
+// not JSON is redacted as text and returned as a JSON string.
+func (r *Redactor) JSON(raw json.RawMessage) json.RawMessage {
+	if !r.Active() || len(bytes.TrimSpace(raw)) == 0 {
+		return raw
+	}
+	out, changed, err := jsonx.Rewrite(raw, r.Text, r.Key, Mark)
+	if err != nil {
+		s := string(raw)
+		if t := r.Text(s); t != s {
+			b, _ := jsonx.Marshal(t)
+			return b
+		}
+		return raw
+	}
+	if !changed {
+		return raw
+	}
+	return out
+}
+
+// Request returns a copy of req with what people are shown redacted: the
+// arguments, the edited arguments, the metadata (by keys and patterns), and
+// the summary and reason (by patterns). The stored row is never changed.
+func (r *Redactor) Request(req *gate.Request) *gate.Request {
+	if !r.Active() || req == nil {
+		return req
+	}
+	c := *req
+	c.ToolArgs = r.JSON(req.ToolArgs)
+	if len(req.ModifiedArgs) > 0 {
+		c.ModifiedArgs = r.JSON(req.ModifiedArgs)
+	}
+	c.Metadata = r.JSON(req.Metadata)
+	c.Summary = r.Text(req.Summary)
+	c.Reason = r.Text(req.Reason)
+	return &c
+}
+
+// Event returns e with its detail redacted by the patterns (a reason, a
+// tool's outcome).
+func (r *Redactor) Event(e gate.Event) gate.Event {
+	e.Detail = r.Text(e.Detail)
+	return e
+}
+
+// Restore makes an approver's edit of redacted arguments whole again.
+// People edit what they were shown: original redacted by r. Every value
+// the approver left as shown (a Mark, or a string with one inside) is put
+// back as the agent sent it, at the same place; any Mark left after that
+// (moved, or typed in) is an error, because approving it would run the tool
+// with the literal "[redacted]": a call nobody approved.
+func (r *Redactor) Restore(edited, original json.RawMessage) (json.RawMessage, error) {
+	if !r.Active() {
+		return edited, nil
+	}
+	sub, err1 := decode(edited)
+	orig, err2 := decode(original)
+	if err1 != nil || err2 != nil {
+		return edited, nil // not JSON: the gate refuses it with its own words
+	}
+	if !leftover(sub, nil) {
+		return edited, nil // no mark to put back: the edit as the approver wrote it
+	}
+	shown, err := decode(r.JSON(original))
+	if err != nil {
+		return edited, nil
+	}
+	restored := restore(sub, shown, orig)
+	if leftover(restored, orig) {
+		return nil, fmt.Errorf("the edited arguments hold %s where the agent sent no such value; "+
+			"leave redacted values where they are shown (they are put back as the agent sent them) or replace them", Mark)
+	}
+	return jsonx.Marshal(restored)
+}
+
+func decode(raw json.RawMessage) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	return v, err
+}
+
+// restore walks what the approver sent (sub) beside what they were shown
+// (shown) and what the agent sent (orig): a value left as shown, where
+// showing it redacted it, becomes the agent's.
+func restore(sub, shown, orig any) any {
+	switch s := sub.(type) {
+	case string:
+		if sh, ok := shown.(string); ok && sh == s && strings.Contains(s, Mark) {
+			return orig
+		}
+	case map[string]any:
+		sh, _ := shown.(map[string]any)
+		o, _ := orig.(map[string]any)
+		out := make(map[string]any, len(s))
+		for k, v := range s {
+			out[k] = restore(v, sh[k], o[k])
+		}
+		return out
+	case []any:
+		sh, _ := shown.([]any)
+		o, _ := orig.([]any)
+		out := make([]any, len(s))
+		for i, v := range s {
+			var shi, oi any
+			if i < len(sh) {
+				shi = sh[i]
+			}
+			if i < len(o) {
+				oi = o[i]
+			}
+			out[i] = restore(v, shi, oi)
+		}
+		return out
+	}
+	return sub
+}
+
+// leftover reports a Mark in v that the agent's value at the same place
+// does not hold.
+func leftover(v, orig any) bool {
+	switch x := v.(type) {
+	case string:
+		o, _ := orig.(string)
+		return strings.Contains(x, Mark) && o != x
+	case map[string]any:
+		o, _ := orig.(map[string]any)
+		for k, e := range x {
+			if strings.Contains(k, Mark) || leftover(e, o[k]) {
+				return true
+			}
+		}
+	case []any:
+		o, _ := orig.([]any)
+		for i, e := range x {
+			var oi any
+			if i < len(o) {
+				oi = o[i]
+			}
+			if leftover(e, oi) {
+				return true
+			}
+		}
+	}
+	return false
+}

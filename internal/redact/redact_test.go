@@ -1,0 +1,213 @@
+package redact
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+)
+
+func mustNew(t *testing.T, keys, patterns []string) *Redactor {
+	t.Helper()
+	r, err := New(keys, patterns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+var rules = struct{ keys, patterns []string }{
+	keys:     []string{"password", "*token*", "*secret*"},
+	patterns: []string{`AKIA[0-9A-Z]{16}`, `密钥[0-9]+`},
+}
+
+const aws = "AKIAIOSFODNN7EXAMPLE"
+
+func TestJSON(t *testing.T) {
+	r := mustNew(t, rules.keys, rules.patterns)
+	tests := []struct {
+		name, in, want string
+	}{
+		{"top-level key", `{"user":"bob","password":"hunter2"}`, `{"user":"bob","password":"[redacted]"}`},
+		{"key in another case", `{"PassWord":"x","API_Token":"y","X-Secret-Key":{"a":1}}`,
+			`{"PassWord":"[redacted]","API_Token":"[redacted]","X-Secret-Key":"[redacted]"}`},
+		{"nested in arrays of objects", `[[{"deep":[{"password":[1,2,{"x":"y"}]}]}],"ok"]`,
+			`[[{"deep":[{"password":"[redacted]"}]}],"ok"]`},
+		{"a whole object under a key", `{"secrets":{"db":"p","api":["k1","k2"]},"n":1}`, `{"secrets":"[redacted]","n":1}`},
+		{"pattern inside a string", `{"cmd":"aws --key ` + aws + ` s3 ls"}`, `{"cmd":"aws --key [redacted] s3 ls"}`},
+		{"pattern in a key", `{"` + aws + `":"v"}`, `{"[redacted]":"v"}`},
+		{"pattern spanning multi-byte characters", `{"note":"用密钥12345登录"}`, `{"note":"用[redacted]登录"}`},
+		{"numbers keep their digits, order is kept", `{"z":1.50,"big":123456789012345678901234567890,"a":"` + aws + `"}`,
+			`{"z":1.50,"big":123456789012345678901234567890,"a":"[redacted]"}`},
+		{"nulls and booleans", `{"t":true,"f":false,"n":null,"token":null}`, `{"t":true,"f":false,"n":null,"token":"[redacted]"}`},
+		{"a bare string", `"` + aws + `"`, `"[redacted]"`},
+		{"escapes are kept readable", `{"q":"a \u0026\u0026 b <i> — ` + aws + `"}`, `{"q":"a && b <i> — [redacted]"}`},
+		{"not JSON is redacted as text", `not json ` + aws, `"not json [redacted]"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := string(r.JSON(json.RawMessage(tt.in)))
+			if got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+			if tt.name != "not JSON is redacted as text" && !json.Valid([]byte(got)) {
+				t.Errorf("not valid JSON: %s", got)
+			}
+		})
+	}
+}
+
+func TestJSONUnchangedIsTheSameBytes(t *testing.T) {
+	r := mustNew(t, rules.keys, rules.patterns)
+	in := json.RawMessage("{ \"a\" : [1, 2],\n \"b\": \"\\u00e9\" }")
+	if got := r.JSON(in); !bytes.Equal(got, in) {
+		t.Errorf("nothing matched, yet %s became %s", in, got)
+	}
+	var none *Redactor
+	if got := none.JSON(json.RawMessage(`{"password":"x"}`)); string(got) != `{"password":"x"}` {
+		t.Errorf("a nil redactor changed %s", got)
+	}
+	if none.Active() || none.Key("password") || none.Text(aws) != aws {
+		t.Error("a nil redactor redacts")
+	}
+}
+
+func TestHugeAndDeepInput(t *testing.T) {
+	r := mustNew(t, rules.keys, rules.patterns)
+	big := strings.Repeat("é", 200_000) + aws + strings.Repeat("x", 200_000)
+	raw, _ := json.Marshal(map[string]string{"blob": big})
+	got := r.JSON(raw)
+	var back map[string]string
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(back["blob"], aws) || !strings.Contains(back["blob"], Mark) || !utf8.ValidString(back["blob"]) {
+		t.Errorf("huge string not redacted cleanly")
+	}
+	deep := strings.Repeat(`{"a":`, 5000) + `{"token":"t"}` + strings.Repeat(`}`, 5000)
+	out := r.JSON(json.RawMessage(deep))
+	if bytes.Contains(out, []byte(`"t"`)) || !json.Valid(out) {
+		t.Errorf("deep input: %.80s", out)
+	}
+}
+
+func TestText(t *testing.T) {
+	r := mustNew(t, nil, rules.patterns)
+	if got := r.Text("key " + aws + " and 密钥9"); got != "key [redacted] and [redacted]" {
+		t.Errorf("got %q", got)
+	}
+	// $ in the text is not a replacement template.
+	r2 := mustNew(t, nil, []string{`pw=\S+`})
+	if got := r2.Text("pw=$1 ok"); got != "[redacted] ok" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestNewNamesTheBadRule(t *testing.T) {
+	for _, tt := range []struct {
+		keys, patterns []string
+		want           string
+	}{
+		{nil, []string{`ok`, `AKIA[0-9`}, `redact.patterns[1]: "AKIA[0-9" is not a regular expression: missing closing ]`},
+		{nil, []string{`a*`}, `redact.patterns[0]: "a*" matches the empty string`},
+		{[]string{"x", " "}, nil, `redact.keys[1]: empty`},
+	} {
+		_, err := New(tt.keys, tt.patterns)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("New(%q, %q) = %v, want %q", tt.keys, tt.patterns, err, tt.want)
+		}
+	}
+}
+
+func TestRequest(t *testing.T) {
+	r := mustNew(t, rules.keys, rules.patterns)
+	req := &gate.Request{ID: "01J", ToolArgs: json.RawMessage(`{"password":"p"}`), ModifiedArgs: json.RawMessage(`{"password":"q"}`),
+		Metadata: json.RawMessage(`{"api_token":"m"}`), Summary: "uses " + aws, Reason: "saw " + aws}
+	got := r.Request(req)
+	for _, s := range []string{string(got.ToolArgs), string(got.ModifiedArgs), string(got.Metadata), got.Summary, got.Reason} {
+		if !strings.Contains(s, Mark) {
+			t.Errorf("not redacted: %s", s)
+		}
+	}
+	if string(req.ToolArgs) != `{"password":"p"}` || req.Summary != "uses "+aws {
+		t.Error("the original request was changed")
+	}
+	if e := r.Event(gate.Event{Detail: "out: " + aws}); e.Detail != "out: [redacted]" {
+		t.Errorf("event detail %q", e.Detail)
+	}
+}
+
+type stringer struct{ s string }
+
+func (s stringer) String() string { return s.s }
+
+func TestLogHandler(t *testing.T) {
+	r := mustNew(t, rules.keys, rules.patterns)
+	var buf bytes.Buffer
+	log := slog.New(Handler(slog.NewJSONHandler(&buf, nil), r))
+	log = log.With("api_token", "t-1", "who", "key "+aws)
+	log.WithGroup("g").Info("summary "+aws, "args", json.RawMessage(`{"password":"p","n":1}`),
+		"err", errors.New("failed on "+aws), "s", stringer{aws}, "password", 42, slog.Group("inner", "secret_x", "v", "ok", aws))
+	out := buf.String()
+	if strings.Contains(out, aws) || strings.Contains(out, `"p"`) || strings.Contains(out, "t-1") || strings.Contains(out, `"v"`) ||
+		strings.Contains(out, "42") {
+		t.Errorf("a secret reached the log: %s", out)
+	}
+	for _, want := range []string{`"msg":"summary [redacted]"`, `"api_token":"[redacted]"`, `"n\":1`, `"ok":"[redacted]"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s: %s", want, out)
+		}
+	}
+	plain := slog.NewJSONHandler(&buf, nil)
+	if Handler(plain, nil) != slog.Handler(plain) {
+		t.Error("a nil redactor wraps the handler")
+	}
+}
+
+// An approver edits what they were shown. Values left redacted go back as
+// the agent sent them; a [redacted] that cannot go back is refused, never
+// passed on to the tool.
+func TestRestore(t *testing.T) {
+	r := mustNew(t, []string{"password", "*token*"}, []string{`AKIA[0-9A-Z]{16}`})
+	orig := json.RawMessage(`{"user":"bob","password":"hunter2","auth":{"api_token":{"v":1}},"cmd":"aws --key ` + aws + ` ls","list":["a","` + aws + `"]}`)
+	for _, tt := range []struct {
+		name, edited, want, err string
+	}{
+		{"as shown", string(r.JSON(orig)), `{"auth":{"api_token":{"v":1}},"cmd":"aws --key ` + aws + ` ls","list":["a","` + aws + `"],"password":"hunter2","user":"bob"}`, ""},
+		{"one field edited, redacted ones kept", `{"user":"alice","password":"[redacted]","auth":{"api_token":"[redacted]"},"cmd":"aws --key [redacted] ls","list":["b","[redacted]"]}`,
+			`{"auth":{"api_token":{"v":1}},"cmd":"aws --key ` + aws + ` ls","list":["b","` + aws + `"],"password":"hunter2","user":"alice"}`, ""},
+		{"a redacted value replaced, keys kept in the approver's order", `{"user":"bob","password":"new-one"}`, `{"user":"bob","password":"new-one"}`, ""},
+		{"a mark written with escapes", `{"user":"\u005bredacted]"}`, "", "hold [redacted]"},
+		{"a redacted value moved", `{"user":"[redacted]"}`, "", "hold [redacted]"},
+		{"a redacted string edited around its mark", `{"cmd":"aws --key [redacted] rm"}`, "", "hold [redacted]"},
+		{"a mark typed in a new key", `{"extra":{"x":"[redacted]"}}`, "", "hold [redacted]"},
+		{"a mark as a key", `{"[redacted]":1}`, "", "hold [redacted]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := r.Restore(json.RawMessage(tt.edited), orig)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("got %s, %v; want an error", got, err)
+				}
+				return
+			}
+			if err != nil || string(got) != tt.want {
+				t.Fatalf("got %s, %v\nwant %s", got, err, tt.want)
+			}
+		})
+	}
+	// The agent's own "[redacted]" may stay where it was.
+	own := json.RawMessage(`{"note":"[redacted] by hand"}`)
+	if got, err := r.Restore(own, own); err != nil || string(got) != `{"note":"[redacted] by hand"}` {
+		t.Errorf("the agent's own mark: %s, %v", got, err)
+	}
+	var none *Redactor
+	if got, err := none.Restore(json.RawMessage(`{"a":"[redacted]"}`), orig); err != nil || string(got) != `{"a":"[redacted]"}` {
+		t.Errorf("without rules: %s, %v", got, err)
+	}
+}

@@ -1,0 +1,297 @@
+package web_test
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/config"
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/present"
+	"github.com/gatehouse-dev/gatehouse/internal/redact"
+	"github.com/gatehouse-dev/gatehouse/web"
+)
+
+const awsKey = "AKIAIOSFODNN7EXAMPLE"
+
+// facesRoutes: payments is critical and labelled; deploys is plain.
+var facesRoutes = []gate.Route{
+	{Name: "payments", Tool: "oa__purchase_*", Channels: []string{gate.WebChannel}, Timeout: time.Hour,
+		Looks: gate.Looks{Label: "Payments over ¥50,000", Severity: gate.Critical}},
+	{Name: "reads", Tool: "read_*", Action: "allow"},
+}
+
+// newFacesEnv is a server that redacts passwords, tokens and AWS keys, with
+// two agents' tokens and an operator's read_all token.
+func newFacesEnv(t *testing.T) *env {
+	t.Helper()
+	rd, err := redact.New([]string{"password", "*token*"}, []string{`AKIA[0-9A-Z]{16}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newEnvWith(t, facesRoutes, func(o *web.Options) {
+		o.Present = &present.Presenter{Redact: rd, Looks: o.Service.RouteLooks}
+		o.Tokens = []config.APIToken{
+			{Name: "agent-a", Token: scopeTokens["agent-a"]},
+			{Name: "reader", Token: scopeTokens["reader"], Scopes: []string{config.ScopeReadAll}},
+		}
+	})
+}
+
+// submitAs creates a request through the API with an agent's token.
+func (e *env) submitAs(token, body string) *gate.Request {
+	e.t.Helper()
+	code, out := call(e.t, e.srv.URL, token, http.MethodPost, "/api/v1/approvals", body)
+	if code != http.StatusCreated {
+		e.t.Fatalf("submit: %d %s", code, out)
+	}
+	var r gate.Request
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		e.t.Fatal(err)
+	}
+	return &r
+}
+
+const secretCall = `{"tool_name":"deploy","requires_confirmation":true,"agent_id":"ops-bot","summary":"Deploy with ` + awsKey + `",
+	"tool_args":{"env":"prod","db":{"Password":"hunter2"},"api_token":"tok-123","cmd":"deploy --key ` + awsKey + `"},
+	"metadata":{"session_token":"meta-secret"}}`
+
+var secrets = []string{awsKey, "hunter2", "tok-123", "meta-secret"}
+
+func leaks(s string) []string {
+	var out []string
+	for _, x := range secrets {
+		if strings.Contains(s, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Every page, fragment and export a person reads shows secrets as
+// [redacted]; the stored row keeps them.
+func TestSecretsNeverReachAPage(t *testing.T) {
+	e := newFacesEnv(t)
+	r := e.submitAs("agent-a", secretCall)
+	alice := e.login("alice")
+	if _, err := e.svc.Decide(context.Background(), gate.Decision{RequestID: e.submitAs("agent-a", secretCall[:len(secretCall)-1]+`,"idempotency_key":"k2"}`).ID,
+		Actor: "web:alice", Via: gate.WebChannel, Reason: "do not paste " + awsKey}); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/", "/live/queue", "/history", "/history?q=deploy", "/approvals/" + r.ID, "/export.csv", "/export.json", "/charts"} {
+		res, page := alice.get(path)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d", path, res.StatusCode)
+		}
+		if l := leaks(page); len(l) > 0 {
+			t.Errorf("%s shows %v", path, l)
+		}
+		if path != "/charts" && !strings.Contains(page, "[redacted]") {
+			t.Errorf("%s does not say what it hid", path)
+		}
+	}
+	got, _ := e.svc.Get(context.Background(), r.ID)
+	if !strings.Contains(string(got.ToolArgs), "hunter2") || !strings.Contains(got.Summary, awsKey) {
+		t.Error("the stored request was redacted")
+	}
+	t.Run("the agent's own token reads its arguments whole", func(t *testing.T) {
+		_, own := call(t, e.srv.URL, "agent-a", http.MethodGet, "/api/v1/approvals/"+r.ID, "")
+		if len(leaks(own)) != len(secrets) {
+			t.Errorf("the owner's read is redacted: %s", own)
+		}
+	})
+	t.Run("an operator's read_all token reads them redacted", func(t *testing.T) {
+		for _, path := range []string{"/api/v1/approvals/" + r.ID, "/api/v1/approvals/" + r.ID + "?wait=1s", "/api/v1/approvals", "/api/v1/approvals/" + r.ID + "/events"} {
+			code, out := call(t, e.srv.URL, "reader", http.MethodGet, path, "")
+			if code != http.StatusOK || len(leaks(out)) > 0 {
+				t.Errorf("%s: %d %v", path, code, leaks(out))
+			}
+		}
+	})
+}
+
+// An approver who edits redacted arguments on the page never sends
+// "[redacted]" to the tool: values left as shown go back as the agent sent
+// them, and a [redacted] anywhere else is refused.
+func TestEditingRedactedArguments(t *testing.T) {
+	e := newFacesEnv(t)
+	alice := e.login("alice")
+	args := `{"env":"prod","db":{"Password":"hunter2"},"cmd":"deploy --key ` + awsKey + `"}`
+	submit := func() *gate.Request {
+		return e.submitAs("agent-a", `{"tool_name":"deploy","requires_confirmation":true,"tool_args":`+args+`}`)
+	}
+	decide := func(r *gate.Request, edited string) (*http.Response, string, *gate.Request) {
+		res, page := alice.post("/approvals/"+r.ID+"/decide", url.Values{"csrf": {alice.csrf}, "verdict": {"approve"}, "modified_args": {edited}})
+		got, _ := e.svc.Get(context.Background(), r.ID)
+		return res, page, got
+	}
+	shownArgs := func(r *gate.Request) string {
+		_, page := alice.get("/approvals/" + r.ID)
+		i := strings.Index(page, `name="modified_args"`)
+		j := strings.Index(page[i:], ">")
+		k := strings.Index(page[i:], "</textarea>")
+		text := page[i+j+1 : i+k]
+		for _, ent := range [][2]string{{"&#34;", `"`}, {"&quot;", `"`}, {"&lt;", "<"}, {"&gt;", ">"}, {"&#39;", "'"}, {"&amp;", "&"}} {
+			text = strings.ReplaceAll(text, ent[0], ent[1])
+		}
+		return text
+	}
+
+	t.Run("sent back as shown: no edit", func(t *testing.T) {
+		r := submit()
+		shown := shownArgs(r)
+		if !strings.Contains(shown, `"Password": "[redacted]"`) || len(leaks(shown)) > 0 {
+			t.Fatalf("the edit box shows %s", shown)
+		}
+		_, _, got := decide(r, shown)
+		if got.Status != gate.StatusApproved || len(got.ModifiedArgs) != 0 {
+			t.Fatalf("got %s with modified args %s", got.Status, got.ModifiedArgs)
+		}
+	})
+	t.Run("one value changed, redacted ones left in place", func(t *testing.T) {
+		r := submit()
+		edited := strings.Replace(shownArgs(r), `"prod"`, `"staging"`, 1)
+		_, _, got := decide(r, edited)
+		var m map[string]any
+		_ = json.Unmarshal(got.ModifiedArgs, &m)
+		if got.Status != gate.StatusApproved || m["env"] != "staging" || m["db"].(map[string]any)["Password"] != "hunter2" ||
+			m["cmd"] != "deploy --key "+awsKey || strings.Contains(string(got.ModifiedArgs), "[redacted]") {
+			t.Fatalf("got %s with modified args %s", got.Status, got.ModifiedArgs)
+		}
+	})
+	t.Run("a redacted value moved elsewhere is refused", func(t *testing.T) {
+		r := submit()
+		res, page, got := decide(r, `{"env":"[redacted]","db":{"Password":"[redacted]"}}`)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(page, "hold [redacted]") || got.Status != gate.StatusPending {
+			t.Fatalf("status %d, request %s:\n%s", res.StatusCode, got.Status, page)
+		}
+	})
+}
+
+// A critical route's approval is confirmed: without confirmed=1 the answer
+// is a confirmation page and nothing is decided; a rejection needs none.
+func TestCriticalApprovalIsConfirmed(t *testing.T) {
+	e := newFacesEnv(t)
+	alice := e.login("alice")
+	r := e.submitAs("agent-a", `{"tool_name":"oa__purchase_pay","tool_args":{"vendor":"ACME","amount":60000,"currency":"CNY"}}`)
+	_, queue := alice.get("/")
+	for _, want := range []string{`data-critical="Pay ACME ¥60,000"`, `class="card risk sev-critical"`, "Payments over ¥50,000", `<p class="big amount">¥60,000</p>`} {
+		if !strings.Contains(queue, want) {
+			t.Errorf("queue lacks %s", want)
+		}
+	}
+	res, page := alice.post("/approvals/"+r.ID+"/decide", url.Values{"csrf": {alice.csrf}, "verdict": {"approve"}, "reason": {"fine"}, "from": {"queue"}})
+	got, _ := e.svc.Get(context.Background(), r.ID)
+	if res.StatusCode != http.StatusOK || !strings.Contains(page, "Approve a critical call?") || got.Status != gate.StatusPending {
+		t.Fatalf("unconfirmed approval: %d, %s", res.StatusCode, got.Status)
+	}
+	for _, want := range []string{`name="confirmed" value="1"`, `name="reason" value="fine"`, `name="from" value="queue"`, `value="approve" class="approve"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("confirmation page lacks %s", want)
+		}
+	}
+	res, _ = alice.post("/approvals/"+r.ID+"/decide", url.Values{"csrf": {alice.csrf}, "verdict": {"approve"}, "reason": {"fine"}, "from": {"queue"}, "confirmed": {"1"}})
+	got, _ = e.svc.Get(context.Background(), r.ID)
+	if res.StatusCode != http.StatusSeeOther || got.Status != gate.StatusApproved {
+		t.Fatalf("confirmed approval: %d, %s", res.StatusCode, got.Status)
+	}
+	r2 := e.submitAs("agent-a", `{"tool_name":"oa__purchase_pay","tool_args":{"amount":1},"idempotency_key":"r2"}`)
+	alice.post("/approvals/"+r2.ID+"/decide", url.Values{"csrf": {alice.csrf}, "verdict": {"reject"}})
+	if got, _ := e.svc.Get(context.Background(), r2.ID); got.Status != gate.StatusRejected {
+		t.Errorf("a rejection waited for a confirmation: %s", got.Status)
+	}
+}
+
+// A verdict given on the queue lands back on the queue, which says what was
+// recorded; the detail page's verdict lands on the detail page.
+func TestVerdictOnTheQueueStaysOnTheQueue(t *testing.T) {
+	e := newEnv(t)
+	alice := e.login("alice")
+	r := e.submit(`{"tool_name":"deploy","requires_confirmation":true}`)
+	res, _ := alice.post("/approvals/"+r.ID+"/decide", url.Values{"csrf": {alice.csrf}, "verdict": {"approve"}, "from": {"queue"}})
+	if loc := res.Header.Get("Location"); res.StatusCode != http.StatusSeeOther || loc != "/?decided="+r.ID {
+		t.Fatalf("%d to %q", res.StatusCode, loc)
+	}
+	_, page := alice.get("/?decided=" + r.ID)
+	if !strings.Contains(page, "Recorded: approved by web:alice via web") || !strings.Contains(page, `href="/approvals/`+r.ID+`">See it`) {
+		t.Errorf("the queue does not say what was recorded")
+	}
+	// Words cannot be put on the page through the URL.
+	if _, page := alice.get("/?decided=%3Cb%3Efake"); strings.Contains(page, "Recorded") || strings.Contains(page, "<b>fake") {
+		t.Errorf("an unknown id put words on the page")
+	}
+	r2 := e.submit(`{"tool_name":"deploy","requires_confirmation":true,"idempotency_key":"two"}`)
+	res, _ = alice.post("/approvals/"+r2.ID+"/decide", url.Values{"csrf": {alice.csrf}, "verdict": {"reject"}})
+	if loc := res.Header.Get("Location"); loc != "/approvals/"+r2.ID+"?decided=1" {
+		t.Errorf("from the detail page: to %q", loc)
+	}
+}
+
+// Recently decided shows people's decisions; the verdicts routes gave alone
+// show on demand, in the live fragment too.
+func TestRecentHidesPolicyVerdicts(t *testing.T) {
+	e := newFacesEnv(t)
+	alice := e.login("alice")
+	auto := e.submitAs("agent-a", `{"tool_name":"read_file","tool_args":{"path":"README.md"}}`)
+	if auto.DecidedVia != gate.ViaPolicy {
+		t.Fatalf("read_file was not allowed by its route: %+v", auto)
+	}
+	for path, want := range map[string]bool{"/": false, "/live/queue": false, "/?policy=include": true, "/live/queue?policy=include": true} {
+		_, page := alice.get(path)
+		if got := strings.Contains(page, "/approvals/"+auto.ID); got != want {
+			t.Errorf("%s lists the route's verdict: %v, want %v", path, got, want)
+		}
+	}
+	if _, page := alice.get("/?policy=include"); !strings.Contains(page, `data-live="/live/queue?policy=include"`) {
+		t.Error("the live refresh drops the filter")
+	}
+}
+
+// JSON strings show as written: no \u2014 for an em dash, no \u003c for a
+// "<", and html/template still escapes them for the page.
+func TestArgumentsShowUnescaped(t *testing.T) {
+	e := newEnv(t)
+	alice := e.login("alice")
+	r := e.submit(`{"tool_name":"deploy","requires_confirmation":true,"tool_args":{"note":"a \u2014 b \u003cb\u003ebold\u003c/b\u003e \u0026 c"}}`)
+	_, page := alice.get("/approvals/" + r.ID)
+	if strings.Contains(page, `\u2014`) || strings.Contains(page, `\u003c`) || strings.Contains(page, `\u0026`) {
+		t.Errorf("escapes shown")
+	}
+	if !strings.Contains(page, "a — b &lt;b&gt;bold&lt;/b&gt; &amp; c") {
+		t.Errorf("the note is not shown as written")
+	}
+}
+
+func TestFavicon(t *testing.T) {
+	e := newEnv(t)
+	b := e.browser()
+	res, body := b.get("/static/favicon.svg")
+	if res.StatusCode != http.StatusOK || !strings.Contains(res.Header.Get("Content-Type"), "image/svg+xml") || !strings.HasPrefix(body, "<svg") {
+		t.Errorf("favicon: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	if res, _ := b.get("/favicon.ico"); res.StatusCode != http.StatusMovedPermanently || res.Header.Get("Location") != "/static/favicon.svg" {
+		t.Errorf("/favicon.ico: %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	if _, page := b.get("/login"); !strings.Contains(page, `<link rel="icon" href="/static/favicon.svg"`) {
+		t.Error("pages do not name their icon")
+	}
+}
+
+func TestExportsAreRedacted(t *testing.T) {
+	e := newFacesEnv(t)
+	e.submitAs("agent-a", secretCall)
+	alice := e.login("alice")
+	_, body := alice.get("/export.csv")
+	rows, err := csv.NewReader(strings.NewReader(body)).ReadAll()
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("csv: %v, %d rows", err, len(rows))
+	}
+	if l := leaks(body); len(l) > 0 {
+		t.Errorf("the CSV export carries %v", l)
+	}
+}
