@@ -301,19 +301,25 @@ auth:
 `, []string{"auth.api_tokens[0].token_file: cannot read the secret"}},
 		{"not YAML", "listen: [", []string{"not valid YAML"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.yaml), t.TempDir(), env(nil))
-			var errs Errors
-			if !errors.As(err, &errs) {
-				t.Fatalf("want config.Errors, got %v", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("missing %q in:\n%v", w, err)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantErrors(t, tc.yaml, tc.want) })
 	}
+}
+
+// wantErrors parses yaml and checks that the problems it reports include
+// each of want.
+func wantErrors(t *testing.T, yaml string, want []string) Errors {
+	t.Helper()
+	_, err := Parse([]byte(yaml), t.TempDir(), env(nil))
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("want config.Errors, got %v", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("missing %q in:\n%v", w, err)
+		}
+	}
+	return errs
 }
 
 func TestExpand(t *testing.T) {
