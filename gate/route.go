@@ -32,6 +32,9 @@ type Route struct {
 	Quorum    int      // distinct approvals needed; 1 when zero
 	Timeout   time.Duration
 	OnTimeout Verdict
+	// Plan is what the route asks of people beyond the first cards:
+	// self-approval, direct cards, reminders, escalation.
+	Plan Plan
 }
 
 // Rate limits a route's calls: at most Limit per Per, by agent, user,

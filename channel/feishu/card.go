@@ -45,10 +45,12 @@ const (
 )
 
 // actionValue is the whole of a button's callback value: which request and
-// which verdict, nothing else.
+// which verdict, and, on a direct card, the identity it was sent to (whose
+// tap alone it takes outside the approvals chat).
 type actionValue struct {
 	RequestID string `json:"request_id"`
 	Choice    string `json:"choice"`
+	To        string `json:"to,omitempty"`
 }
 
 type obj = map[string]any
@@ -56,9 +58,13 @@ type obj = map[string]any
 // renderCard returns the card JSON for r: the pending card with its form and
 // buttons, or the final card without them. It is always under maxContent
 // once encoded into a message body, whatever the request holds.
-func (c *Channel) renderCard(r *gate.Request) ([]byte, error) {
+func (c *Channel) renderCard(r *gate.Request) ([]byte, error) { return c.renderCardFor(r, "") }
+
+// renderCardFor is renderCard for a direct card to the identity to ("" for
+// the chat's card): its buttons carry to.
+func (c *Channel) renderCardFor(r *gate.Request, to string) ([]byte, error) {
 	args := prettyArgs(r.ToolArgs)
-	base, err := jsonx.Marshal(c.card(r, "", ""))
+	base, err := jsonx.Marshal(c.card(r, to, "", ""))
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +78,7 @@ func (c *Channel) renderCard(r *gate.Request) ([]byte, error) {
 				note += " The full arguments are on the Gatehouse page."
 			}
 		}
-		b, err := jsonx.Marshal(c.card(r, shown, note))
+		b, err := jsonx.Marshal(c.card(r, to, shown, note))
 		if err != nil {
 			return nil, err
 		}
@@ -86,7 +92,7 @@ func (c *Channel) renderCard(r *gate.Request) ([]byte, error) {
 // card builds the card as a JSON tree. Every untrusted value goes through
 // text(), a plain_text element: Feishu renders no mentions, links or
 // markdown in it.
-func (c *Channel) card(r *gate.Request, args, note string) obj {
+func (c *Channel) card(r *gate.Request, to, args, note string) obj {
 	title, template := "Approval needed", "orange"
 	switch r.Status {
 	case gate.StatusApproved:
@@ -142,7 +148,7 @@ func (c *Channel) card(r *gate.Request, args, note string) obj {
 	}
 	els = append(els, text("Request "+r.ID, "notation", "grey"))
 	if !r.Status.Final() {
-		els = append(els, form(r))
+		els = append(els, form(r, to))
 	}
 	return obj{
 		"schema": "2.0",
@@ -160,7 +166,7 @@ func (c *Channel) card(r *gate.Request, args, note string) obj {
 // Approve for D where the route remembers, Reject). Every button submits
 // the form, so the callback carries the reason as form_value.reason
 // alongside the button's value.
-func form(r *gate.Request) obj {
+func form(r *gate.Request, to string) obj {
 	id := r.ID
 	button := func(name, label, typ, choice string) obj {
 		return obj{
@@ -169,7 +175,7 @@ func form(r *gate.Request) obj {
 			"text":             obj{"tag": "plain_text", "content": label},
 			"type":             typ,
 			"form_action_type": "submit",
-			"behaviors":        []any{obj{"type": "callback", "value": actionValue{RequestID: id, Choice: choice}}},
+			"behaviors":        []any{obj{"type": "callback", "value": actionValue{RequestID: id, Choice: choice, To: to}}},
 		}
 	}
 	columns := []any{obj{"tag": "column", "width": "auto", "elements": []any{button(approveButton, "Approve", "primary", choiceApprove)}}}
