@@ -197,3 +197,24 @@ routes:
 		t.Errorf("closest suggests %q for a word nothing like a key", got)
 	}
 }
+
+func TestSelfApprovalWarning(t *testing.T) {
+	const route = `
+routes:
+  - name: pay
+    self_approval: forbid
+`
+	for _, tc := range []struct {
+		yaml string
+		warn bool
+	}{{route, true}, {peopleBase + route, false}} {
+		c, err := Parse([]byte(tc.yaml), t.TempDir(), env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := strings.Join(c.Warnings(), "\n")
+		if got := strings.Contains(w, "routes[0].self_approval: forbid, but no API token names a person"); got != tc.warn {
+			t.Errorf("warned %v, want %v: %s", got, tc.warn, w)
+		}
+	}
+}

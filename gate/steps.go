@@ -135,7 +135,8 @@ func (s *Service) plan(st StepState, now time.Time) StepWork {
 	w.Step = Step{N: len(st.Steps) + 1, Due: *due, At: now}
 	esc := countSteps(st.Steps, StepEscalate)
 	if esc < len(r.Plan.Escalate) && !r.CreatedAt.Add(r.Plan.Escalate[esc].After).After(now) {
-		w.Step.Kind = StepEscalate
+		// Escalations first: they widen what a reminder then names.
+		w.Step.Kind, w.Step.Due = StepEscalate, r.CreatedAt.Add(r.Plan.Escalate[esc].After)
 		s.escalate(&w, st, r.Plan.Escalate[esc], esc+1)
 	} else {
 		w.Step.Kind = StepRemind
