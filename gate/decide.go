@@ -26,7 +26,9 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 	// approvers list may name either; a person's approvals count once
 	// toward a quorum, whichever identity they tap with.
 	people := s.people.Load()
-	persons := people.of(append([]string{d.Actor, d.Voter}, d.Identities...)...)
+	// The voter first: where a platform knows a stable identity across its
+	// apps (Feishu's union_id), that one says who the person is.
+	persons := people.of(append([]string{d.Voter, d.Actor}, d.Identities...)...)
 	ids := append([]string{d.Actor}, d.Identities...)
 	for _, p := range persons {
 		ids = append(ids, PersonPrefix+p)

@@ -80,6 +80,9 @@ func countSteps(steps []Step, kind string) int {
 // advance takes the steps that came due, across replicas: each due
 // request's step in a transaction of its own.
 func (s *Service) advance(ctx context.Context) {
+	if s.stopped() {
+		return // a server shutting down takes no new steps: another replica, or this one restarted, will
+	}
 	ids, err := s.store.DueSteps(ctx, s.now(), 100)
 	if err != nil {
 		if ctx.Err() == nil {
