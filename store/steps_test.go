@@ -92,15 +92,8 @@ func TestAdvanceTakesAStepOnce(t *testing.T) {
 func TestMigrationSixKeepsTheCards(t *testing.T) {
 	for _, driver := range []string{store.SQLite, store.Postgres} {
 		t.Run(driver, func(t *testing.T) {
-			dsn := filepath.Join(t.TempDir(), "m.db")
-			if driver == store.Postgres {
-				dsn = storetest.PostgresDSN(t)
-			}
 			ctx := context.Background()
-			old, err := store.OpenAt(ctx, driver, dsn, 5)
-			if err != nil {
-				t.Fatal(err)
-			}
+			old, dsn := oldDatabase(t, driver, 5)
 			now := time.Now().UTC().Truncate(time.Second)
 			for _, q := range []string{
 				`INSERT INTO requests (id, status, tool_name, tool_args, requires_confirmation, route, on_timeout, created_at, expires_at)
@@ -132,4 +125,19 @@ func TestMigrationSixKeepsTheCards(t *testing.T) {
 			}
 		})
 	}
+}
+
+// oldDatabase is a fresh database of driver migrated to version only, as
+// an older binary left it, and its DSN.
+func oldDatabase(t *testing.T, driver string, version int) (*store.DB, string) {
+	t.Helper()
+	dsn := filepath.Join(t.TempDir(), "m.db")
+	if driver == store.Postgres {
+		dsn = storetest.PostgresDSN(t)
+	}
+	old, err := store.OpenAt(context.Background(), driver, dsn, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return old, dsn
 }

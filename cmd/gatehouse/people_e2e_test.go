@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -152,6 +153,27 @@ func TestPeopleEndToEnd(t *testing.T) {
 		t.Fatalf("escalated Feishu messages: %v", to)
 	}
 
+	// Later reminders reply to the direct cards and the escalated cards too,
+	// naming carol on Feishu.
+	dm := slacktest.DirectChannel("U0BOB")
+	var bobCard slacktest.Call
+	for _, c := range slack.CallsOf("chat.postMessage") {
+		if c.Form.Get("channel") == dm && c.Form.Get("thread_ts") == "" {
+			bobCard = c
+		}
+	}
+	awaitCalls(t, "a reminder in bob's direct message", func() bool { return len(threadReplies(slack, dm, bobCard.TS)) > 0 })
+	awaitCalls(t, "a reminder on Feishu", func() bool {
+		for _, c := range feishu.Calls("POST " + feishutest.MessagesPath + "/om_") {
+			var content struct{ Text string }
+			_ = json.Unmarshal([]byte(fmt.Sprint(c.JSON["content"])), &content)
+			if strings.HasSuffix(c.Path, "/reply") && strings.HasPrefix(content.Text, `<at user_id="ou_carol"></at> ⏰ Still waiting for approval`) {
+				return true
+			}
+		}
+		return false
+	})
+
 	// alice may not approve her own request, however she tries; each try is
 	// answered kindly and audited.
 	body, h := slackForm(slackBlockActions(slackE2EAlice, card.TS, "gatehouse_approve", "approve:"+id))
@@ -182,7 +204,6 @@ func TestPeopleEndToEnd(t *testing.T) {
 	}
 
 	// bob approves from his direct message.
-	dm := slacktest.DirectChannel("U0BOB")
 	tap := slacktest.BlockActions(slacktest.Tap{Team: slackE2ETeam, User: "U0BOB", Channel: dm, ActionID: "gatehouse_approve", Value: "approve:" + id})
 	body, h = slackForm(tap)
 	if code, _ := slackCallback(t, srv.URL, body, h); code != 200 {
