@@ -24,10 +24,10 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 	t.Reason, _ = text.CutBytes(t.Reason, maxTextLen)
 	// Who decides: their identities, and the people those belong to. An
 	// approvers list may name either; a person's approvals count once
-	// toward a quorum, whichever identity they tap with.
-	people := s.people.Load()
-	// The voter first: where a platform knows a stable identity across its
+	// toward a quorum, whichever identity they tap with. The voter comes
+	// first: where a platform knows an identity that is stable across its
 	// apps (Feishu's union_id), that one says who the person is.
+	people := s.people.Load()
 	persons := people.of(append([]string{d.Voter, d.Actor}, d.Identities...)...)
 	ids := append([]string{d.Actor}, d.Identities...)
 	for _, p := range persons {

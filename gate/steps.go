@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
 // The steps of a request while it waits: reminders and escalations. Each
@@ -148,6 +150,7 @@ func (s *Service) plan(st StepState, now time.Time) StepWork {
 	w.Next = nextStep(r, append(slices.Clone(st.Steps), w.Step))
 	for i := range w.Events {
 		w.Events[i].RequestID, w.Events[i].At, w.Events[i].Actor = r.ID, now, ActorSystem
+		w.Events[i].Detail, _ = text.CutBytes(w.Events[i].Detail, maxTextLen) // long approvers lists
 	}
 	return w
 }
