@@ -57,6 +57,9 @@ type Result struct {
 	DecidedBy  string     `json:"decided_by,omitempty"`
 	DecidedVia string     `json:"decided_via,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
+	// URL is the request's page on the web UI, when the server has a
+	// public_url.
+	URL string `json:"url,omitempty"`
 }
 
 // APIError is an answer the server gave with an error status: bad input, a
@@ -209,6 +212,30 @@ func (c *Client) exchange(ctx context.Context, once func() (again bool, err erro
 		}
 		delay = min(delay*2, 5*time.Second)
 	}
+}
+
+// Start makes the request, or attaches to the one its idempotency key
+// made, and answers at once: pending, or the verdict it already has. One
+// attempt, no retries; Gate with the same key then waits for the verdict.
+func (c *Client) Start(ctx context.Context, req Request) (Result, error) {
+	body, err := jsonx.Marshal(req)
+	if err != nil {
+		return deny("", err), err
+	}
+	res, err := c.post(ctx, strings.TrimRight(c.URL, "/")+"/api/v1/gate?wait=0s", body, 30*time.Second)
+	if err != nil {
+		return deny("", err), err
+	}
+	return res, nil
+}
+
+// PageURL is the request's page on the web UI: the URL the server gave,
+// else the page under the server's address.
+func (c *Client) PageURL(res Result) string {
+	if res.URL != "" {
+		return res.URL
+	}
+	return strings.TrimRight(c.URL, "/") + "/approvals/" + url.PathEscape(res.RequestID)
 }
 
 // dialFailed says the error is a connection that was never made.

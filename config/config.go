@@ -22,7 +22,22 @@ type Config struct {
 	Redact    Redact    `yaml:"redact"`
 	Channels  []Channel `yaml:"channels"`
 	Routes    []Route   `yaml:"routes"`
+	// People are the humans behind identities: one person may tap from
+	// Slack, Feishu and the web page, and counts once toward a quorum.
+	People []Person `yaml:"people"`
 }
+
+// Person is one human: the channel identities they decide with, and the
+// user_id values agents send for them. Routes name them as person:NAME,
+// and tokens may belong to one (requests made with it are theirs).
+type Person struct {
+	Name       string   `yaml:"name"`
+	Identities []string `yaml:"identities"` // exact identities: slack:T/U, feishu:ou_x, feishu:union:on_x, web:alice
+	Users      []string `yaml:"users"`      // user_id values agents send for this person
+}
+
+// PersonPrefix marks a person in a route's approvers: person:alice.
+const PersonPrefix = "person:"
 
 // Audit configures the tamper-evident trail's signed checkpoints.
 type Audit struct {
@@ -104,6 +119,9 @@ type APIToken struct {
 	Token       string   `yaml:"token" secret:"true"`
 	TokenSHA256 string   `yaml:"token_sha256"`
 	Scopes      []string `yaml:"scopes"` // read_all | cancel_all
+	// Person names the person the token belongs to: requests made with it
+	// are theirs (self_approval: forbid keeps them from approving them).
+	Person string `yaml:"person"`
 }
 
 // Token scopes, for operators' tools.
@@ -254,10 +272,37 @@ type Route struct {
 	// Severity is low, high or critical: it colours the route's cards,
 	// and on a critical route approvers confirm an approval.
 	Severity string `yaml:"severity"`
+	// SelfApproval is allow (the default) or forbid: the person who asked
+	// may not approve (they may still reject).
+	SelfApproval string `yaml:"self_approval"`
+	// Notify is channel (the default: cards to the route's channels), dm
+	// (cards to the approvers themselves) or both.
+	Notify string `yaml:"notify"`
+	// Remind re-notifies the approvers of a still-pending request this
+	// often, in the thread of each card.
+	Remind Duration `yaml:"remind"`
+	// Escalate widens a request nobody answered: after each step's time,
+	// its card goes to more channels and more approvers may decide.
+	Escalate []Escalation `yaml:"escalate"`
 }
 
-// Severities of a route.
+// Escalation is one step of a route's escalation: After the request was
+// made, post its card to Channels and let Approvers decide too.
+type Escalation struct {
+	After     Duration `yaml:"after"`
+	Channels  []string `yaml:"channels"`
+	Approvers []string `yaml:"approvers"`
+}
+
+// Values of a route's self_approval and notify.
 const (
+	SelfApprovalAllow  = "allow"
+	SelfApprovalForbid = "forbid"
+	NotifyChannel      = "channel"
+	NotifyDM           = "dm"
+	NotifyBoth         = "both"
+
+	// Severities of a route.
 	SeverityLow      = "low"
 	SeverityHigh     = "high"
 	SeverityCritical = "critical"

@@ -333,19 +333,25 @@ redact:
 `, []string{"redact.keys[1]: empty", `redact.patterns[1]: "AKIA[0-9" is not a regular expression: missing closing ]`,
 			`redact.patterns[2]: ".*" matches the empty string`}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.yaml), t.TempDir(), env(nil))
-			var errs Errors
-			if !errors.As(err, &errs) {
-				t.Fatalf("want config.Errors, got %v", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("missing %q in:\n%v", w, err)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantErrors(t, tc.yaml, tc.want) })
 	}
+}
+
+// wantErrors parses yaml and checks that the problems it reports include
+// each of want.
+func wantErrors(t *testing.T, yaml string, want []string) Errors {
+	t.Helper()
+	_, err := Parse([]byte(yaml), t.TempDir(), env(nil))
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("want config.Errors, got %v", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("missing %q in:\n%v", w, err)
+		}
+	}
+	return errs
 }
 
 func TestExpand(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -74,13 +75,74 @@ func Parse(data []byte, dir string, lookup func(string) (string, bool)) (*Config
 	var errs Errors
 	prepare(root, "", dir, lookup, &errs)
 	check(root, reflect.TypeOf(Config{}), "", &errs)
-	if len(errs) > 0 {
-		return nil, errs
+	if len(errs) == 0 {
+		if err := root.Decode(c); err != nil {
+			return nil, Errors{{Msg: err.Error()}}
+		}
+		return c, c.Validate()
 	}
-	if err := root.Decode(c); err != nil {
-		return nil, Errors{{Msg: err.Error()}}
+	// Report every problem in one pass: what the keys' names and kinds got
+	// wrong, and what validating the rest finds. The keys check rejected
+	// are left at their defaults; their values' own complaints are dropped,
+	// since check has already named the key.
+	bad := map[string]bool{}
+	for _, e := range errs {
+		bad[e.Path] = true
 	}
-	return c, c.Validate()
+	prune(root, "", bad)
+	_ = root.Decode(c) // what is left has the right keys and kinds
+	if verr := c.Validate(); verr != nil {
+		var more Errors
+		if errors.As(verr, &more) {
+			for _, e := range more {
+				if !reported(errs, e.Path) {
+					errs = append(errs, e)
+				}
+			}
+		}
+	}
+	return nil, errs
+}
+
+// prune drops from the tree the keys at the paths check reported, so the
+// rest decodes: an entry of a mapping goes, an item of a list becomes null
+// (so the items after it keep their indexes).
+func prune(n *yaml.Node, path string, bad map[string]bool) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		kept := n.Content[:0:0]
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := join(path, n.Content[i].Value)
+			if bad[p] {
+				continue
+			}
+			prune(n.Content[i+1], p, bad)
+			kept = append(kept, n.Content[i], n.Content[i+1])
+		}
+		n.Content = kept
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			if bad[p] {
+				n.Content[i] = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+				continue
+			}
+			prune(c, p, bad)
+		}
+	}
+}
+
+// reported says whether check already named path or a key above it.
+func reported(errs Errors, path string) bool {
+	for _, e := range errs {
+		if e.Path == "" {
+			continue
+		}
+		if path == e.Path || strings.HasPrefix(path, e.Path+".") || strings.HasPrefix(path, e.Path+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 // secretKeys are the keys that may instead be given as <key>_file.
@@ -255,7 +317,16 @@ func checkMapping(n *yaml.Node, fields map[string]reflect.Type, path string, err
 		seen[k] = true
 		ft, ok := fields[k]
 		if !ok {
-			errs.add(p, "unknown key")
+			known := make([]string, 0, len(fields))
+			for f := range fields {
+				known = append(known, f)
+			}
+			sort.Strings(known) // the same suggestion every run
+			if m := closest(k, known); m != "" {
+				errs.add(p, "unknown key (did you mean %s?)", m)
+			} else {
+				errs.add(p, "unknown key")
+			}
 			continue
 		}
 		check(v, ft, p, errs)

@@ -37,6 +37,7 @@ func (c *Config) Validate() error {
 	c.validateDatabase(&errs)
 	c.validateDefaults(&errs)
 	c.validateAuth(&errs)
+	c.validatePeople(&errs)
 	c.validateAudit(&errs)
 	switch c.Log.Level {
 	case "", "debug", "info", "warn", "error":
@@ -257,6 +258,7 @@ func (c *Config) validateChannels(errs *Errors) map[string]bool {
 			errs.add(fmt.Sprintf("defaults.channels[%d]", i), "no channel named %q", n)
 		}
 	}
+	c.checkApprovers(c.Defaults.Approvers, "defaults.approvers", errs)
 	return names
 }
 
@@ -361,16 +363,13 @@ func (c *Config) validateRoutes(channels map[string]bool, errs *Errors) {
 		checkVerdict(r.OnTimeout, p+".on_timeout", errs)
 		if r.Quorum < 0 {
 			errs.add(p+".quorum", "must not be negative")
-		} else if r.Quorum > 1 && len(r.Approvers) > 0 && r.Quorum > len(r.Approvers) && !anyGlob(r.Approvers) {
-			errs.add(p+".quorum", "needs %d approvals but only %d approvers are listed", r.Quorum, len(r.Approvers))
+		} else if n := c.distinctApprovers(r.Approvers); r.Quorum > 1 && len(r.Approvers) > 0 && n >= 0 && r.Quorum > n {
+			errs.add(p+".quorum", "needs %d approvals but only %d approvers are listed (a person counts once, however many of their identities are listed)", r.Quorum, n)
 		}
-		for j, a := range r.Approvers {
-			if !strings.Contains(a, ":") {
-				errs.add(fmt.Sprintf("%s.approvers[%d]", p, j), "%q is not an identity such as slack:T123/U456, feishu:ou_xxx or web:alice", a)
-			}
-		}
+		c.checkApprovers(r.Approvers, p+".approvers", errs)
 		r.validatePolicy(p, errs)
 		r.validateLooks(p, errs)
+		r.validateReach(c, p, channels, errs)
 	}
 }
 
@@ -456,15 +455,6 @@ func (r *Route) validatePolicy(p string, errs *Errors) {
 	if r.Record != nil && !*r.Record && r.Action != ActionAllow {
 		errs.add(p+".record", "only a route whose action is allow may skip the record (asks and denials are always kept)")
 	}
-}
-
-func anyGlob(ss []string) bool {
-	for _, s := range ss {
-		if strings.ContainsAny(s, "*?") {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *Config) validateAudit(errs *Errors) {

@@ -17,6 +17,28 @@ func (c *Config) Warnings() []string {
 				"and this route (action: %s) asks nobody, so they only name it in the history", i, r.Name, r.Action))
 		}
 	}
+	out = append(out, c.selfApprovalWarnings()...)
+	return out
+}
+
+// selfApprovalWarnings: self_approval: forbid refuses the person who asked,
+// who is known by the token's person or the user_id's; with neither
+// configured, nobody is ever known to have asked.
+func (c *Config) selfApprovalWarnings() []string {
+	known := false
+	for _, t := range c.Auth.APITokens {
+		known = known || t.Person != ""
+	}
+	for _, p := range c.People {
+		known = known || len(p.Users) > 0
+	}
+	var out []string
+	for i, r := range c.Routes {
+		if r.SelfApproval == SelfApprovalForbid && !known {
+			out = append(out, fmt.Sprintf("routes[%d].self_approval: forbid, but no API token names a person and no person lists users, "+
+				"so the gate never knows who asked and refuses nobody: give tokens a person, or people the user_id values agents send", i))
+		}
+	}
 	return out
 }
 

@@ -115,16 +115,26 @@ func (s *Service) workCard(ctx context.Context, c Card) {
 		res.Event = &Event{RequestID: r.ID, Type: EventPostAbandoned, Channel: c.Channel, Detail: res.Err}
 		return
 	}
-	op := "post"
+	op, what := "post", "card"
+	switch c.Kind {
+	case CardDirect:
+		what = "direct card to " + c.Target
+	case CardReminder:
+		op, what = "remind", fmt.Sprintf("reminder (step %d)", c.Step)
+	}
 	start := time.Now()
 	switch {
+	case c.Kind == CardReminder && c.Have != "":
+		// Posted; reminders are never updated.
+		res.Have = c.Want
+		return
 	case c.Have == "" && r.Status.Final():
 		// Ended before its card went out: nothing to announce or update.
 		res.Have = string(r.Status)
 		return
 	case c.Have == "":
 		var ref string
-		ref, err = ch.Post(ctx, r)
+		ref, err = s.post(ctx, ch, c, r)
 		res.Have, res.Ref = CardPosted, ref
 	case r.Status.Final():
 		op = "update"
@@ -137,9 +147,12 @@ func (s *Service) workCard(ctx context.Context, c Card) {
 	}
 	s.obs.CardDone(c.Channel, op, err, time.Since(start))
 	if err == nil {
-		res.Event = &Event{RequestID: r.ID, Type: EventPosted, Channel: c.Channel, Detail: "card posted"}
-		if op == "update" {
-			res.Event.Type, res.Event.Detail = EventUpdated, "card updated to "+string(r.Status)
+		res.Event = &Event{RequestID: r.ID, Type: EventPosted, Channel: c.Channel, Detail: what + " posted"}
+		switch {
+		case op == "update":
+			res.Event.Type, res.Event.Detail = EventUpdated, what+" updated to "+string(r.Status)
+		case c.Kind == CardReminder:
+			res.Event.Detail = what + " posted in the thread of card " + c.Target
 		}
 		return
 	}
@@ -154,12 +167,32 @@ func (s *Service) workCard(ctx context.Context, c Card) {
 		if op == "update" {
 			typ = EventUpdateAbandoned
 		}
-		s.log.Error("card "+op+" abandoned", "request_id", r.ID, "channel", c.Channel, "attempts", c.Attempts, "err", err)
+		s.log.Error(what+" "+op+" abandoned", "request_id", r.ID, "channel", c.Channel, "attempts", c.Attempts, "err", err)
 	} else {
 		res.NextAttempt = s.now().Add(backoff(c.Attempts))
-		s.log.Warn("card "+op+" failed; will retry", "request_id", r.ID, "channel", c.Channel, "attempt", c.Attempts, "err", err)
+		s.log.Warn(what+" "+op+" failed; will retry", "request_id", r.ID, "channel", c.Channel, "attempt", c.Attempts, "err", err)
 	}
-	res.Event = &Event{RequestID: r.ID, Type: typ, Channel: c.Channel, Detail: fmt.Sprintf("attempt %d: %v", c.Attempts, err)}
+	res.Event = &Event{RequestID: r.ID, Type: typ, Channel: c.Channel, Detail: fmt.Sprintf("%s: attempt %d: %v", what, c.Attempts, err)}
+}
+
+// post sends a card of any kind for the first time: the channel card, a
+// direct card, or a reminder in the thread of a card.
+func (s *Service) post(ctx context.Context, ch Channel, c Card, r *Request) (string, error) {
+	switch c.Kind {
+	case CardDirect:
+		d, ok := ch.(Directer)
+		if !ok {
+			return "", fmt.Errorf("channel %s cannot send direct cards", c.Channel)
+		}
+		return d.PostDirect(ctx, r, c.Target)
+	case CardReminder:
+		rp, ok := ch.(Replier)
+		if !ok {
+			return "", fmt.Errorf("channel %s cannot reply in a card's thread", c.Channel)
+		}
+		return rp.Remind(ctx, r, c.Target, c.Step, s.people.Load().mentions(r))
+	}
+	return ch.Post(ctx, r)
 }
 
 // backoff is the wait before retry n+1: 1s, 2s, 4s, … capped at 5 minutes.

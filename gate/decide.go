@@ -22,10 +22,24 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 	t := Transition{ID: d.RequestID, To: StatusRejected, Kind: BeforeDeadline, At: s.stamp(), By: d.Actor, Via: d.Via,
 		Reason: text.Clean(d.Reason)}
 	t.Reason, _ = text.CutBytes(t.Reason, maxTextLen)
+	// Who decides: their identities, and the people those belong to. An
+	// approvers list may name either; a person's approvals count once
+	// toward a quorum, whichever identity they tap with. The voter comes
+	// first: where a platform knows an identity that is stable across its
+	// apps (Feishu's union_id), that one says who the person is.
+	people := s.people.Load()
+	persons := people.of(append([]string{d.Voter, d.Actor}, d.Identities...)...)
+	ids := append([]string{d.Actor}, d.Identities...)
+	for _, p := range persons {
+		ids = append(ids, PersonPrefix+p)
+	}
 	var badArgs bool
 	if d.Approve {
 		t.To = StatusApproved
 		t.Vote = &Vote{Voter: d.voter(), Actor: d.Actor, Via: d.Via}
+		if len(persons) > 0 {
+			t.Vote.Voter = PersonPrefix + persons[0]
+		}
 		if len(d.ModifiedArgs) > 0 {
 			var err error
 			t.ModifiedArgs, err = compactJSON(d.ModifiedArgs, "")
@@ -36,7 +50,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 		if r.Status.Final() {
 			return nil // the store reports it as it stands
 		}
-		if !MayDecide(r.Approvers, append([]string{d.Actor}, d.Identities...)...) {
+		if !MayDecide(r.Approvers, ids...) {
 			return Errorf(EFORBIDDEN, "%s is not an approver of this request", d.Actor)
 		}
 		if len(r.Approvers) == 0 && !slices.Contains(r.Channels, d.Via) {
@@ -44,6 +58,18 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 			// no approvers list, a verdict counts only through the request's
 			// channels.
 			return Errorf(EFORBIDDEN, "this request was sent to %s, not %s; only its audience there (or a listed approver) may decide", strings.Join(r.Channels, ", "), d.Via)
+		}
+		if len(r.Approvers) == 0 && d.Elsewhere {
+			// The same audience, on a platform that told us the tap came
+			// from another chat than the channel's (a card forwarded).
+			return Errorf(EFORBIDDEN, "this card can only be used where it was posted: %s", d.Via)
+		}
+		if d.Approve && r.Plan.ForbidSelf {
+			for _, asker := range people.askers(r) {
+				if slices.Contains(persons, asker) {
+					return Errorf(ESELF, "you asked for this; someone else must approve (self-approval is off on route %s)", r.Route)
+				}
+			}
 		}
 		if d.Remember {
 			switch {
@@ -82,7 +108,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 	}
 	t.Event = Event{Type: EventDecided, Actor: d.Actor, Channel: d.Via, Detail: detail}
 	if d.CardUpdated {
-		t.InlineCard = d.Via
+		t.InlineCard, t.InlineRef = d.Via, d.CardRef
 	}
 	out, err := s.transition(ctx, t)
 	if e := (*Error)(nil); errors.As(err, &e) && out.Request != nil {

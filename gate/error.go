@@ -13,6 +13,7 @@ const (
 	ECONFLICT     = "already_decided"      // the request left pending before this verdict
 	EEXPIRED      = "expired"              // the deadline passed before this verdict
 	EFORBIDDEN    = "forbidden"            // the actor may not decide this request
+	ESELF         = "self_approval"        // the person who asked may not approve (self_approval: forbid)
 	EUNAUTHORIZED = "unauthorized"         // no or bad credentials
 	EIDEMPOTENCY  = "idempotency_conflict" // an idempotency key reused for a different call
 	EUNAVAILABLE  = "unavailable"          // shutting down or the database is unreachable

@@ -55,6 +55,17 @@ type Store interface {
 	// count in that window, across replicas; windows that started before
 	// keep may be dropped on the way.
 	CountCall(ctx context.Context, key string, window, keep time.Time) (int, error)
+	// DueSteps returns ids of pending requests whose next reminder or
+	// escalation is due at now, the longest due first.
+	DueSteps(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// Advance takes a request's due step in one transaction that holds its
+	// row: when the row is pending and its next step is due at now, plan is
+	// called with the row, its steps and its cards, and what it returns is
+	// written (the step under its unique number, the request's new
+	// approvers and channels, the cards, the events, when the next step is
+	// due). Whoever comes second finds the step taken and the next one not
+	// due, and writes nothing. It returns what was written.
+	Advance(ctx context.Context, id string, now time.Time, plan func(StepState) StepWork) (StepWork, error)
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 }
@@ -94,8 +105,11 @@ type Transition struct {
 	Reason       string
 	ModifiedArgs json.RawMessage
 	// InlineCard names a channel whose card already shows the final state
-	// (its callback answer carried the new card), so no update is queued for it.
+	// (its callback answer carried the new card), so no update is queued for
+	// it: the card whose reference is InlineRef, or, without one, the
+	// channel's own card (not the direct cards it sent).
 	InlineCard string
+	InlineRef  string
 	Event      Event
 	// Vote is the approver of an approval; it counts toward the request's
 	// quorum when that is above one.
@@ -161,6 +175,28 @@ type Channel interface {
 	Update(ctx context.Context, r *Request, ref string) error
 }
 
+// Directer is implemented by channels that can send a card to one person
+// rather than to their chat (Slack and Feishu direct messages). Direct
+// cards are updated to the final state with Update, like any other.
+type Directer interface {
+	// Reaches reports whether the channel can send a direct card to the
+	// identity ("slack:T1/U2", "feishu:ou_x").
+	Reaches(identity string) bool
+	// PostDirect sends the card for a pending request to the identity and
+	// returns its reference.
+	PostDirect(ctx context.Context, r *Request, identity string) (ref string, err error)
+}
+
+// Replier is implemented by channels that can reply in a card's thread,
+// where reminders go.
+type Replier interface {
+	// Remind replies in the thread of the card ref that the request still
+	// waits, naming those of the identities in mention it can, and returns
+	// the reply's reference. step numbers the reminder among the request's
+	// steps (a platform that de-duplicates posts keys them by it).
+	Remind(ctx context.Context, r *Request, ref string, step int, mention []string) (string, error)
+}
+
 // Runner is implemented by channels that hold a connection of their own
 // (Slack Socket Mode, Feishu's long connection). Run blocks until ctx ends;
 // the server owns its lifetime.
@@ -196,8 +232,15 @@ type Decision struct {
 	Via          string // the channel's name
 	Reason       string
 	ModifiedArgs json.RawMessage
-	// CardUpdated says the channel's card already shows the final state.
+	// CardUpdated says the channel's card already shows the final state:
+	// the card CardRef names (its platform reference), or, without one,
+	// the channel's own card.
 	CardUpdated bool
+	CardRef     string
+	// Elsewhere says the tap came from another chat than the channel's own
+	// (a direct message, a forwarded card). It counts only for a listed
+	// approver: "anyone who sees the card" means the channel's audience.
+	Elsewhere bool
 	// Remember asks for an approval that is also a grant ("approve for
 	// D"), on a request whose route allows it.
 	Remember bool

@@ -92,6 +92,60 @@ type Request struct {
 	DecidedVia      string          `json:"decided_via"`
 	Reason          string          `json:"reason"`
 	ModifiedArgs    json.RawMessage `json:"modified_args"`
+	// Person is who asked: the person the API token belongs to, else the
+	// one whose user_id the agent sent; "" when neither is known.
+	Person string `json:"person,omitempty"`
+	// Plan is what the route asks beyond the first cards: self-approval,
+	// direct cards, reminders and escalation. It is kept with the request,
+	// so a config reload changes only requests made after it.
+	Plan Plan `json:"-"`
+	// NextStepAt is when the request's next reminder or escalation is due;
+	// nil when none is.
+	NextStepAt *time.Time `json:"-"`
+	// NewCards are the cards Store.Create inserts for a pending request;
+	// nil means one card a channel. Not stored on the request (the cards are).
+	NewCards []Card `json:"-"`
+}
+
+// Plan is what a request's route asks of people beyond its first cards.
+type Plan struct {
+	// ForbidSelf refuses an approval by the person who asked (self_approval: forbid).
+	ForbidSelf bool `json:"forbid_self,omitempty"`
+	// Notify is where the cards go: NotifyChannel (""), NotifyDM or NotifyBoth.
+	Notify string `json:"notify,omitempty"`
+	// Remind re-notifies the approvers this often while the request waits.
+	Remind time.Duration `json:"remind,omitempty"`
+	// Escalate are the steps that widen a request nobody answered.
+	Escalate []Escalation `json:"escalate,omitempty"`
+}
+
+// Escalation is one step of escalation: After the request was made, its
+// card goes to Channels and Approvers may decide too.
+type Escalation struct {
+	After     time.Duration `json:"after"`
+	Channels  []string      `json:"channels,omitempty"`
+	Approvers []string      `json:"approvers,omitempty"`
+}
+
+// Where a route's cards go.
+const (
+	NotifyChannel = ""     // to the route's channels
+	NotifyDM      = "dm"   // to each approver directly, where a channel can reach them
+	NotifyBoth    = "both" // both
+)
+
+// Steps are what happens to a request while it waits for its verdict.
+const (
+	StepRemind   = "remind"
+	StepEscalate = "escalate"
+)
+
+// Step is one reminder or escalation that happened to a request.
+type Step struct {
+	N    int       // 1, 2, … in the order they happened
+	Kind string    // StepRemind or StepEscalate
+	Due  time.Time // when it was due
+	At   time.Time // when it was done
 }
 
 // Allowed reports whether the agent may run the tool call: approved, or
@@ -170,6 +224,8 @@ const (
 	// call, as the agent's client reported it after running the tool.
 	EventToolRan    = "tool_ran"
 	EventToolFailed = "tool_failed"
+	EventReminded   = "reminded"  // the approvers were reminded of a request still pending
+	EventEscalated  = "escalated" // the request went to more channels or approvers
 )
 
 // ViaGrant marks a verdict that a grant gave without asking anyone.
@@ -203,9 +259,12 @@ type Card struct {
 	ID        int64     `json:"id"`
 	RequestID string    `json:"request_id"`
 	Channel   string    `json:"channel"`
-	Ref       string    `json:"ref"`  // the platform's message reference, opaque to the gate
-	Want      string    `json:"want"` // "posted" or the request's final status
-	Have      string    `json:"have"` // what the platform shows: "", "posted" or a final status
+	Kind      string    `json:"kind"`             // CardChannel, CardDirect or CardReminder
+	Target    string    `json:"target,omitempty"` // a direct card's identity; a reminder's card reference
+	Step      int       `json:"step,omitempty"`   // a reminder's step
+	Ref       string    `json:"ref"`              // the platform's message reference, opaque to the gate
+	Want      string    `json:"want"`             // "posted" or the request's final status
+	Have      string    `json:"have"`             // what the platform shows: "", "posted" or a final status
 	Attempts  int       `json:"attempts"`
 	LastError string    `json:"last_error,omitempty"`
 	Abandoned bool      `json:"abandoned"`
@@ -214,6 +273,18 @@ type Card struct {
 
 // CardPosted is the Want/Have value of a card that shows the open request.
 const CardPosted = "posted"
+
+// Kinds of card.
+const (
+	// CardChannel is the card in a channel's chat.
+	CardChannel = "card"
+	// CardDirect is a card sent to one approver; Target is their identity.
+	CardDirect = "dm"
+	// CardReminder is a reminder posted in the thread of a card (channel or
+	// direct); Target is that card's reference, Step the reminder's step.
+	// It is posted once and never updated.
+	CardReminder = "reminder"
+)
 
 // Filter selects requests for the history.
 type Filter struct {

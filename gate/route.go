@@ -34,6 +34,9 @@ type Route struct {
 	OnTimeout Verdict
 	// Looks is how the route's requests are shown to people.
 	Looks Looks
+	// Plan is what the route asks of people beyond the first cards:
+	// self-approval, direct cards, reminders, escalation.
+	Plan Plan
 }
 
 // Looks is how a route's requests are shown to people: a label that names

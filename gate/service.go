@@ -30,6 +30,9 @@ type Options struct {
 	Store    Store
 	Routes   []Route
 	Defaults Defaults
+	// People says who is who; nil: nobody is known as a person, and every
+	// identity counts on its own.
+	People   *People
 	Now      func() time.Time
 	Logger   *slog.Logger
 	Notifier Notifier
@@ -52,6 +55,9 @@ type Options struct {
 	// platform call takes 100-500 ms, so this is what bounds how fast a
 	// burst of requests gets its cards.
 	CardWorkers int
+	// StepTick is how often reminders and escalations that came due are
+	// looked for. 1s when zero.
+	StepTick time.Duration
 }
 
 // Service runs the life cycle of approval requests: submit (submit.go),
@@ -59,7 +65,8 @@ type Options struct {
 // announce them (cards.go). Its background loops are here.
 type Service struct {
 	store    Store
-	rules    atomic.Pointer[rules] // swapped whole by SetRoutes
+	rules    atomic.Pointer[rules]  // swapped whole by SetRoutes
+	people   atomic.Pointer[People] // swapped whole by SetPeople
 	now      func() time.Time
 	log      *slog.Logger
 	notifier Notifier
@@ -120,6 +127,9 @@ func NewService(o Options) *Service {
 	if o.CardWorkers <= 0 {
 		o.CardWorkers = 64
 	}
+	if o.StepTick <= 0 {
+		o.StepTick = time.Second
+	}
 	s := &Service{
 		store: o.Store, now: o.Now, log: o.Logger,
 		notifier: o.Notifier, obs: o.Observer, opts: o,
@@ -133,7 +143,18 @@ func NewService(o Options) *Service {
 	if err := s.SetRoutes(o.Routes, o.Defaults); err != nil {
 		panic("gate: routes that do not compile: " + err.Error())
 	}
+	s.SetPeople(o.People)
 	return s
+}
+
+// SetPeople puts new people in force (a config reload). Who an identity
+// is, is read when a verdict comes: a person's identities removed from the
+// config no longer decide as them, on requests already made too.
+func (s *Service) SetPeople(p *People) {
+	if p == nil {
+		p = NewPeople(nil, nil)
+	}
+	s.people.Store(p)
 }
 
 // SetRoutes puts new routes and defaults in force (a config reload),
@@ -166,13 +187,15 @@ func (s *Service) SetRoutes(routes []Route, d Defaults) error {
 func (s *Service) Register(ch Channel) { s.channels[ch.Name()] = ch }
 
 // Start runs the background loops until ctx ends: the expiry sweeper, the
-// card worker, the safety re-read of waited-on rows and the cross-replica
-// listener. It first expires what became overdue while the server was down.
+// card worker, the reminders and escalations, the safety re-read of
+// waited-on rows and the cross-replica listener. It first expires what
+// became overdue while the server was down.
 func (s *Service) Start(ctx context.Context) {
 	s.sweep(ctx)
 	go s.every(ctx, s.opts.SweepInterval, nil, s.sweep)
 	go s.every(ctx, s.opts.SafetyInterval, nil, s.recheck)
 	go s.every(ctx, s.opts.CardTick, s.kick, s.work)
+	go s.every(ctx, s.opts.StepTick, nil, s.advance)
 	if s.notifier != nil {
 		go s.listen(ctx)
 	}

@@ -190,6 +190,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		Channels: rt.Channels, Approvers: rt.Approvers, Quorum: max(rt.Quorum, 1), OnTimeout: onTimeout,
 		CreatedAt: now, ExpiresAt: now.Add(timeout),
 		RememberSeconds: int64(rt.Remember / time.Second), RememberAnyArgs: rt.RememberAny,
+		Person: s.people.Load().asker(in.Caller, in.UserID), Plan: rt.Plan,
 	}
 	var events []Event
 	for _, e := range d.errors {
@@ -237,6 +238,15 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 	}
 	events = append(events, Event{Type: EventCreated, At: now, Actor: actorOf(r),
 		Detail: fmt.Sprintf("route %s; channels %s; expires %s; on timeout %s", r.Route, strings.Join(r.Channels, ", "), r.ExpiresAt.Format(time.RFC3339), r.OnTimeout)})
+	if r.Person != "" {
+		events[len(events)-1].Detail += "; asked by person " + r.Person
+	}
+	var note string
+	r.NewCards, note = s.firstCards(r)
+	if note != "" {
+		events[len(events)-1].Detail += "; " + note
+	}
+	r.NextStepAt = nextStep(r, nil)
 	got, created, err := s.store.Create(ctx, r, events)
 	if err != nil {
 		return nil, false, err

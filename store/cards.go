@@ -2,16 +2,21 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
 )
 
-// cardRow is the cards table: one row per request and channel.
+// cardRow is the cards table: one row per card of a request (a channel's
+// card, a direct card, a reminder).
 type cardRow struct {
 	ID            int64 `gorm:"primaryKey"`
 	RequestID     string
 	Channel       string
+	Kind          string
+	Target        string
+	Step          int
 	Ref           string
 	Want          string
 	Have          string
@@ -27,8 +32,20 @@ type cardRow struct {
 func (cardRow) TableName() string { return "cards" }
 
 func (c *cardRow) toCard() gate.Card {
-	return gate.Card{ID: c.ID, RequestID: c.RequestID, Channel: c.Channel, Ref: c.Ref, Want: c.Want, Have: c.Have,
-		Attempts: c.Attempts, LastError: c.LastError, Abandoned: c.Abandoned, UpdatedAt: c.UpdatedAt.UTC()}
+	return gate.Card{ID: c.ID, RequestID: c.RequestID, Channel: c.Channel, Kind: c.Kind, Target: c.Target, Step: c.Step, Ref: c.Ref,
+		Want: c.Want, Have: c.Have, Attempts: c.Attempts, LastError: c.LastError, Abandoned: c.Abandoned, UpdatedAt: c.UpdatedAt.UTC()}
+}
+
+// cardColumns are what scanCard reads.
+const cardColumns = `id, request_id, channel, kind, target, step, ref, want, have, attempts, last_error, abandoned, updated_at`
+
+// scanCard reads the current row of cardColumns.
+func scanCard(rows *sql.Rows) (gate.Card, error) {
+	var c gate.Card
+	err := rows.Scan(&c.ID, &c.RequestID, &c.Channel, &c.Kind, &c.Target, &c.Step, &c.Ref, &c.Want, &c.Have, &c.Attempts,
+		&c.LastError, &c.Abandoned, &c.UpdatedAt)
+	c.UpdatedAt = c.UpdatedAt.UTC()
+	return c, err
 }
 
 // never is the zero lease and the "no retry pending" time.

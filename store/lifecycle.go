@@ -23,7 +23,7 @@ import (
 // so every statement must use $n before $n+1 (TestStatementPlaceholders).
 const requestColumns = `id, status, tool_name, tool_args, requires_confirmation, summary, agent_id, user_id, session_id,
 	tool_call_id, metadata, route, caller, idempotency_key, channels, approvers, quorum, on_timeout, created_at, expires_at,
-	decided_at, decided_by, decided_via, reason, modified_args, remember_seconds, remember_any`
+	decided_at, decided_by, decided_via, reason, modified_args, remember_seconds, remember_any, person, plan, next_step_at`
 
 // casPending is the compare-and-set's test of a pending row. Written as
 // "status IS NOT DISTINCT FROM 'pending'" (status is NOT NULL, so it means
@@ -37,9 +37,12 @@ const (
 	qGetRequest    = `SELECT ` + requestColumns + ` FROM requests WHERE id = $1`
 	qGetByKey      = `SELECT ` + requestColumns + ` FROM requests WHERE caller = $1 AND idempotency_key = $2`
 	qInsertRequest = `INSERT INTO requests (` + requestColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-		$14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27) ON CONFLICT DO NOTHING`
-	qInsertCard = `INSERT INTO cards (request_id, channel, ref, want, have, attempts, last_error, abandoned, next_attempt_at,
-		lease_until, lease_owner, updated_at) VALUES ($1, $2, '', $3, '', 0, '', FALSE, $4, $5, '', $4)`
+		$14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30) ON CONFLICT DO NOTHING`
+	// qInsertCard adds a card to post; one that exists (a step taken
+	// twice would try) is left alone.
+	qInsertCard = `INSERT INTO cards (request_id, channel, kind, target, step, ref, want, have, attempts, last_error, abandoned,
+		next_attempt_at, lease_until, lease_owner, updated_at) VALUES ($1, $2, $3, $4, $5, '', $6, '', 0, '', FALSE, $7, $8, '', $7)
+		ON CONFLICT DO NOTHING`
 	qInsertEvent = `INSERT INTO events (request_id, at, type, actor, channel, detail) VALUES ($1, $2, $3, $4, $5, $6)`
 	// The transition: the row read under the transaction's lock (on
 	// PostgreSQL, FOR UPDATE; SQLite's write transaction holds the whole
@@ -48,11 +51,17 @@ const (
 	qLockPostgres = qGetRequest + ` FOR UPDATE`
 	casSet        = `UPDATE requests SET status = $1, decided_at = $2, decided_by = $3, decided_via = $4, reason = $5, modified_args = $6
 		WHERE id = $7 AND ` + casPending
-	qDecide     = casSet + ` AND expires_at > $2 RETURNING ` + requestColumns
-	qExpire     = casSet + ` AND expires_at <= $2 RETURNING ` + requestColumns
+	qDecide = casSet + ` AND expires_at > $2 RETURNING ` + requestColumns
+	qExpire = casSet + ` AND expires_at <= $2 RETURNING ` + requestColumns
+	// qFinalCards queues the final update of a request's cards. A reminder
+	// is never updated: one that went out stays as it is, and one that did
+	// not is not needed any more.
 	qFinalCards = `UPDATE cards SET want = $1, attempts = 0, last_error = '', abandoned = FALSE, next_attempt_at = $2, updated_at = $2
-		WHERE request_id = $3`
-	qInlineCard  = `UPDATE cards SET have = want WHERE request_id = $1 AND channel = $2 AND have <> ''`
+		WHERE request_id = $3 AND (kind <> 'reminder' OR have = '')`
+	// qInlineCard marks the card a callback's answer replaced (by its
+	// reference; without one, the channel's own card) as showing the verdict.
+	qInlineCard = `UPDATE cards SET have = want WHERE request_id = $1 AND channel = $2 AND have <> '' AND kind <> 'reminder'
+		AND (ref = $3 OR ($3 = '' AND kind = 'card'))`
 	qInsertVote  = `INSERT INTO votes (request_id, actor, via, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`
 	qCountVotes  = `SELECT COUNT(*) FROM votes WHERE request_id = $1`
 	qNotify      = `SELECT pg_notify($1, $2)`
@@ -77,7 +86,7 @@ const (
 	claimSet = `UPDATE cards SET lease_owner = $1, lease_until = $2, attempts = attempts + 1 WHERE `
 	claimDue = `SELECT id FROM cards WHERE want <> have AND abandoned = FALSE AND next_attempt_at <= $3 AND lease_until <= $3
 		ORDER BY next_attempt_at LIMIT $4`
-	claimReturning = ` RETURNING id, request_id, channel, ref, want, have, attempts, last_error, abandoned, updated_at`
+	claimReturning = ` RETURNING ` + cardColumns
 	qClaimSQLite   = claimSet + `id IN (` + claimDue + `)` + claimReturning
 	qClaimPostgres = claimSet + `id = ANY(ARRAY(` + claimDue + ` FOR UPDATE SKIP LOCKED))` + claimReturning
 	// A card's outcome, if the claim is still the caller's, and whether
@@ -155,6 +164,20 @@ func (t *wtx) query(q string, args ...any) (*sql.Rows, error) {
 	return t.tx.StmtContext(t.ctx, t.p.w[q]).QueryContext(t.ctx, args...)
 }
 
+// addCards inserts cards to post for a request, as of at.
+func (t *wtx) addCards(requestID string, cards []gate.Card, at time.Time) error {
+	for _, c := range cards {
+		kind := c.Kind
+		if kind == "" {
+			kind = gate.CardChannel
+		}
+		if _, err := t.exec(qInsertCard, requestID, c.Channel, kind, c.Target, c.Step, gate.CardPosted, utc(at), never); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (t *wtx) addEvents(requestID string, events []gate.Event) error {
 	for _, e := range events {
 		if _, err := t.exec(qInsertEvent, requestID, utc(e.At), e.Type, e.Actor, e.Channel, e.Detail); err != nil {
@@ -197,7 +220,7 @@ func scanRequest(rows *sql.Rows) (*requestRow, error) {
 	if err := rows.Scan(&r.ID, &r.Status, &r.ToolName, &r.ToolArgs, &r.RequiresConfirmation, &r.Summary, &r.AgentID,
 		&r.UserID, &r.SessionID, &r.ToolCallID, &r.Metadata, &r.Route, &r.Caller, &r.IdempotencyKey, &r.Channels,
 		&r.Approvers, &r.Quorum, &r.OnTimeout, &r.CreatedAt, &r.ExpiresAt, &r.DecidedAt, &r.DecidedBy, &r.DecidedVia,
-		&r.Reason, &r.ModifiedArgs, &r.RememberSeconds, &r.RememberAny); err != nil {
+		&r.Reason, &r.ModifiedArgs, &r.RememberSeconds, &r.RememberAny, &r.Person, &r.Plan, &r.NextStepAt); err != nil {
 		return nil, err
 	}
 	return &r, rows.Close()
@@ -207,7 +230,7 @@ func (r *requestRow) insertArgs() []any {
 	return []any{r.ID, r.Status, r.ToolName, r.ToolArgs, r.RequiresConfirmation, r.Summary, r.AgentID, r.UserID,
 		r.SessionID, r.ToolCallID, r.Metadata, r.Route, r.Caller, r.IdempotencyKey, r.Channels, r.Approvers, r.Quorum,
 		r.OnTimeout, r.CreatedAt, r.ExpiresAt, r.DecidedAt, r.DecidedBy, r.DecidedVia, r.Reason, r.ModifiedArgs,
-		r.RememberSeconds, r.RememberAny}
+		r.RememberSeconds, r.RememberAny, r.Person, r.Plan, r.NextStepAt}
 }
 
 // Create inserts a request, its first events and, when it is pending, its
@@ -226,10 +249,14 @@ func (s *DB) Create(ctx context.Context, r *gate.Request, events []gate.Event) (
 		}
 		created = true
 		if r.Status == gate.StatusPending {
-			for _, ch := range r.Channels {
-				if _, err := t.exec(qInsertCard, r.ID, ch, gate.CardPosted, row.CreatedAt, never); err != nil {
-					return err
+			cards := r.NewCards
+			if cards == nil {
+				for _, ch := range r.Channels {
+					cards = append(cards, gate.Card{Channel: ch, Kind: gate.CardChannel})
 				}
+			}
+			if err := t.addCards(r.ID, cards, row.CreatedAt); err != nil {
+				return err
 			}
 		}
 		return t.addEvents(r.ID, events)
@@ -355,7 +382,7 @@ func (s *DB) Transition(ctx context.Context, t gate.Transition) (gate.Outcome, e
 		}
 		if t.InlineCard != "" {
 			// The callback's answer already showed the final card.
-			res, err := w.exec(qInlineCard, t.ID, t.InlineCard)
+			res, err := w.exec(qInlineCard, t.ID, t.InlineCard, t.InlineRef)
 			if err != nil {
 				return err
 			}
@@ -442,12 +469,10 @@ func (s *DB) ClaimCards(ctx context.Context, now time.Time, lease time.Duration,
 		defer rows.Close()
 		out = out[:0]
 		for rows.Next() {
-			var c gate.Card
-			if err := rows.Scan(&c.ID, &c.RequestID, &c.Channel, &c.Ref, &c.Want, &c.Have, &c.Attempts, &c.LastError,
-				&c.Abandoned, &c.UpdatedAt); err != nil {
+			c, err := scanCard(rows)
+			if err != nil {
 				return err
 			}
-			c.UpdatedAt = c.UpdatedAt.UTC()
 			out = append(out, c)
 		}
 		return rows.Err()

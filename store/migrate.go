@@ -227,6 +227,74 @@ ALTER TABLE sessions ADD COLUMN provider TEXT NOT NULL DEFAULT ''`},
 	// made for that call. Partial: most requests have no call id.
 	{version: 6, name: "requests by caller and tool call", sql: `
 CREATE INDEX requests_call ON requests (caller, tool_call_id) WHERE tool_call_id <> ''`},
+	// People, reminders and escalation (issue 14). A request keeps the
+	// person who asked and its route's plan (self-approval, direct cards,
+	// reminders, escalation, as JSON), and when its next step is due,
+	// which a partial index of pending rows finds. steps is the log of the
+	// reminders and escalations taken: its key (request_id, step) is what
+	// lets one replica, and one only, take each step. A card now has a
+	// kind: the channel's card, a direct card to one approver (target: the
+	// identity), or a reminder in the thread of a card (target: that
+	// card's reference; step: its step), so a request has many cards in
+	// one channel and (request_id, channel) is no longer unique. SQLite
+	// cannot drop a UNIQUE constraint, so its cards table is rebuilt (as
+	// step 3 rebuilt requests).
+	{version: 7, name: "people, direct cards, reminders and escalation", sql: `
+ALTER TABLE requests ADD COLUMN person TEXT NOT NULL DEFAULT '';
+ALTER TABLE requests ADD COLUMN plan TEXT NOT NULL DEFAULT '';
+ALTER TABLE requests ADD COLUMN next_step_at DATETIME;
+CREATE INDEX requests_next_step ON requests (next_step_at) WHERE status = 'pending' AND next_step_at IS NOT NULL;
+CREATE TABLE steps (
+	request_id TEXT NOT NULL REFERENCES requests (id),
+	step INTEGER NOT NULL,
+	kind TEXT NOT NULL,
+	due_at DATETIME NOT NULL,
+	at DATETIME NOT NULL,
+	PRIMARY KEY (request_id, step)
+);
+CREATE TABLE cards_v6 (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	request_id TEXT NOT NULL REFERENCES requests (id),
+	channel TEXT NOT NULL,
+	kind TEXT NOT NULL DEFAULT 'card',
+	target TEXT NOT NULL DEFAULT '',
+	step INTEGER NOT NULL DEFAULT 0,
+	ref TEXT NOT NULL DEFAULT '',
+	want TEXT NOT NULL,
+	have TEXT NOT NULL DEFAULT '',
+	attempts INTEGER NOT NULL DEFAULT 0,
+	last_error TEXT NOT NULL DEFAULT '',
+	abandoned BOOLEAN NOT NULL DEFAULT FALSE,
+	next_attempt_at DATETIME NOT NULL,
+	lease_until DATETIME NOT NULL,
+	lease_owner TEXT NOT NULL DEFAULT '',
+	updated_at DATETIME NOT NULL
+);
+INSERT INTO cards_v6 (id, request_id, channel, ref, want, have, attempts, last_error, abandoned, next_attempt_at, lease_until,
+	lease_owner, updated_at)
+SELECT id, request_id, channel, ref, want, have, attempts, last_error, abandoned, next_attempt_at, lease_until,
+	lease_owner, updated_at FROM cards;
+DROP TABLE cards;
+ALTER TABLE cards_v6 RENAME TO cards;
+CREATE UNIQUE INDEX cards_one ON cards (request_id, channel, kind, target, step);
+CREATE INDEX cards_due ON cards (next_attempt_at) WHERE want <> have AND abandoned = FALSE`, pg: `
+ALTER TABLE requests ADD COLUMN person TEXT NOT NULL DEFAULT '';
+ALTER TABLE requests ADD COLUMN plan TEXT NOT NULL DEFAULT '';
+ALTER TABLE requests ADD COLUMN next_step_at TIMESTAMPTZ;
+CREATE INDEX requests_next_step ON requests (next_step_at) WHERE status = 'pending' AND next_step_at IS NOT NULL;
+CREATE TABLE steps (
+	request_id TEXT NOT NULL REFERENCES requests (id),
+	step INTEGER NOT NULL,
+	kind TEXT NOT NULL,
+	due_at TIMESTAMPTZ NOT NULL,
+	at TIMESTAMPTZ NOT NULL,
+	PRIMARY KEY (request_id, step)
+);
+ALTER TABLE cards ADD COLUMN kind TEXT NOT NULL DEFAULT 'card';
+ALTER TABLE cards ADD COLUMN target TEXT NOT NULL DEFAULT '';
+ALTER TABLE cards ADD COLUMN step INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE cards DROP CONSTRAINT cards_request_id_channel_key;
+CREATE UNIQUE INDEX cards_one ON cards (request_id, channel, kind, target, step)`},
 }
 
 // SchemaVersion is the newest migration this binary knows.

@@ -39,6 +39,9 @@ type requestRow struct {
 	ModifiedArgs         *string
 	RememberSeconds      int64
 	RememberAny          bool
+	Person               string
+	Plan                 string // the route's plan as JSON; "" none
+	NextStepAt           *time.Time
 }
 
 func (requestRow) TableName() string { return "requests" }
@@ -65,7 +68,11 @@ func toRow(r *gate.Request) *requestRow {
 		SessionID: r.SessionID, ToolCallID: r.ToolCallID, Metadata: string(r.Metadata), Route: r.Route, Caller: r.Caller,
 		Channels: jsonList(r.Channels), Approvers: jsonList(r.Approvers), Quorum: r.Quorum, OnTimeout: string(r.OnTimeout),
 		CreatedAt: utc(r.CreatedAt), ExpiresAt: utc(r.ExpiresAt), DecidedBy: r.DecidedBy, DecidedVia: r.DecidedVia, Reason: r.Reason,
-		RememberSeconds: r.RememberSeconds, RememberAny: r.RememberAnyArgs,
+		RememberSeconds: r.RememberSeconds, RememberAny: r.RememberAnyArgs, Person: r.Person, Plan: planJSON(r.Plan),
+	}
+	if r.NextStepAt != nil {
+		t := utc(*r.NextStepAt)
+		row.NextStepAt = &t
 	}
 	if r.IdempotencyKey != "" {
 		k := r.IdempotencyKey
@@ -90,7 +97,11 @@ func (row *requestRow) toRequest() *gate.Request {
 		Caller: row.Caller, Channels: parseList(row.Channels), Approvers: parseList(row.Approvers), Quorum: row.Quorum,
 		OnTimeout: gate.Verdict(row.OnTimeout), CreatedAt: row.CreatedAt.UTC(), ExpiresAt: row.ExpiresAt.UTC(),
 		DecidedBy: row.DecidedBy, DecidedVia: row.DecidedVia, Reason: row.Reason,
-		RememberSeconds: row.RememberSeconds, RememberAnyArgs: row.RememberAny,
+		RememberSeconds: row.RememberSeconds, RememberAnyArgs: row.RememberAny, Person: row.Person, Plan: parsePlan(row.Plan),
+	}
+	if row.NextStepAt != nil {
+		t := row.NextStepAt.UTC()
+		r.NextStepAt = &t
 	}
 	if row.IdempotencyKey != nil {
 		r.IdempotencyKey = *row.IdempotencyKey
@@ -103,6 +114,26 @@ func (row *requestRow) toRequest() *gate.Request {
 		r.ModifiedArgs = json.RawMessage(*row.ModifiedArgs)
 	}
 	return r
+}
+
+// planJSON is a plan as stored: "" when the route asks nothing beyond the
+// first cards.
+func planJSON(p gate.Plan) string {
+	if !p.ForbidSelf && p.Notify == "" && p.Remind == 0 && len(p.Escalate) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(p)
+	return string(b)
+}
+
+// parsePlan reads a stored plan. One that does not read (it never should)
+// keeps what fails closed: self-approval refused.
+func parsePlan(s string) gate.Plan {
+	var p gate.Plan
+	if s != "" && json.Unmarshal([]byte(s), &p) != nil {
+		return gate.Plan{ForbidSelf: true}
+	}
+	return p
 }
 
 func jsonList(ss []string) string {

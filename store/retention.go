@@ -11,7 +11,7 @@ import (
 )
 
 // Retention. A pass cuts up to limit final requests created before the
-// cutoff, with their events, cards and votes, in one transaction that holds
+// cutoff, with their events, cards, votes and steps, in one transaction that holds
 // the chain's head (so no sealer runs meanwhile):
 //
 //   - only requests whose events are all sealed, so every cut event is a
@@ -57,6 +57,7 @@ func (s *DB) Prune(ctx context.Context, cutoff, now time.Time, limit int) (audit
 			`INSERT INTO audit_records (seq, kind, prev_hash, hash) SELECT seq, '` + audit.KindCut + `', prev_hash, hash FROM events WHERE request_id IN (` + in + `)`,
 			`DELETE FROM events WHERE request_id IN (` + in + `)`,
 			`DELETE FROM votes WHERE request_id IN (` + in + `)`,
+			`DELETE FROM steps WHERE request_id IN (` + in + `)`,
 			`DELETE FROM cards WHERE request_id IN (` + in + `)`,
 			`DELETE FROM requests WHERE id IN (` + in + `)`,
 		} {

@@ -61,15 +61,8 @@ func TestMigrationsConcurrentAndVersioned(t *testing.T) {
 func TestMigrationThreeKeepsTheHistory(t *testing.T) {
 	for _, driver := range []string{store.SQLite, store.Postgres} {
 		t.Run(driver, func(t *testing.T) {
-			dsn := filepath.Join(t.TempDir(), "m.db")
-			if driver == store.Postgres {
-				dsn = storetest.PostgresDSN(t)
-			}
 			ctx := context.Background()
-			old, err := store.OpenAt(ctx, driver, dsn, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
+			old, dsn := oldDatabase(t, driver, 2)
 			g := old.Gorm()
 			now := time.Now().UTC().Truncate(time.Second)
 			for _, q := range []string{

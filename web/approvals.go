@@ -303,6 +303,18 @@ type HookResult struct {
 	DecidedBy  string     `json:"decided_by,omitempty"`
 	DecidedVia string     `json:"decided_via,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
+	// URL is the request's page on the web UI, when the server knows its
+	// public_url: where a person waiting with the agent can follow it.
+	URL string `json:"url,omitempty"`
+}
+
+// result is the hook result of a request on /api/v1/gate, with its page.
+func (s *Server) result(r *gate.Request) HookResult {
+	res := ResultOf(r, s.now())
+	if s.opts.PublicURL != "" && r.ID != "" {
+		res.URL = strings.TrimRight(s.opts.PublicURL, "/") + "/approvals/" + r.ID
+	}
+	return res
 }
 
 // ResultOf builds the hook result of a request.
@@ -351,7 +363,7 @@ func (s *Server) gate(c echo.Context) error {
 		return s.apiError(c, err)
 	}
 	if r.Status.Final() || wait <= 0 {
-		return c.JSON(http.StatusOK, ResultOf(r, s.now()))
+		return c.JSON(http.StatusOK, s.result(r))
 	}
 	method, path, id := c.Request().Method, c.Path(), r.ID
 	return s.longPoll(c, id, wait, func(_ http.Header, r *gate.Request, err error) (int, any) {
@@ -362,6 +374,6 @@ func (s *Server) gate(c echo.Context) error {
 			}
 			return statusOf(code), denied(id, err)
 		}
-		return http.StatusOK, ResultOf(r, s.now())
+		return http.StatusOK, s.result(r)
 	})
 }

@@ -20,7 +20,7 @@ func statusOf(code string) int {
 		return http.StatusBadRequest
 	case gate.EUNAUTHORIZED:
 		return http.StatusUnauthorized
-	case gate.EFORBIDDEN:
+	case gate.EFORBIDDEN, gate.ESELF:
 		return http.StatusForbidden
 	case gate.ENOTFOUND:
 		return http.StatusNotFound

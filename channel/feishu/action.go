@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,20 +105,23 @@ func (c *Channel) handleEvent(ctx context.Context, env *callbackEnvelope, sentAt
 		c.decider.Refuse(context.WithoutCancel(ctx), v.RequestID, c.name, "", "feishu callback without an operator")
 		return toast("error", "Gatehouse could not tell who you are."), nil
 	}
-	if ev.Context.OpenChatID != "" && ev.Context.OpenChatID != c.cfg.ChatID {
+	elsewhere := ev.Context.OpenChatID != "" && ev.Context.OpenChatID != c.cfg.ChatID
+	if elsewhere && (v.To == "" || !slices.Contains(append([]string{actor}, identities(&ev)...), v.To)) {
+		// Outside the approvals chat only a direct card counts, and only
+		// for the person it was sent to (a forwarded one is inert).
 		c.decider.Refuse(context.WithoutCancel(ctx), v.RequestID, c.name, actor, "card tapped outside the approvals chat "+ev.Context.OpenChatID)
-		return toast("error", "This card can only be used in the approvals chat."), nil
+		return toast("error", "This card can only be used in the approvals chat (or by the person it was sent to)."), nil
 	}
 	if v.RequestID == "" || (v.Choice != choiceApprove && v.Choice != choiceReject && v.Choice != choiceRemember) {
 		c.decider.Refuse(context.WithoutCancel(ctx), v.RequestID, c.name, actor, "feishu callback with an unknown action")
 		return toast("error", "Unknown action."), nil
 	}
-	return c.decide(ctx, log, &ev, v, actor), nil
+	return c.decide(ctx, log, &ev, v, actor, elsewhere), nil
 }
 
 // decide hands the verdict to the gate and turns its answer into a toast
 // and, once the request is final, the final card.
-func (c *Channel) decide(ctx context.Context, log *slog.Logger, ev *cardEvent, v actionValue, actor string) *callback.CardActionTriggerResponse {
+func (c *Channel) decide(ctx context.Context, log *slog.Logger, ev *cardEvent, v actionValue, actor string, elsewhere bool) *callback.CardActionTriggerResponse {
 	d := gate.Decision{
 		RequestID:   v.RequestID,
 		Approve:     v.Choice != choiceReject,
@@ -127,7 +131,13 @@ func (c *Channel) decide(ctx context.Context, log *slog.Logger, ev *cardEvent, v
 		Voter:       voter(ev, actor),
 		Via:         c.name,
 		Reason:      reason(ev.Action.FormValue),
-		CardUpdated: true, // the answer below carries the final card
+		CardUpdated: true, // the answer below carries the final card of the tapped message
+		Elsewhere:   elsewhere,
+	}
+	if elsewhere {
+		// A direct card: that message, not the chat's card, now shows
+		// the verdict. (In the chat, the channel's one card is the one.)
+		d.CardRef = ev.Context.OpenMessageID
 	}
 	dctx, cancel := context.WithTimeout(ctx, decideTimeout)
 	defer cancel()
@@ -140,6 +150,8 @@ func (c *Channel) decide(ctx context.Context, log *slog.Logger, ev *cardEvent, v
 		return toast("info", "Your approval is recorded; more approvals are needed.")
 	case code == gate.EFORBIDDEN:
 		return toast("error", "You are not an approver of this request.")
+	case code == gate.ESELF:
+		return toast("warning", "You asked for this; someone else must approve. (You may still reject it.)")
 	case code == gate.ECONFLICT:
 		return c.withCard(toast("info", capitalize(gate.ErrorMessage(err))+"."), r)
 	case code == gate.EEXPIRED:

@@ -44,10 +44,12 @@ const (
 )
 
 // actionValue is the whole of a button's callback value: which request and
-// which verdict, nothing else.
+// which verdict, and, on a direct card, the identity it was sent to (whose
+// tap alone it takes outside the approvals chat).
 type actionValue struct {
 	RequestID string `json:"request_id"`
 	Choice    string `json:"choice"`
+	To        string `json:"to,omitempty"`
 }
 
 type obj = map[string]any
@@ -55,13 +57,17 @@ type obj = map[string]any
 // renderCard returns the card JSON for r: the pending card with its form and
 // buttons, or the final card without them. It is always under maxContent
 // once encoded into a message body, whatever the request holds.
-func (c *Channel) renderCard(r *gate.Request) ([]byte, error) {
+func (c *Channel) renderCard(r *gate.Request) ([]byte, error) { return c.renderCardFor(r, "") }
+
+// renderCardFor is renderCard for a direct card to the identity to ("" for
+// the chat's card): its buttons carry to.
+func (c *Channel) renderCardFor(r *gate.Request, to string) ([]byte, error) {
 	v := c.present.View(r)
 	args := jsonx.Pretty(v.ToolArgs)
 	if args == "" {
 		args = "{}"
 	}
-	base, err := jsonx.Marshal(c.card(v, "", ""))
+	base, err := jsonx.Marshal(c.card(v, to, "", ""))
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +81,7 @@ func (c *Channel) renderCard(r *gate.Request) ([]byte, error) {
 				note += " The full arguments are on the Gatehouse page."
 			}
 		}
-		b, err := jsonx.Marshal(c.card(v, shown, note))
+		b, err := jsonx.Marshal(c.card(v, to, shown, note))
 		if err != nil {
 			return nil, err
 		}
@@ -141,7 +147,7 @@ func headerTags(v present.View) []any {
 // time left, the decision, and only then the raw arguments, folded. Every
 // untrusted value goes through text(), a plain_text element: Feishu renders
 // no mentions, links or markdown in it.
-func (c *Channel) card(v present.View, args, note string) obj {
+func (c *Channel) card(v present.View, to, args, note string) obj {
 	r := v.Request
 	title, _ := clip(v.Sentence, budgetSummary)
 	if r.Status.Final() {
@@ -174,7 +180,7 @@ func (c *Channel) card(v present.View, args, note string) obj {
 			exp += fmt.Sprintf("   Needs %d approvals", r.Quorum)
 		}
 		els = append(els, text(exp, "normal", ""))
-		els = append(els, form(v))
+		els = append(els, form(v, to))
 	}
 	folded := []any{}
 	if args != "" {
@@ -213,7 +219,7 @@ func (c *Channel) card(v present.View, args, note string) obj {
 // repeats where the route remembers; Reject). Every button submits the
 // form, so the callback carries the reason as form_value.reason alongside
 // the button's value.
-func form(v present.View) obj {
+func form(v present.View, to string) obj {
 	id := v.ID
 	button := func(name, label, typ, choice string) obj {
 		return obj{
@@ -222,7 +228,7 @@ func form(v present.View) obj {
 			"text":             obj{"tag": "plain_text", "content": label},
 			"type":             typ,
 			"form_action_type": "submit",
-			"behaviors":        []any{obj{"type": "callback", "value": actionValue{RequestID: id, Choice: choice}}},
+			"behaviors":        []any{obj{"type": "callback", "value": actionValue{RequestID: id, Choice: choice, To: to}}},
 		}
 	}
 	approve := button(approveButton, "Approve", "primary", choiceApprove)

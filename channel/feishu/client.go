@@ -20,8 +20,8 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
 )
 
-// apiClient speaks the three Feishu Open API calls Gatehouse needs: the
-// tenant_access_token, message create and message patch.
+// apiClient speaks the Feishu Open API calls Gatehouse needs: the
+// tenant_access_token, message create, reply and patch.
 //
 // It is plain net/http rather than lark.NewClient on purpose: the SDK client
 // hides the HTTP status and the rate-limit headers behind its own response
@@ -81,19 +81,36 @@ type envelope struct {
 	Expire            int    `json:"expire"`
 }
 
-// sendCard posts a card to the chat and returns its message id. The uuid
-// makes Feishu drop a repeat of the same post within an hour, so a retry
-// after a lost answer does not show the card twice.
-func (a *apiClient) sendCard(ctx context.Context, chatID, uuid string, card []byte) (string, error) {
-	body := map[string]string{"receive_id": chatID, "msg_type": "interactive", "content": string(card), "uuid": uuid}
+// sendCard posts a card to a receiver (a chat by chat_id, a person by
+// open_id, union_id or user_id) and returns its message id. The uuid makes
+// Feishu drop a repeat of the same post within an hour, so a retry after a
+// lost answer does not show the card twice.
+func (a *apiClient) sendCard(ctx context.Context, idType, receiveID, uuid string, card []byte) (string, error) {
+	body := map[string]string{"receive_id": receiveID, "msg_type": "interactive", "content": string(card), "uuid": uuid}
+	return a.send(ctx, "send card", "/open-apis/im/v1/messages?receive_id_type="+url.QueryEscape(idType), body)
+}
+
+// reply posts a text message in reply to a message (in its thread) and
+// returns the reply's message id; uuid de-duplicates as for sendCard.
+func (a *apiClient) reply(ctx context.Context, messageID, uuid, text string) (string, error) {
+	content, err := jsonx.Marshal(map[string]string{"text": text})
+	if err != nil {
+		return "", fmt.Errorf("feishu: reply: %w", err)
+	}
+	body := map[string]string{"msg_type": "text", "content": string(content), "uuid": uuid}
+	return a.send(ctx, "reply", "/open-apis/im/v1/messages/"+url.PathEscape(messageID)+"/reply", body)
+}
+
+// send creates a message and returns its id.
+func (a *apiClient) send(ctx context.Context, op, path string, body map[string]string) (string, error) {
 	var data struct {
 		MessageID string `json:"message_id"`
 	}
-	if err := a.call(ctx, "send card", http.MethodPost, "/open-apis/im/v1/messages?receive_id_type=chat_id", body, &data); err != nil {
+	if err := a.call(ctx, op, http.MethodPost, path, body, &data); err != nil {
 		return "", err
 	}
 	if data.MessageID == "" {
-		return "", errors.New("feishu: send card: the answer has no message_id")
+		return "", errors.New("feishu: " + op + ": the answer has no message_id")
 	}
 	return data.MessageID, nil
 }

@@ -15,7 +15,7 @@ func (c *Channel) Post(ctx context.Context, r *gate.Request) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("feishu: render card: %w", err)
 	}
-	id, err := c.api.sendCard(ctx, c.cfg.ChatID, postUUID(c.name, r.ID), card)
+	id, err := c.api.sendCard(ctx, "chat_id", c.cfg.ChatID, postUUID(c.name, r.ID), card)
 	if err != nil {
 		return "", err
 	}

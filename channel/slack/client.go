@@ -23,11 +23,17 @@ var retryPolicy = channel.RetryPolicy{Attempts: 3, Budget: 25 * time.Second}
 // landed; retrying it risks a second copy, which is the lesser evil next to
 // an approver never seeing the request.
 func (c *Channel) Post(ctx context.Context, r *gate.Request) (string, error) {
+	return c.postTo(ctx, c.cfg.ChannelID, r)
+}
+
+// postTo posts the card of a pending request to a conversation: the
+// configured channel, or a direct message.
+func (c *Channel) postTo(ctx context.Context, to string, r *gate.Request) (string, error) {
 	blocks, text := c.openCard(r)
 	var ch, ts string
 	err := channel.Retry(ctx, retryPolicy, func(ctx context.Context) error {
 		var err error
-		ch, ts, err = c.api.PostMessageContext(ctx, c.cfg.ChannelID,
+		ch, ts, err = c.api.PostMessageContext(ctx, to,
 			slack.MsgOptionText(text, true), slack.MsgOptionBlocks(blocks...),
 			slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
 		return classify(err)
@@ -36,7 +42,7 @@ func (c *Channel) Post(ctx context.Context, r *gate.Request) (string, error) {
 		return "", fmt.Errorf("slack: post card: %w", err)
 	}
 	if ch == "" {
-		ch = c.cfg.ChannelID
+		ch = to
 	}
 	return ch + ":" + ts, nil
 }

@@ -159,6 +159,8 @@ func refusal(err error) string {
 	switch gate.ErrorCode(err) {
 	case gate.EFORBIDDEN:
 		return ":no_entry: You are not an approver of this request; your tap was not counted."
+	case gate.ESELF:
+		return ":raised_hand: You asked for this; someone else must approve. (You may still reject it.)"
 	case gate.ECONFLICT:
 		return ":information_source: Already decided: " + msg + "."
 	case gate.EEXPIRED:
@@ -187,7 +189,7 @@ func (c *Channel) openReason(ctx context.Context, ic slack.InteractionCallback, 
 		c.ephemeral(ctx, from, user, ":information_source: Already decided: this request is "+esc(string(r.Status))+".")
 		return
 	}
-	if !gate.MayDecide(r.Approvers, append([]string{actor}, ids...)...) {
+	if !gate.MightDecide(r.Approvers, append([]string{actor}, ids...)...) {
 		c.decider.Refuse(ctx, id, c.name, actor, "reject with reason: not an approver")
 		c.ephemeral(ctx, from, user, refusal(gate.Errorf(gate.EFORBIDDEN, "not an approver")))
 		return

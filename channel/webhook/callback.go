@@ -174,7 +174,7 @@ func statusOf(code string) int {
 	switch code {
 	case gate.EINVALID:
 		return http.StatusBadRequest
-	case gate.EFORBIDDEN:
+	case gate.EFORBIDDEN, gate.ESELF:
 		return http.StatusForbidden
 	case gate.ENOTFOUND:
 		return http.StatusNotFound

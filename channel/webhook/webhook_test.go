@@ -374,3 +374,24 @@ func (nopDecider) Decide(context.Context, gate.Decision) (*gate.Request, error) 
 	return nil, gate.Errorf(gate.ENOTFOUND, "none")
 }
 func (nopDecider) Refuse(context.Context, string, string, string, string) {}
+
+// TestSelfApprovalRefused: a relay's verdict by the person who asked is
+// refused with 403 and says why; another person's approval counts.
+func TestSelfApprovalRefused(t *testing.T) {
+	e := newEnv(t, gate.Route{Name: "deploys", Tool: "deploy", Channels: []string{"relay"},
+		Approvers: []string{"webhook:relay/*"}, Plan: gate.Plan{ForbidSelf: true}})
+	e.svc.SetPeople(gate.NewPeople([]gate.Person{{Name: "alice", Identities: []string{"webhook:relay/alice@example.com"}, Users: []string{"u_42"}}}, nil))
+	r, _, err := e.svc.Submit(context.Background(), gate.Submission{ToolName: "deploy", UserID: "u_42"})
+	if err != nil || r.Person != "alice" {
+		t.Fatalf("submit: %v %+v", err, r)
+	}
+	body := verdict(r.ID, "approve", "alice@example.com", "")
+	if code, answer := webhooktest.Post(t, e.urlA, body, webhooktest.Signed(secret, time.Now(), body)); code != 403 ||
+		!strings.Contains(answer, `"code":"self_approval"`) || !strings.Contains(answer, "you asked for this; someone else must approve") {
+		t.Fatalf("alice: %d %s", code, answer)
+	}
+	body = verdict(r.ID, "approve", "bob@example.com", "")
+	if code, answer := webhooktest.Post(t, e.urlA, body, webhooktest.Signed(secret, time.Now(), body)); code != 200 || !strings.Contains(answer, "approved") {
+		t.Fatalf("bob: %d %s", code, answer)
+	}
+}

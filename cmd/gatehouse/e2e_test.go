@@ -55,6 +55,16 @@ const (
 // auditor bob; extra is appended verbatim (routes, channels).
 func e2eConfig(t *testing.T, dir string, port int, extra string) string {
 	t.Helper()
+	return e2eConfigOf(t, dir, port, "", extra)
+}
+
+// e2eConfigOf is e2eConfig with the agent's token belonging to a person
+// (config people), when person is not "".
+func e2eConfigOf(t *testing.T, dir string, port int, person, extra string) string {
+	t.Helper()
+	if person != "" {
+		person = "\n      person: " + person
+	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(e2ePassword), bcrypt.MinCost)
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +76,7 @@ database:
 auth:
   api_tokens:
     - name: build-agent
-      token: %s
+      token: %s%s
   users:
     - name: alice
       password_bcrypt: %q
@@ -76,7 +86,7 @@ auth:
       role: auditor
 log:
   level: debug
-%s`, port, filepath.Join(dir, "gatehouse.db"), e2eToken, hash, hash, extra)
+%s`, port, filepath.Join(dir, "gatehouse.db"), e2eToken, person, hash, hash, extra)
 	path := filepath.Join(dir, "gatehouse.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -579,8 +589,11 @@ routes:
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 		t.Fatalf("check-config on a bad file: %v\n%s", err, out)
 	}
-	for _, want := range []string{"databse: unknown key", `defaults.timeout: "10 minutes" is not a duration`,
-		"channels[0].sigining_secret: unknown key"} {
+	// Every problem in one pass: the misspelt keys, with the key meant,
+	// and what validating the rest finds.
+	for _, want := range []string{"databse: unknown key (did you mean database?)", `defaults.timeout: "10 minutes" is not a duration`,
+		"channels[0].sigining_secret: unknown key (did you mean signing_secret?)", `routes[0].channels[0]: no channel named "nope"`,
+		"5 problem(s)"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("check-config output lacks %q:\n%s", want, out)
 		}

@@ -12,11 +12,11 @@ import (
 	"github.com/gatehouse-dev/gatehouse/web"
 )
 
-// reloader applies the config file again on SIGHUP: routes, defaults, API
-// tokens and web users. A file that does not validate, or whose routes
+// reloader applies the config file again on SIGHUP: routes, defaults,
+// people, API tokens and web users. A file that does not validate, or whose routes
 // name a channel the server did not start with, is refused and logged,
 // and the config in force stays. Everything else (listen, database,
-// channels, single sign-on, audit, retention, log, cards) is read at
+// channels, single sign-on, audit, retention, log, cards, redaction) is read at
 // start only; a change there is logged as waiting for a restart.
 type reloader struct {
 	path     string // "" is the built-in default
@@ -35,7 +35,11 @@ func (r *reloader) reload() error {
 	}
 	gr, gd := routes(next), defaults(next)
 	for _, rt := range append(gr, gate.Route{Name: "defaults", Channels: gd.Channels}) {
-		for _, ch := range rt.Channels {
+		used := rt.Channels
+		for _, e := range rt.Plan.Escalate {
+			used = append(used, e.Channels...)
+		}
+		for _, ch := range used {
 			if !slices.Contains(r.channels, ch) {
 				return fmt.Errorf("route %q uses channel %q, which this server did not start with (channels change at a restart), so the running config stays", rt.Name, ch)
 			}
@@ -44,6 +48,7 @@ func (r *reloader) reload() error {
 	if err := r.svc.SetRoutes(gr, gd); err != nil {
 		return fmt.Errorf("the routes do not compile, so the running config stays: %w", err)
 	}
+	r.svc.SetPeople(people(next))
 	r.srv.SetAuth(next.Auth.APITokens, next.Auth.Users)
 	if later := restartOnly(r.running, next); len(later) > 0 {
 		r.log.Warn("config reload: these keys changed and take effect at the next restart", "keys", strings.Join(later, ", "))
@@ -74,6 +79,7 @@ func restartOnly(old, next *config.Config) []string {
 		{"retention", old.Retention, next.Retention},
 		{"log", old.Log, next.Log},
 		{"cards", old.Cards, next.Cards},
+		{"redact", old.Redact, next.Redact},
 	} {
 		if !reflect.DeepEqual(f.a, f.b) {
 			out = append(out, f.key)

@@ -67,6 +67,12 @@ func request(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// Make the request first, to say where a person can follow it while
+	// the agent waits; Gate then re-attaches with the same key. A first
+	// attempt that fails is left to Gate, which retries it.
+	if first, err := c.Start(ctx, req); err == nil && first.Status == "pending" && first.RequestID != "" {
+		fmt.Fprintf(stderr, "gatehouse request: waiting for approval of request %s: %s\n", first.RequestID, c.PageURL(first))
+	}
 	res, err := c.Gate(ctx, req)
 	out, _ := json.Marshal(res)
 	fmt.Fprintln(stdout, string(out))

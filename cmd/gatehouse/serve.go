@@ -109,8 +109,10 @@ func runServer(ctx context.Context, cfg *config.Config, path string, log *slog.L
 		Observer:    m,
 		Routes:      routes(cfg),
 		Defaults:    defaults(cfg),
+		People:      people(cfg),
 		Logger:      log,
 		CardWorkers: cfg.Cards.Workers,
+		StepTick:    stepTick(cfg),
 	})
 	svc.Register(web.Channel{})
 	// Everything shown to people goes through the presenter: redacted, with
@@ -265,9 +267,60 @@ func routes(cfg *config.Config) []gate.Route {
 		if r.Rate != nil {
 			g.Rate = &gate.Rate{Limit: r.Rate.Limit, Per: r.Rate.Per.D(), By: r.Rate.By}
 		}
+		g.Plan = plan(r)
 		out[i] = g
 	}
 	return out
+}
+
+// stepTick is how often due reminders and escalations are looked for:
+// every second, or twice as often as the most frequent step a route
+// schedules (at least every 50 ms), so they come close to their time.
+func stepTick(cfg *config.Config) time.Duration {
+	tick := time.Second
+	for _, r := range cfg.Routes {
+		steps := []time.Duration{r.Remind.D()}
+		for _, e := range r.Escalate {
+			steps = append(steps, e.After.D())
+		}
+		for _, d := range steps {
+			if d > 0 {
+				tick = min(tick, max(d/2, 50*time.Millisecond))
+			}
+		}
+	}
+	return tick
+}
+
+// plan is what a route asks of people beyond its first cards.
+func plan(r config.Route) gate.Plan {
+	p := gate.Plan{ForbidSelf: r.SelfApproval == config.SelfApprovalForbid, Remind: r.Remind.D()}
+	switch r.Notify {
+	case config.NotifyDM:
+		p.Notify = gate.NotifyDM
+	case config.NotifyBoth:
+		p.Notify = gate.NotifyBoth
+	}
+	for _, e := range r.Escalate {
+		p.Escalate = append(p.Escalate, gate.Escalation{After: e.After.D(), Channels: e.Channels, Approvers: e.Approvers})
+	}
+	return p
+}
+
+// people turns the config's people, and the tokens that belong to them,
+// into the gate's.
+func people(cfg *config.Config) *gate.People {
+	persons := make([]gate.Person, len(cfg.People))
+	for i, p := range cfg.People {
+		persons[i] = gate.Person{Name: p.Name, Identities: p.Identities, Users: p.Users}
+	}
+	tokens := map[string]string{}
+	for _, t := range cfg.Auth.APITokens {
+		if t.Person != "" {
+			tokens[t.Name] = t.Person
+		}
+	}
+	return gate.NewPeople(persons, tokens)
 }
 
 // defaults turns the config's defaults into the gate's.

@@ -5,7 +5,6 @@ package main
 // way Slack signs them.
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -84,8 +83,15 @@ func slackCallback(t *testing.T, base, body string, h http.Header) (int, string)
 // function waiting for its exit code and printed verdict.
 func slackAgent(t *testing.T, base string, args ...string) func() (int, map[string]any) {
 	t.Helper()
+	wait, _ := startAgent(t, base, args...)
+	return wait
+}
+
+// startAgent is slackAgent, with what the agent says on stderr meanwhile.
+func startAgent(t *testing.T, base string, args ...string) (func() (int, map[string]any), *syncBuffer) {
+	t.Helper()
 	cmd := cli(base, append([]string{"request"}, args...)...)
-	var stdout, stderr bytes.Buffer
+	var stdout, stderr syncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -108,11 +114,11 @@ func slackAgent(t *testing.T, base string, args ...string) func() (int, map[stri
 			t.Fatal(err)
 		}
 		var res map[string]any
-		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		if err := json.Unmarshal([]byte(stdout.String()), &res); err != nil {
 			t.Fatalf("agent printed %q: %v (stderr %s)", stdout.String(), err, stderr.String())
 		}
 		return code, res
-	}
+	}, &stderr
 }
 
 // slackGet reads one request through the API.

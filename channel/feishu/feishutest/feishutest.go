@@ -58,10 +58,10 @@ type Answer struct {
 }
 
 // Server is a fake of the Feishu Open API: the tenant token endpoint
-// (tokens "t-1", "t-2", … one a fetch), message create (message ids "om_1",
-// "om_2", …) and message patch. It checks the app's credentials and the
-// bearer tokens, records every call, and can be told to answer the next
-// calls of an endpoint otherwise.
+// (tokens "t-1", "t-2", … one a fetch), message create to a chat or a
+// person (message ids "om_1", "om_2", …), message reply and message patch.
+// It checks the app's credentials and the bearer tokens, records every
+// call, and can be told to answer the next calls of an endpoint otherwise.
 type Server struct {
 	URL string // the Open API's base URL
 
@@ -141,18 +141,30 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		answer(200, map[string]any{"code": 0, "msg": "ok", "tenant_access_token": tok, "expire": 7200})
 	case n < 1 || n > issued || c.Auth != "Bearer t-"+strconv.Itoa(n):
 		answer(400, map[string]any{"code": 99991661, "msg": "Missing access token"})
-	case key == "POST "+MessagesPath && r.URL.Query().Get("receive_id_type") == "chat_id":
-		s.mu.Lock()
-		s.msgs++
-		id := "om_" + strconv.Itoa(s.msgs)
-		s.mu.Unlock()
-		answer(200, map[string]any{"code": 0, "msg": "success", "data": map[string]any{"message_id": id, "msg_type": "interactive"}})
+	case key == "POST "+MessagesPath && receiveIDTypes[r.URL.Query().Get("receive_id_type")] && c.JSON["receive_id"] != "":
+		answer(200, map[string]any{"code": 0, "msg": "success", "data": map[string]any{"message_id": s.newMessage(), "msg_type": c.JSON["msg_type"]}})
+	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, MessagesPath+"/om_") && strings.HasSuffix(r.URL.Path, "/reply"):
+		parent := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, MessagesPath+"/"), "/reply")
+		answer(200, map[string]any{"code": 0, "msg": "success", "data": map[string]any{"message_id": s.newMessage(), "msg_type": c.JSON["msg_type"],
+			"parent_id": parent, "root_id": parent}})
 	case r.Method == http.MethodPatch && strings.HasPrefix(r.URL.Path, MessagesPath+"/om_"):
 		answer(200, map[string]any{"code": 0, "msg": "success", "data": map[string]any{}})
 	default:
 		s.tb.Errorf("fake feishu: unexpected %s %s", r.Method, r.URL.RequestURI())
 		answer(404, map[string]any{"code": 404, "msg": "not found"})
 	}
+}
+
+// receiveIDTypes are the receivers message create takes: a chat, or a
+// person (a direct message) by one of their ids.
+var receiveIDTypes = map[string]bool{"chat_id": true, "open_id": true, "union_id": true, "user_id": true}
+
+// newMessage mints a message id: "om_1", "om_2", …
+func (s *Server) newMessage() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.msgs++
+	return "om_" + strconv.Itoa(s.msgs)
 }
 
 // Calls returns the recorded calls whose "METHOD path" (without the query)
@@ -266,10 +278,15 @@ type Tap struct {
 	OpenID, UserID, UnionID          string    // the operator
 	RequestID, Choice, Reason        string    // the button's value and the form's reason
 	MessageID, ChatID                string    // where the card is
+	To                               string    // a direct card's addressee, in the button's value
 }
 
 // CardAction is the card.action.trigger event Feishu sends for t.
 func CardAction(t Tap) map[string]any {
+	value := map[string]any{"request_id": t.RequestID, "choice": t.Choice}
+	if t.To != "" {
+		value["to"] = t.To
+	}
 	return map[string]any{
 		"schema": "2.0",
 		"header": map[string]any{
@@ -280,7 +297,7 @@ func CardAction(t Tap) map[string]any {
 			"operator": map[string]any{"tenant_key": t.TenantKey, "user_id": t.UserID, "open_id": t.OpenID, "union_id": t.UnionID},
 			"token":    "c-0123456789",
 			"action": map[string]any{
-				"value":      map[string]any{"request_id": t.RequestID, "choice": t.Choice},
+				"value":      value,
 				"tag":        "button",
 				"name":       "gatehouse_" + t.Choice,
 				"form_value": map[string]any{"reason": t.Reason},

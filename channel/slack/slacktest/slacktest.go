@@ -43,11 +43,12 @@ func (c Call) Blocks(tb testing.TB) []map[string]any {
 	return b
 }
 
-// Server is a fake of Slack's Web API: chat.postMessage, chat.update,
-// chat.postEphemeral, views.open and apps.connections.open. It checks the
-// tokens (the app token for apps.connections.open, the bot token for the
-// rest), records every call, and can be told to fail the next calls of a
-// method.
+// Server is a fake of Slack's Web API: chat.postMessage (in a channel, a
+// direct message or a thread, with thread_ts), chat.update,
+// chat.postEphemeral, conversations.open, views.open and
+// apps.connections.open. It checks the tokens (the app token for
+// apps.connections.open, the bot token for the rest), records every call,
+// and can be told to fail the next calls of a method.
 type Server struct {
 	URL string // the server's root; the API is at URL+"/api/"
 
@@ -185,6 +186,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			ts = c.TS
 		}
 		enc.Encode(map[string]any{"ok": true, "channel": c.Form.Get("channel"), "ts": ts})
+	case "conversations.open":
+		// The direct message with one user: Slack answers its own D… id.
+		users := c.Form.Get("users")
+		if users == "" || strings.Contains(users, ",") {
+			enc.Encode(map[string]any{"ok": false, "error": "users_list_not_supplied"})
+			return
+		}
+		enc.Encode(map[string]any{"ok": true, "channel": map[string]any{"id": DirectChannel(users)}})
 	case "chat.postEphemeral":
 		enc.Encode(map[string]any{"ok": true, "message_ts": c.TS})
 	case "views.open":
@@ -195,6 +204,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		enc.Encode(map[string]any{"ok": false, "error": "unknown_method"})
 	}
 }
+
+// DirectChannel is the id the fake gives the bot's direct message with a
+// user: "D" and the user's id without its "U".
+func DirectChannel(user string) string { return "D" + strings.TrimPrefix(user, "U") }
 
 // Calls returns every recorded call, in order.
 func (s *Server) Calls() []Call {

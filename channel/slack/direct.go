@@ -1,0 +1,93 @@
+package slack
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/slack-go/slack"
+
+	"github.com/gatehouse-dev/gatehouse/channel"
+	"github.com/gatehouse-dev/gatehouse/gate"
+)
+
+var (
+	_ gate.Directer = (*Channel)(nil)
+	_ gate.Replier  = (*Channel)(nil)
+)
+
+// Reaches reports whether identity is a Slack user, slack:TEAM/USER, whom
+// the bot can send a direct card.
+func (c *Channel) Reaches(identity string) bool { return slackActor.MatchString(identity) }
+
+// PostDirect sends the card to one user, in the bot's direct message with
+// them: conversations.open with the user's id gives the DM's channel
+// (D…), where the card is posted as in the channel. Its reference is
+// "D…:TS", which Update and Remind take like any other.
+func (c *Channel) PostDirect(ctx context.Context, r *gate.Request, identity string) (string, error) {
+	m := slackActor.FindStringSubmatch(identity)
+	if m == nil {
+		return "", fmt.Errorf("slack: direct card: %q is not a Slack user (slack:TEAM/USER)", identity)
+	}
+	var dm string
+	err := channel.Retry(ctx, retryPolicy, func(ctx context.Context) error {
+		ch, _, _, err := c.api.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{m[1]}})
+		if err == nil && (ch == nil || ch.ID == "") {
+			return fmt.Errorf("conversations.open answered no channel")
+		}
+		if err == nil {
+			dm = ch.ID
+		}
+		return classify(err)
+	})
+	if err != nil {
+		return "", fmt.Errorf("slack: open the direct message with %s: %w", m[1], err)
+	}
+	return c.postTo(ctx, dm, r)
+}
+
+// Remind replies in the thread of the card behind ref that the request
+// still waits, mentioning the Slack users among mention (a mention in a
+// thread notifies them). Only trusted text is written unescaped: the tool's
+// name is escaped, the mentions are built from identities.
+func (c *Channel) Remind(ctx context.Context, r *gate.Request, ref string, _ int, mention []string) (string, error) {
+	ch, ts, ok := strings.Cut(ref, ":")
+	if !ok || ch == "" || ts == "" {
+		return "", fmt.Errorf("slack: reminder: bad card reference %q", ref)
+	}
+	msg := reminderText(r, mention, c.requestURL(r))
+	var replyCh, replyTS string
+	err := channel.Retry(ctx, retryPolicy, func(ctx context.Context) error {
+		var err error
+		replyCh, replyTS, err = c.api.PostMessageContext(ctx, ch, slack.MsgOptionText(msg, false), slack.MsgOptionTS(ts),
+			slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
+		return classify(err)
+	})
+	if err != nil {
+		return "", fmt.Errorf("slack: reminder: %w", err)
+	}
+	if replyCh == "" {
+		replyCh = ch
+	}
+	return replyCh + ":" + replyTS, nil
+}
+
+// reminderText is a reminder's mrkdwn: who is asked, what, until when.
+func reminderText(r *gate.Request, mention []string, link string) string {
+	var who []string
+	for _, id := range mention {
+		if m := slackActor.FindStringSubmatch(id); m != nil {
+			who = append(who, "<@"+m[1]+">")
+		}
+	}
+	tool, _ := escLimit(r.ToolName, 200)
+	s := ":alarm_clock: *Still waiting for approval:* `" + tool + "` on route " + esc(r.Route) +
+		", expires " + slackDate(r.ExpiresAt) + "."
+	if len(who) > 0 {
+		s = strings.Join(who, " ") + " " + s
+	}
+	if link != "" {
+		s += " <" + esc(link) + "|Open it in Gatehouse>"
+	}
+	return s
+}

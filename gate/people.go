@@ -1,0 +1,184 @@
+package gate
+
+import (
+	"slices"
+	"strings"
+)
+
+// PersonPrefix marks a person in an approvers list: "person:alice".
+const PersonPrefix = "person:"
+
+// Person is one human: the identities they decide with on each channel
+// ("slack:T1/U2", "feishu:union:on_x", "web:alice") and the user_id values
+// agents send for them.
+type Person struct {
+	Name       string
+	Identities []string
+	Users      []string
+}
+
+// People says who is who: the person an identity, a user_id or an API
+// token belongs to. It is built once from the config and never changed.
+type People struct {
+	byName     map[string]Person
+	byIdentity map[string]string
+	byUser     map[string]string
+	byToken    map[string]string
+}
+
+// NewPeople indexes persons, and tokens (an API token's name → its
+// person's name). The config has checked that an identity or a user_id
+// belongs to one person; should two claim one, the first keeps it.
+func NewPeople(persons []Person, tokens map[string]string) *People {
+	p := &People{byName: map[string]Person{}, byIdentity: map[string]string{}, byUser: map[string]string{}, byToken: map[string]string{}}
+	for _, ps := range persons {
+		if _, dup := p.byName[ps.Name]; ps.Name == "" || dup {
+			continue
+		}
+		p.byName[ps.Name] = ps
+		for _, id := range ps.Identities {
+			if _, taken := p.byIdentity[id]; !taken {
+				p.byIdentity[id] = ps.Name
+			}
+		}
+		for _, u := range ps.Users {
+			if _, taken := p.byUser[u]; !taken {
+				p.byUser[u] = ps.Name
+			}
+		}
+	}
+	for tok, name := range tokens {
+		if _, ok := p.byName[name]; ok {
+			p.byToken[tok] = name
+		}
+	}
+	return p
+}
+
+// of returns the people the identities belong to, each once, in the order
+// of the identities. Nil people know nobody.
+func (p *People) of(ids ...string) []string {
+	if p == nil {
+		return nil
+	}
+	var out []string
+	for _, id := range ids {
+		if name, ok := p.byIdentity[id]; ok && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// asker is the person who made a request with token caller for user: the
+// token's person, else the one the user_id belongs to; "" when neither is
+// known.
+func (p *People) asker(caller, user string) string {
+	if p == nil {
+		return ""
+	}
+	if name := p.byToken[caller]; name != "" {
+		return name
+	}
+	return p.byUser[user]
+}
+
+// askers are everyone a request may be said to come from, by the people
+// in force now: the person recorded when it was made, and the persons its
+// token and its user_id belong to. Self-approval is refused to all of
+// them, so a token that changed hands or an agent naming a user cannot
+// open a way around it.
+func (p *People) askers(r *Request) []string {
+	var out []string
+	for _, name := range []string{r.Person, p.byTokenOf(r.Caller), p.byUserOf(r.UserID)} {
+		if name != "" && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func (p *People) byTokenOf(caller string) string {
+	if p == nil {
+		return ""
+	}
+	return p.byToken[caller]
+}
+
+func (p *People) byUserOf(user string) string {
+	if p == nil || user == "" {
+		return ""
+	}
+	return p.byUser[user]
+}
+
+// Identities returns the exact identities an approvers entry stands for:
+// a person's identities for "person:NAME", the entry itself for an
+// identity, nothing for a glob (which names no one in particular).
+func (p *People) Identities(entry string) []string {
+	if name, ok := strings.CutPrefix(entry, PersonPrefix); ok {
+		if p == nil {
+			return nil
+		}
+		return p.byName[name].Identities
+	}
+	if strings.ContainsAny(entry, "*?") {
+		return nil
+	}
+	return []string{entry}
+}
+
+// asked are who a request's cards and reminders are for, one list of
+// exact identities each: a person's identities, or a lone identity the
+// approvers list names (globs name no one in particular). The person who
+// asked is left out where they may not approve.
+func (p *People) asked(r *Request) [][]string {
+	var askers []string
+	if r.Plan.ForbidSelf {
+		askers = p.askers(r)
+	}
+	var out [][]string
+	seen := map[string]bool{}
+	for _, a := range r.Approvers {
+		name, isPerson := strings.CutPrefix(a, PersonPrefix)
+		if !isPerson && p != nil {
+			name, isPerson = p.byIdentity[a]
+		}
+		key := a
+		if isPerson {
+			key = PersonPrefix + name
+		}
+		ids := p.Identities(key)
+		if seen[key] || len(ids) == 0 || (isPerson && slices.Contains(askers, name)) {
+			continue
+		}
+		seen[key] = true
+		out = append(out, ids)
+	}
+	return out
+}
+
+// mentions are the exact identities a reminder names: everyone asked.
+func (p *People) mentions(r *Request) []string {
+	var out []string
+	for _, ids := range p.asked(r) {
+		out = append(out, ids...)
+	}
+	return out
+}
+
+// MightDecide is MayDecide for a channel that does not know the people:
+// it also admits whoever an approvers list names as a person, leaving the
+// gate (which knows who they are) to decide. Use it for courtesies such as
+// not opening a form for a stranger, never for the verdict itself.
+func MightDecide(approvers []string, ids ...string) bool {
+	if MayDecide(approvers, ids...) {
+		return true
+	}
+	for _, a := range approvers {
+		if strings.HasPrefix(a, PersonPrefix) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,166 @@
+package gate_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/storetest"
+)
+
+// testPeople: alice has a Slack, a Feishu and a web identity and is user
+// u_42; bob has a Slack identity; carol a Feishu one. alice-laptop is
+// alice's token.
+func testPeople() *gate.People {
+	return gate.NewPeople([]gate.Person{
+		{Name: "alice", Identities: []string{"slack:T1/UALICE", "feishu:union:on_alice", "web:alice"}, Users: []string{"u_42"}},
+		{Name: "bob", Identities: []string{"slack:T1/UBOB"}},
+		{Name: "carol", Identities: []string{"feishu:ou_carol"}},
+	}, map[string]string{"alice-laptop": "alice"})
+}
+
+func peopleService(t *testing.T, db *store.DB, routes ...gate.Route) harness {
+	return newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: routes,
+		tweak: func(o *gate.Options) { o.People = testPeople() }})
+}
+
+// A quorum counts people: alice tapping from Slack and then from Feishu
+// (or the web page) is one approval, however many identities she has.
+func TestQuorumCountsPeople(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		svc := peopleService(t, db, gate.Route{Name: "pay", Tool: "pay", Channels: []string{"fake"},
+			Approvers: []string{"person:alice", "person:bob"}, Quorum: 2})
+		ctx := context.Background()
+		r := submit(t, svc, gate.Submission{ToolName: "pay"})
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UALICE", Via: "fake"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []gate.Decision{
+			{RequestID: r.ID, Approve: true, Actor: "feishu:ou_alice_in_app2", Identities: []string{"feishu:union:on_alice"}, Voter: "feishu:union:on_alice", Via: "fake"},
+			{RequestID: r.ID, Approve: true, Actor: "web:alice", Via: "web"},
+		} {
+			got, err := svc.Decide(ctx, d)
+			if gate.ErrorCode(err) != gate.ECONFLICT || !strings.Contains(err.Error(), "person:alice already approved; 1 of 2") || got.Status != gate.StatusPending {
+				t.Fatalf("alice again as %s: %v (%s)", d.Actor, err, got.Status)
+			}
+		}
+		// A stranger is no approver; bob completes the quorum.
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UMALLORY", Via: "fake"}); gate.ErrorCode(err) != gate.EFORBIDDEN {
+			t.Fatalf("stranger: %v", err)
+		}
+		got, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UBOB", Via: "fake"})
+		if err != nil || got.Status != gate.StatusApproved || got.DecidedBy != "slack:T1/UBOB" {
+			t.Fatalf("bob: %v %+v", err, got)
+		}
+		votes := 0
+		for _, e := range events(t, svc, r.ID) {
+			if e.Type == gate.EventVote {
+				votes++
+				if e.Actor == "slack:T1/UALICE" && !strings.Contains(e.Detail, "counted for person:alice") {
+					t.Errorf("vote event does not say whose: %+v", e)
+				}
+			}
+		}
+		if votes != 2 {
+			t.Fatalf("%d votes on the trail, want 2", votes)
+		}
+	})
+}
+
+// self_approval: forbid. The person who asked may not approve, through
+// whichever identity, channel or route to "who asked" (their token, the
+// user_id the agent sent); they may reject; someone else may approve.
+// Each refusal is on the trail.
+func TestSelfApprovalForbidden(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		forbid := gate.Route{Name: "pay", Tool: "pay", Channels: []string{"fake"}, Approvers: []string{"person:alice", "person:bob", "slack:T1/*"},
+			Plan: gate.Plan{ForbidSelf: true}}
+		svc := peopleService(t, db, forbid, gate.Route{Name: "open", Tool: "open", Channels: []string{"fake"}, Approvers: []string{"person:alice"}})
+		ctx := context.Background()
+		for _, tc := range []struct {
+			name  string
+			in    gate.Submission
+			tries []gate.Decision
+		}{
+			{"her token", gate.Submission{ToolName: "pay", Caller: "alice-laptop"}, []gate.Decision{
+				{Actor: "slack:T1/UALICE", Via: "fake"},
+				{Actor: "web:alice", Via: "web"},
+				{Actor: "feishu:ou_app2", Identities: []string{"feishu:union:on_alice"}, Voter: "feishu:union:on_alice", Via: "fake"},
+			}},
+			{"her user_id on a shared token", gate.Submission{ToolName: "pay", Caller: "ci", UserID: "u_42"}, []gate.Decision{
+				{Actor: "slack:T1/UALICE", Via: "fake"},
+			}},
+			{"her approval for a while", gate.Submission{ToolName: "pay", Caller: "alice-laptop"}, []gate.Decision{
+				{Actor: "slack:T1/UALICE", Via: "fake", Remember: true},
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := submit(t, svc, tc.in)
+				if r.Person != "alice" {
+					t.Fatalf("asked by %q, want alice", r.Person)
+				}
+				for _, d := range tc.tries {
+					d.RequestID, d.Approve = r.ID, true
+					got, err := svc.Decide(ctx, d)
+					if gate.ErrorCode(err) != gate.ESELF || got.Status != gate.StatusPending ||
+						!strings.Contains(gate.ErrorMessage(err), "you asked for this; someone else must approve") {
+						t.Fatalf("alice approving her own as %s: %v (%s)", d.Actor, err, got.Status)
+					}
+				}
+				refused := 0
+				for _, e := range events(t, svc, r.ID) {
+					if e.Type == gate.EventRefused && strings.Contains(e.Detail, "you asked for this") {
+						refused++
+					}
+				}
+				if refused != len(tc.tries) {
+					t.Fatalf("%d refusals on the trail, want %d", refused, len(tc.tries))
+				}
+				got, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UBOB", Via: "fake"})
+				if err != nil || got.Status != gate.StatusApproved {
+					t.Fatalf("bob: %v %+v", err, got)
+				}
+			})
+		}
+		t.Run("rejecting her own", func(t *testing.T) {
+			r := submit(t, svc, gate.Submission{ToolName: "pay", Caller: "alice-laptop"})
+			got, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Actor: "web:alice", Via: "web", Reason: "changed my mind"})
+			if err != nil || got.Status != gate.StatusRejected {
+				t.Fatalf("reject: %v %+v", err, got)
+			}
+		})
+		t.Run("a route that allows it", func(t *testing.T) {
+			r := submit(t, svc, gate.Submission{ToolName: "open", Caller: "alice-laptop"})
+			got, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "web:alice", Via: "web"})
+			if err != nil || got.Status != gate.StatusApproved {
+				t.Fatalf("approve: %v %+v", err, got)
+			}
+		})
+	})
+}
+
+// A tap from another chat than the channel's (a forwarded card, a direct
+// message) decides only for a listed approver.
+func TestElsewhereNeedsAnApprover(t *testing.T) {
+	db := storetest.SQLite(t)
+	svc := peopleService(t, db, gate.Route{Name: "listed", Tool: "listed", Channels: []string{"fake"}, Approvers: []string{"person:bob"}})
+	ctx := context.Background()
+	r := submit(t, svc, gate.Submission{ToolName: "open"})
+	if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UANY", Via: "fake", Elsewhere: true}); gate.ErrorCode(err) != gate.EFORBIDDEN {
+		t.Fatalf("an unlisted tap from elsewhere: %v", err)
+	}
+	r = submit(t, svc, gate.Submission{ToolName: "listed"})
+	if got, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UBOB", Via: "fake", Elsewhere: true}); err != nil || got.Status != gate.StatusApproved {
+		t.Fatalf("bob from a direct message: %v", err)
+	}
+}
+
+// MightDecide is the channels' courtesy check: it lets person entries
+// through for the gate to judge.
+func TestMightDecide(t *testing.T) {
+	if !gate.MightDecide([]string{"person:alice"}, "slack:T1/U1") || gate.MightDecide([]string{"slack:T1/U2"}, "slack:T1/U1") {
+		t.Fatal("MightDecide")
+	}
+}
