@@ -34,6 +34,8 @@ class HookResult:
     error: str = ""
     modified_args: Any = None
     side_effects: List[str] = field(default_factory=list)
+    url: str = ""
+    """The request's page on the web UI, when the server has a public_url."""
 
     @property
     def args_edited(self) -> bool:
@@ -203,9 +205,11 @@ def _hook_result(d: Any) -> Optional[HookResult]:
         error = "" if allow else "denied (%s)" % status
     effects = d.get("side_effects")
     request_id = d.get("request_id")
+    url = d.get("url")
     return HookResult(request_id=request_id if isinstance(request_id, str) else "", status=status, allow=allow,
                       error=error, modified_args=d.get("modified_args"),
-                      side_effects=[s for s in effects if isinstance(s, str)] if isinstance(effects, list) else [])
+                      side_effects=[s for s in effects if isinstance(s, str)] if isinstance(effects, list) else [],
+                      url=url if isinstance(url, str) else "")
 
 
 def _error_message(status: int, answer: Any, text: bytes) -> str:

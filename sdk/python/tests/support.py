@@ -109,6 +109,7 @@ class Server:
         cfg = os.path.join(self.dir, "gatehouse.yaml")
         with open(cfg, "w") as f:
             f.write("""listen: 127.0.0.1:%d
+public_url: http://gate.example.test
 database:
   driver: sqlite
   dsn: %s

@@ -25,13 +25,15 @@ class GateTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         cls.server = support.Server(routes=EDITED_ROUTE)
-        cls.client = Gatehouse(cls.server.url, support.TOKEN)
+        # A short retry_for: a gate a failed test left waiting ends soon
+        # after the server stops, so a failure cannot hang the suite.
+        cls.client = Gatehouse(cls.server.url, support.TOKEN, retry_for=5)
         cls.pool = ThreadPoolExecutor(4)
 
     @classmethod
     def tearDownClass(cls) -> None:
-        cls.pool.shutdown()
         cls.server.stop()
+        cls.pool.shutdown(cancel_futures=True)
 
     def start(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> "Future[Any]":
         return self.pool.submit(fn, *args, **kwargs)
@@ -48,6 +50,7 @@ class GateTest(unittest.TestCase):
         self.assertIs(res.allow, True)
         self.assertEqual(res.status, "approved")
         self.assertEqual(res.request_id, card["request"]["id"])
+        self.assertEqual(res.url, "http://gate.example.test/approvals/" + card["request"]["id"])
         self.assertEqual(res.error, "")
         self.assertIsNone(res.modified_args)
         self.assertRegex(res.side_effects[0], r"^gatehouse: approved by webhook:relay/alice via relay after \d+s: go$")

@@ -43,6 +43,8 @@ export interface HookResult {
   /** The approver's edited arguments, to run the call with instead; null when none. */
   modified_args: unknown;
   side_effects: string[];
+  /** The request's page on the web UI, when the server has a public_url. */
+  url?: string;
 }
 
 /** How to reach the server. */
@@ -224,6 +226,7 @@ function hookResult(data: unknown): HookResult | undefined {
     error: typeof d.error === "string" ? d.error : allow ? "" : `denied (${d.status})`,
     modified_args: d.modified_args ?? null,
     side_effects: Array.isArray(d.side_effects) ? d.side_effects.filter((s): s is string => typeof s === "string") : [],
+    ...(typeof d.url === "string" ? { url: d.url } : {}),
   };
 }
 

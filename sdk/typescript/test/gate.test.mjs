@@ -28,6 +28,7 @@ test("an approval allows, with who approved it", async () => {
   assert.equal(res.allow, true);
   assert.equal(res.status, "approved");
   assert.equal(res.request_id, card.request.id);
+  assert.equal(res.url, `http://gate.example.test/approvals/${card.request.id}`);
   assert.equal(res.error, "");
   assert.equal(res.modified_args, null);
   assert.match(res.side_effects[0], /^gatehouse: approved by webhook:relay\/alice via relay after \d+s: go$/);

@@ -91,6 +91,7 @@ function startRelay() {
 
 function config({ port, db, relayURL, routes }) {
   return `listen: 127.0.0.1:${port}
+public_url: http://gate.example.test
 database:
   driver: sqlite
   dsn: ${db}
