@@ -57,7 +57,16 @@ type gateAnswer struct {
 // callGate posts one call to the gate with idempotency key key, holding
 // for wait. An error means no answer came (the server went away).
 func callGate(c *http.Client, base, key string, wait time.Duration) (gateAnswer, error) {
-	body, _ := json.Marshal(map[string]any{"tool_name": "deploy", "tool_args": map[string]string{"key": key}, "idempotency_key": key})
+	return callGateWith(c, base, key, wait, nil)
+}
+
+// callGateWith is callGate with more fields in the call (timeout_seconds).
+func callGateWith(c *http.Client, base, key string, wait time.Duration, extra map[string]any) (gateAnswer, error) {
+	call := map[string]any{"tool_name": "deploy", "tool_args": map[string]string{"key": key}, "idempotency_key": key}
+	for k, v := range extra {
+		call[k] = v
+	}
+	body, _ := json.Marshal(call)
 	req, _ := http.NewRequest("POST", base+"/api/v1/gate?wait="+wait.String(), bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+e2eToken)
 	req.Header.Set("Content-Type", "application/json")

@@ -166,11 +166,31 @@ func TestFaultPostgresDown(t *testing.T) {
 
 	alice := webLogin(t, srv.URL, "alice") // sessions live in the database
 
+	// A request whose deadline falls while the database is down: its agent
+	// is denied when the expiry cannot be written, and afterwards it is
+	// expired, never left to an approver.
+	short, err := callGateWith(traffic, srv.URL, "short", 0, map[string]any{"timeout_seconds": 2})
+	if err != nil || short.Status != "pending" {
+		t.Fatalf("short call: %+v %v", short, err)
+	}
+	shortDeadline := time.Now().Add(2 * time.Second)
+	shortAnswer := make(chan gateAnswer, 1)
+	go func() {
+		a, err := callGate(traffic, srv.URL, "short", 30*time.Second)
+		if err != nil {
+			a.Error = err.Error()
+		}
+		shortAnswer <- a
+	}()
+
 	// Crash the database mid-traffic.
 	awaitCount(t, &mu, func() int { return len(upAns) }, 30)
 	pg.Crash(t)
 	phase.Store(down) // calls started from now on find it down
 	downAt := time.Now()
+	if time.Now().After(shortDeadline) {
+		t.Fatal("the short request's deadline passed before the crash: the machine is too slow for this test")
+	}
 	select {
 	case <-downCalls:
 	case <-time.After(60 * time.Second):
@@ -178,6 +198,14 @@ func TestFaultPostgresDown(t *testing.T) {
 	}
 	// Every poller's long poll ended and its re-attach was denied.
 	awaitCount(t, &mu, func() int { return len(deniedDown) }, pollers)
+	select {
+	case a := <-shortAnswer:
+		if a.Allow || a.Code != http.StatusServiceUnavailable || a.Status != "error" {
+			t.Errorf("the agent of a request expiring while the database was down read %d %+v, want a 503 deny", a.Code, a)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the agent of a request expiring while the database was down got no answer")
+	}
 	// A person tapping now is refused, and the request stays pending.
 	if code, _ := tryWebDecide(alice, srv.URL, firstKnown(&mu, known), "approve", ""); code == http.StatusSeeOther {
 		t.Fatal("a verdict was accepted while the database was down")
@@ -243,6 +271,15 @@ func TestFaultPostgresDown(t *testing.T) {
 		t.Errorf("the gate answered in %v at p99 with the database down, want under 1 s", p99)
 	}
 
+	// The short one expired (the agent re-attaching hears it), the rest
+	// are pending.
+	if a, err := callGate(traffic, srv.URL, "short", 10*time.Second); err != nil || a.Status != "expired" || a.Allow {
+		t.Errorf("the short request, re-attached after the restart: %+v %v, want expired and denied", a, err)
+	}
+	mu.Lock()
+	delete(known, short.RequestID)
+	mu.Unlock()
+
 	// Nothing lost: every request an agent heard of exists, pending.
 	all := listAll(t, srv.URL)
 	status := map[string]string{}
@@ -265,7 +302,7 @@ func TestFaultPostgresDown(t *testing.T) {
 	}
 	// A call cut by the crash may have left a request its agent never
 	// heard of (it would re-attach with its key): counted, not an error.
-	unheard := len(all) - len(ids) - len(agents)
+	unheard := len(all) - len(ids) - len(agents) - 1 // and the short one
 	if unheard < 0 {
 		t.Errorf("%d requests in the database, want at least %d", len(all), len(ids)+len(agents))
 	}
@@ -274,6 +311,9 @@ func TestFaultPostgresDown(t *testing.T) {
 	decided.Store(true)
 	want := map[string]string{}
 	for i, r := range all {
+		if r.ID == short.RequestID {
+			continue
+		}
 		verdict, st := "approve", "approved"
 		if i%2 == 1 {
 			verdict, st = "reject", "rejected"
