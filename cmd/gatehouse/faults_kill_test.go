@@ -206,7 +206,7 @@ func killDuringVerdicts(t *testing.T, dir, driver, dsn string) {
 			finished++
 		}
 	}
-	chain := auditVerify(t, cfg)
+	chain := awaitChainWhole(t, cfg)
 
 	figure(t, "kill_"+driver+"_requests", n)
 	figure(t, "kill_"+driver+"_acked_before_kill", len(acked))
