@@ -162,6 +162,13 @@ func startServer(t *testing.T, cfg string) *server {
 // for a verdict on it now.
 func waiters(t *testing.T, base string) int {
 	t.Helper()
+	return int(metric(t, base, "gatehouse_waiters"))
+}
+
+// metric reads one unlabelled series from the server's /metrics (0 when
+// it is absent).
+func metric(t *testing.T, base, name string) float64 {
+	t.Helper()
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -169,9 +176,9 @@ func waiters(t *testing.T, base string) int {
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "gatehouse_waiters "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			n, _ := strconv.ParseFloat(v, 64)
-			return int(n)
+			return n
 		}
 	}
 	return 0
@@ -342,17 +349,35 @@ func get(t *testing.T, c *http.Client, u string) string {
 // webDecide approves or rejects on the request's page, as a person would.
 func webDecide(t *testing.T, c *http.Client, base, id, verdict, reason string) int {
 	t.Helper()
-	page := get(t, c, base+"/approvals/"+id)
-	m := csrfField.FindStringSubmatch(page)
-	if m == nil {
-		t.Fatalf("no csrf field on the detail page:\n%s", page)
-	}
-	resp, err := c.PostForm(base+"/approvals/"+id+"/decide", url.Values{"csrf": {m[1]}, "verdict": {verdict}, "reason": {reason}})
+	code, err := tryWebDecide(c, base, id, verdict, reason)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return code
+}
+
+// tryWebDecide is webDecide for a server that may go away mid-call (fault
+// tests): an error when no answer came.
+func tryWebDecide(c *http.Client, base, id, verdict, reason string) (int, error) {
+	resp, err := c.Get(base + "/approvals/" + id)
+	if err != nil {
+		return 0, err
+	}
+	page, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode
+	if err != nil {
+		return 0, err
+	}
+	m := csrfField.FindSubmatch(page)
+	if m == nil {
+		return 0, fmt.Errorf("no csrf field on the detail page (%d):\n%s", resp.StatusCode, page)
+	}
+	resp, err = c.PostForm(base+"/approvals/"+id+"/decide", url.Values{"csrf": {string(m[1])}, "verdict": {verdict}, "reason": {reason}})
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }
 
 // cli runs the binary as an agent's script would.
