@@ -37,6 +37,8 @@ type Fault struct {
 	Methods []string
 	// Calls ends the fault after this many calls; 0: no limit.
 	Calls int
+	// From starts the fault at that time; zero: at once.
+	From time.Time
 	// Until ends the fault at that time; zero: no limit. A fault with
 	// neither Calls nor Until lasts until Clear.
 	Until time.Time
@@ -119,7 +121,7 @@ func (s *Set) Take(method string, now time.Time) *Fault {
 			continue
 		}
 		live = append(live, e)
-		if hit == nil && (len(e.f.Methods) == 0 || slices.Contains(e.f.Methods, method)) {
+		if hit == nil && !now.Before(e.f.From) && (len(e.f.Methods) == 0 || slices.Contains(e.f.Methods, method)) {
 			e.used++
 			f := e.f
 			hit = &f

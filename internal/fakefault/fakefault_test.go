@@ -13,6 +13,7 @@ func TestTake(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	var s Set
 	s.Add(Fault{Status: 503, Methods: []string{"chat.postMessage"}, Calls: 2})
+	s.Add(Fault{Status: 500, From: now.Add(time.Second), Until: now.Add(2 * time.Second)})
 	s.Add(Fault{Status: 429, Until: now.Add(time.Second)})
 	want := []struct {
 		method string
@@ -23,7 +24,8 @@ func TestTake(t *testing.T) {
 		{"chat.update", now, "429"},
 		{"chat.postMessage", now, "503"},
 		{"chat.postMessage", now, "429"}, // the 503s are spent
-		{"chat.postMessage", now.Add(time.Second), ""},
+		{"chat.postMessage", now.Add(time.Second), "500"},
+		{"chat.postMessage", now.Add(2 * time.Second), ""},
 	}
 	for i, w := range want {
 		got := ""
