@@ -367,11 +367,11 @@ func (v *verdicts) problem(format string, args ...any) {
 // names an approver who tapped that verdict; and an approver told they
 // won is the one the row names.
 func judge(outs []outcome, rows map[string]row, taps []tap) verdicts {
+	// A tap whose answer was lost (a replica killed under it) may still
+	// have decided: every tap sent counts as who may have decided.
 	byReq := map[string][]tap{}
 	for _, tp := range taps {
-		if tp.Err == nil {
-			byReq[tp.RequestID] = append(byReq[tp.RequestID], tp)
-		}
+		byReq[tp.RequestID] = append(byReq[tp.RequestID], tp)
 	}
 	var v verdicts
 	for _, o := range outs {
