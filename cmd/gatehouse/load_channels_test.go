@@ -128,7 +128,9 @@ func TestChannelsFailingThenRecovering(t *testing.T) {
 		t.Fatalf("the faults never bit: %d Slack and %d Feishu calls failed", sf, ff)
 	}
 
-	// Taps: Slack approves half the requests, Feishu rejects the others.
+	// Taps: Slack approves a third of the requests, Feishu rejects a
+	// third, the web page approves the rest.
+	web := rg.loginWeb(t, base, "ap0")
 	byID := map[string]map[string]card{}
 	for _, c := range rg.cards() {
 		if byID[c.RequestID] == nil {
@@ -140,10 +142,13 @@ func TestChannelsFailingThenRecovering(t *testing.T) {
 	var taps []tap
 	for i, id := range ids {
 		var tp tap
-		if i%2 == 0 {
+		switch i % 3 {
+		case 0:
 			tp = rg.tapSlack(base, byID[id][rigSlack], slackE2EAlice, true)
-		} else {
+		case 1:
 			tp = rg.tapFeishu(base, byID[id][rigFeishu], feishuE2EAlice, false)
+		default:
+			tp = web.tapWeb(base, id, true)
 		}
 		if tp.Err != nil {
 			t.Fatalf("tap %s on %s: %v", id, tp.Via, tp.Err)

@@ -467,12 +467,3 @@ func figure(t *testing.T, name string, v any) {
 	fmt.Printf("FIGURE %s=%v\n", name, v)
 	t.Logf("FIGURE %s=%v", name, v)
 }
-
-// percentile is the p-th percentile (0-100) of ds, sorted in place.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	slices.Sort(ds)
-	return ds[min(len(ds)-1, int(float64(len(ds))*p/100))]
-}

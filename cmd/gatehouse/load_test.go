@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -225,7 +226,7 @@ func TestLoad(t *testing.T) {
 	}
 	apWG.Wait()
 	<-agentsDone // ctx has ended: every Gate has returned
-	inRun := 0 // verdicts the agents got while the run lasted
+	inRun := 0   // verdicts the agents got while the run lasted
 	for _, o := range outs {
 		if o.End.Before(end) && o.Err == nil {
 			inRun++
@@ -318,4 +319,13 @@ func TestLoad(t *testing.T) {
 	if v.Approved == 0 || v.Rejected == 0 || v.Expired == 0 {
 		t.Fatalf("approved %d, rejected %d, expired %d: the run did not exercise every verdict", v.Approved, v.Rejected, v.Expired)
 	}
+}
+
+// percentile is the p-th percentile (0-100) of ds, sorted in place.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[min(len(ds)-1, int(float64(len(ds))*p/100))]
 }
