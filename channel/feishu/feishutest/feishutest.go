@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/fakefault"
 )
 
 // The Open API paths the fake serves.
@@ -36,6 +38,21 @@ type Call struct {
 	Auth   string // the Authorization header
 	Body   []byte // as sent
 	JSON   map[string]any
+	// Fault is the fault the call met ("" for none): "429", "503", …,
+	// "hang" (held until the caller gave up; nothing happened) or
+	// "hang-landed" (held until the caller gave up, but it took effect:
+	// Feishu did the work and the answer was lost).
+	Fault string
+	// Done reports whether the call took effect: answered with success,
+	// or hung and landed.
+	Done bool
+	// MessageID is the message a create or reply made, or, for a repeat
+	// of a uuid seen before (Repeat), the message that uuid made.
+	MessageID string
+	// Repeat marks a create or reply whose uuid was seen before: as
+	// Feishu does within the hour, the fake sends nothing new and answers
+	// with the first message's id.
+	Repeat bool
 }
 
 // Card decodes the card a message create or patch carries in "content",
@@ -75,12 +92,14 @@ type Server struct {
 	script map[string][]Answer // by "METHOD /path" without the query
 	msgs   int
 	tokens int
+	uuids  map[string]string // uuid → the message it made
+	faults fakefault.Set
 }
 
 // NewServer starts a fake Open API for the app appID with appSecret; it is
 // closed when tb's test ends. Unexpected requests fail tb.
 func NewServer(tb testing.TB, appID, appSecret string) *Server {
-	s := &Server{tb: tb, appID: appID, appSecret: appSecret, script: map[string][]Answer{}}
+	s := &Server{tb: tb, appID: appID, appSecret: appSecret, script: map[string][]Answer{}, uuids: map[string]string{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	tb.Cleanup(s.srv.Close)
@@ -106,14 +125,27 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.tb.Errorf("fake feishu: %s: body is not JSON: %q", key, body)
 	}
 	s.mu.Lock()
+	i := len(s.calls)
 	s.calls = append(s.calls, c)
 	var scripted *Answer
+	var fault *fakefault.Fault
 	if q := s.script[key]; len(q) > 0 {
 		scripted, s.script[key] = &q[0], q[1:]
+	} else {
+		fault = s.faults.Take(key, time.Now())
 	}
 	issued := s.tokens
 	s.mu.Unlock()
 
+	if fault != nil {
+		took := fault.Serve(w, r)
+		s.mu.Lock()
+		s.calls[i].Fault = fault.Name()
+		s.mu.Unlock()
+		if !took {
+			return
+		}
+	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	if scripted != nil {
 		for k, v := range scripted.Header {
@@ -127,6 +159,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		json.NewEncoder(w).Encode(v)
 	}
+	done := func() {
+		s.mu.Lock()
+		s.calls[i].Done = true
+		s.mu.Unlock()
+	}
 	n, _ := strconv.Atoi(strings.TrimPrefix(c.Auth, "Bearer t-"))
 	switch {
 	case key == "POST "+TokenPath:
@@ -138,16 +175,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.tokens++
 		tok := "t-" + strconv.Itoa(s.tokens)
 		s.mu.Unlock()
+		done()
 		answer(200, map[string]any{"code": 0, "msg": "ok", "tenant_access_token": tok, "expire": 7200})
 	case n < 1 || n > issued || c.Auth != "Bearer t-"+strconv.Itoa(n):
 		answer(400, map[string]any{"code": 99991661, "msg": "Missing access token"})
 	case key == "POST "+MessagesPath && receiveIDTypes[r.URL.Query().Get("receive_id_type")] && c.JSON["receive_id"] != "":
-		answer(200, map[string]any{"code": 0, "msg": "success", "data": map[string]any{"message_id": s.newMessage(), "msg_type": c.JSON["msg_type"]}})
+		answer(200, map[string]any{"code": 0, "msg": "success", "data": map[string]any{"message_id": s.newMessage(i), "msg_type": c.JSON["msg_type"]}})
 	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, MessagesPath+"/om_") && strings.HasSuffix(r.URL.Path, "/reply"):
 		parent := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, MessagesPath+"/"), "/reply")
-		answer(200, map[string]any{"code": 0, "msg": "success", "data": map[string]any{"message_id": s.newMessage(), "msg_type": c.JSON["msg_type"],
+		answer(200, map[string]any{"code": 0, "msg": "success", "data": map[string]any{"message_id": s.newMessage(i), "msg_type": c.JSON["msg_type"],
 			"parent_id": parent, "root_id": parent}})
 	case r.Method == http.MethodPatch && strings.HasPrefix(r.URL.Path, MessagesPath+"/om_"):
+		done()
 		answer(200, map[string]any{"code": 0, "msg": "success", "data": map[string]any{}})
 	default:
 		s.tb.Errorf("fake feishu: unexpected %s %s", r.Method, r.URL.RequestURI())
@@ -159,12 +198,47 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 // person (a direct message) by one of their ids.
 var receiveIDTypes = map[string]bool{"chat_id": true, "open_id": true, "union_id": true, "user_id": true}
 
-// newMessage mints a message id: "om_1", "om_2", …
-func (s *Server) newMessage() string {
+// newMessage mints a message id for call i, "om_1", "om_2", …, and
+// records it on the call; a uuid seen before answers its first message.
+func (s *Server) newMessage(i int) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	c := &s.calls[i]
+	c.Done = true
+	uuid, _ := c.JSON["uuid"].(string)
+	if id, ok := s.uuids[uuid]; ok && uuid != "" {
+		c.MessageID, c.Repeat = id, true
+		return id
+	}
 	s.msgs++
-	return "om_" + strconv.Itoa(s.msgs)
+	c.MessageID = "om_" + strconv.Itoa(s.msgs)
+	if uuid != "" {
+		s.uuids[uuid] = c.MessageID
+	}
+	return c.MessageID
+}
+
+// Inject puts a fault in force (see fakefault.Fault): calls of its
+// Methods ("POST /open-apis/im/v1/messages", …, as FailNext keys them;
+// all when empty) are answered 429 or 5xx, or hang, for its window or its
+// number of calls.
+func (s *Server) Inject(f fakefault.Fault) { s.faults.Add(f) }
+
+// Heal ends every injected fault.
+func (s *Server) Heal() { s.faults.Clear() }
+
+// Posts returns the message creates (to a chat or a person) that made a
+// message people see: they took effect and were not a repeat of a uuid.
+func (s *Server) Posts() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Call
+	for _, c := range s.calls {
+		if c.Method == http.MethodPost && c.Path == MessagesPath && c.Done && !c.Repeat {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Calls returns the recorded calls whose "METHOD path" (without the query)

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/fakefault"
 )
 
 // Call is one request the fake Web API received.
@@ -29,6 +31,15 @@ type Call struct {
 	Form   url.Values // form-encoded calls
 	Body   map[string]any
 	TS     string // the ts the fake minted for this call (chat.postMessage answers with it)
+	// Fault is the fault the call met ("" for none): "429", "503", …,
+	// "hang" (held until the caller gave up; nothing happened) or
+	// "hang-landed" (held until the caller gave up, but the message
+	// exists: Slack did the work and the answer was lost).
+	Fault string
+	// Done reports whether the call took effect: it was answered with
+	// success, or it hung and landed. A chat.postMessage with Done is a
+	// message people see.
+	Done bool
 }
 
 // Blocks decodes the call's Block Kit blocks (the form field "blocks"),
@@ -63,6 +74,7 @@ type Server struct {
 	fails     map[string][]func(http.ResponseWriter) // method → next answers
 	holds     map[string][]chan struct{}             // method → next calls to hold
 	socketURL string
+	faults    fakefault.Set
 }
 
 // NewServer starts a fake Web API accepting botToken and appToken; it is
@@ -92,6 +104,14 @@ func (s *Server) FailNext(method string, answers ...func(w http.ResponseWriter))
 	defer s.mu.Unlock()
 	s.fails[method] = append(s.fails[method], answers...)
 }
+
+// Inject puts a fault in force (see fakefault.Fault): calls of its
+// Methods ("chat.postMessage", …; all when empty) are answered 429 or 5xx,
+// or hang, for its window or its number of calls.
+func (s *Server) Inject(f fakefault.Fault) { s.faults.Add(f) }
+
+// Heal ends every injected fault.
+func (s *Server) Heal() { s.faults.Clear() }
 
 // HoldNext makes the next call of method wait, once recorded, until
 // release is called: a platform call in flight, for as long as a test
@@ -149,10 +169,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.seq++
 	c.TS = fmt.Sprintf("1700000000.%06d", s.seq)
+	i := len(s.calls)
 	s.calls = append(s.calls, c)
 	var fail func(http.ResponseWriter)
+	var fault *fakefault.Fault
 	if q := s.fails[method]; len(q) > 0 {
 		fail, s.fails[method] = q[0], q[1:]
+	} else {
+		fault = s.faults.Take(method, time.Now())
 	}
 	var hold []chan struct{}
 	if q := s.holds[method]; len(q) > 0 {
@@ -168,6 +192,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		fail(w)
 		return
 	}
+	if fault != nil {
+		done := fault.Serve(w, r)
+		s.mu.Lock()
+		s.calls[i].Fault, s.calls[i].Done = fault.Name(), done
+		s.mu.Unlock()
+		if !done {
+			return
+		}
+	}
 
 	want := s.botToken
 	if method == "apps.connections.open" {
@@ -179,6 +212,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		enc.Encode(map[string]any{"ok": false, "error": "invalid_auth"})
 		return
 	}
+	s.mu.Lock()
+	s.calls[i].Done = true
+	s.mu.Unlock()
 	switch method {
 	case "chat.postMessage", "chat.update":
 		ts := c.Form.Get("ts")
@@ -203,6 +239,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		enc.Encode(map[string]any{"ok": false, "error": "unknown_method"})
 	}
+}
+
+// Posts returns the chat.postMessage calls that took effect: the messages
+// people see, whether or not Gatehouse heard the answer.
+func (s *Server) Posts() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Call
+	for _, c := range s.calls {
+		if c.Method == "chat.postMessage" && c.Done {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // DirectChannel is the id the fake gives the bot's direct message with a
