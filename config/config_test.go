@@ -261,7 +261,7 @@ retention:
 			"audit.checkpoint_interval: must be at least 1m", "retention.keep: must be at least 1h"}},
 		{"checkpoints without a key", "audit:\n  checkpoint_dir: /nonexistent\n", []string{"audit.checkpoint_dir: needs audit.signing_key_file"}},
 		{"retention not a duration", "retention:\n  keep: a year\n", []string{`retention.keep: "a year" is not a duration`}},
-		{"audit key file missing", "audit:\n  signing_key_file: /nonexistent/audit.key\n", []string{"audit.signing_key_file: cannot read the secret"}},
+		{"audit key file missing", "audit:\n  signing_key_file: /nonexistent/audit.key\n", []string{"audit.signing_key: cannot read the secret in signing_key_file: open /nonexistent/audit.key"}},
 		{"single sign-on", `
 auth:
   users:
@@ -309,7 +309,7 @@ auth:
   api_tokens:
     - name: a
       token_file: /nonexistent/token
-`, []string{"auth.api_tokens[0].token_file: cannot read the secret"}},
+`, []string{"auth.api_tokens[0].token: cannot read the secret in token_file: open /nonexistent/token"}},
 		{"not YAML", "listen: [", []string{"not valid YAML"}},
 		{"route looks", `
 routes:
@@ -456,6 +456,25 @@ routes:
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("missing %q in:\n%v", w, err)
 				}
+			}
+		})
+	}
+}
+
+// TestSecretFileProblemsNamedOnce: a <key>_file that cannot be read, or
+// that is given beside <key>, is one problem, not also an unknown key and a
+// missing or malformed <key>.
+func TestSecretFileProblemsNamedOnce(t *testing.T) {
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"unreadable token": {"auth:\n  api_tokens:\n    - name: a\n      token_file: /nonexistent/t\n", "auth.api_tokens[0].token: cannot read the secret in token_file"},
+		"unreadable key":   {"audit:\n  signing_key_file: /nonexistent/k\n", "audit.signing_key: cannot read the secret in signing_key_file"},
+		"unreadable bot":   {"channels:\n  - name: s\n    type: slack\n    bot_token_file: /nonexistent/b\n    signing_secret: s\n    channel_id: C\n", "channels[0].bot_token: cannot read the secret in bot_token_file"},
+		"both given":       {"channels:\n  - name: s\n    type: slack\n    bot_token: xoxb-1\n    bot_token_file: /x\n    signing_secret: s\n    channel_id: C\n", "channels[0].bot_token_file: give bot_token or bot_token_file, not both"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			errs := wantErrors(t, tc.yaml, []string{tc.want})
+			if len(errs) != 1 {
+				t.Errorf("want one problem, got %d:\n%v", len(errs), errs)
 			}
 		})
 	}

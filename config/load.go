@@ -168,6 +168,11 @@ func prepare(n *yaml.Node, path, dir string, lookup func(string) (string, bool),
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			seen[n.Content[i].Value] = true
 		}
+		// A <key>_file that cannot be used is reported once and dropped, so
+		// it is not also named an unknown key; when it cannot be read, the
+		// error is filed under <key>, which silences <key>'s follow-on
+		// complaints (required, prefix) about the value it would have held.
+		kept := n.Content[:0:0]
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			p := join(path, k.Value)
@@ -182,15 +187,17 @@ func prepare(n *yaml.Node, path, dir string, lookup func(string) (string, bool),
 				}
 				b, err := os.ReadFile(file)
 				if err != nil {
-					errs.add(p, "cannot read the secret: %v", err)
+					errs.add(join(path, base), "cannot read the secret in %s: %v", k.Value, err)
 					continue
 				}
 				k.Value = base
 				v.Kind, v.Tag, v.Style, v.Value = yaml.ScalarNode, "!!str", 0, strings.TrimRight(string(b), "\r\n")
-				continue
+			} else {
+				prepare(v, p, dir, lookup, errs)
 			}
-			prepare(v, p, dir, lookup, errs)
+			kept = append(kept, k, v)
 		}
+		n.Content = kept
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
 			prepare(c, fmt.Sprintf("%s[%d]", path, i), dir, lookup, errs)
