@@ -157,7 +157,7 @@ func (p *pattern) lineMatch(line string) bool {
 func (p *pattern) broadMatch(q *part) bool {
 	if p.glob {
 		for i, w := range q.words {
-			if (strings.ContainsAny(p.words[0], "*") || globMatch(p.words[0], w)) && p.lineMatch(strings.Join(q.words[i:], " ")) {
+			if (strings.IndexByte(p.words[0], '*') >= 0 || globMatch(p.words[0], w)) && p.lineMatch(strings.Join(q.words[i:], " ")) {
 				return true
 			}
 		}
@@ -269,7 +269,7 @@ func segmentsMatch(pat, segs []string) bool {
 // by rune without allocating, with one backtrack point: linear in
 // practice, never exponential, whatever a config holds.
 func globMatch(pattern, s string) bool {
-	if !strings.ContainsAny(pattern, "*?") {
+	if strings.IndexByte(pattern, '*') < 0 && strings.IndexByte(pattern, '?') < 0 {
 		return pattern == s
 	}
 	pi, si, star, mark := 0, 0, -1, 0

@@ -4,6 +4,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
@@ -51,12 +52,20 @@ func readShell(cmd string) *shellCmd {
 	return s
 }
 
+// parsers keeps Bash parsers for reuse (mvdan's Parser may be reused once
+// a Parse has returned). A Parser is about 2.3 KB; making one per call was
+// a third of the bytes a Bash call's evaluation allocated, and the garbage
+// collections they cost set the evaluation's p99 (docs/benchmark.md).
+var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+
 // read adds the parts of a piece of shell code; false means it cannot be parsed.
 func (s *shellCmd) read(code string, depth int) bool {
 	if depth > maxShellDepth {
 		return false
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(code), "")
+	parser := parsers.Get().(*syntax.Parser)
+	f, err := parser.Parse(strings.NewReader(code), "")
+	parsers.Put(parser) // done with: the tree it made holds nothing of it
 	if err != nil {
 		return false
 	}
