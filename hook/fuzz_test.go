@@ -54,7 +54,8 @@ func FuzzParse(f *testing.F) {
 			if json.Compact(&buf, c.ToolInput) != nil || !bytes.Equal(buf.Bytes(), c.ToolInput) {
 				t.Fatalf("tool input %q is not compact JSON", c.ToolInput)
 			}
-			if c.ToolName == "" || c.Key(0) != c.Key(0) || c.Key(0) == c.Key(1) || !json.Valid(c.Ask(0).ToolArgs) {
+			again, _ := Parse(client, body)
+			if c.ToolName == "" || c.Key(0) != again.Key(0) || c.Key(0) == c.Key(1) || !json.Valid(c.Ask(0).ToolArgs) {
 				t.Fatalf("call %+v: keys %s %s, args %s", c, c.Key(0), c.Key(1), c.Ask(0).ToolArgs)
 			}
 		}
