@@ -74,7 +74,13 @@ func Parse(data []byte, dir string, lookup func(string) (string, bool)) (*Config
 	root := doc.Content[0]
 	var errs Errors
 	prepare(root, "", dir, lookup, &errs)
-	check(root, reflect.TypeOf(Config{}), "", &errs)
+	ck := checker{errs: &errs, left: maxValues}
+	ck.check(root, reflect.TypeOf(Config{}), "")
+	if ck.left < 0 {
+		// Aliases that multiply (a "billion laughs"): refuse before
+		// anything expands them further.
+		return nil, errs
+	}
 	if len(errs) == 0 {
 		if err := root.Decode(c); err != nil {
 			return nil, Errors{{Msg: err.Error()}}
@@ -112,7 +118,7 @@ func prune(n *yaml.Node, path string, bad map[string]bool) {
 	case yaml.MappingNode:
 		kept := n.Content[:0:0]
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			p := join(path, n.Content[i].Value)
+			p := keyPath(path, n.Content[i])
 			if bad[p] {
 				continue
 			}
@@ -175,6 +181,9 @@ func prepare(n *yaml.Node, path, dir string, lookup func(string) (string, bool),
 		kept := n.Content[:0:0]
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode {
+				continue // check refuses the key
+			}
 			p := join(path, k.Value)
 			if base, ok := strings.CutSuffix(k.Value, "_file"); ok && secretKeys[base] {
 				if seen[base] {
@@ -244,9 +253,29 @@ var (
 	rememberType = reflect.TypeOf(Remember{})
 )
 
+// maxValues bounds the values a config holds once its aliases are
+// expanded: a real config has a few thousand, and a few lines of aliases
+// of aliases would otherwise expand to billions.
+const maxValues = 100000
+
+// checker walks the tree against the Go types.
+type checker struct {
+	errs *Errors
+	left int // values still allowed; below zero once maxValues is passed
+}
+
 // check walks the tree against the Go types and reports every unknown key
-// and every value of the wrong kind, each with its path.
-func check(n *yaml.Node, t reflect.Type, path string, errs *Errors) {
+// and every value of the wrong kind, each with its path. It stops at the
+// first value past maxValues, which it reports.
+func (ck *checker) check(n *yaml.Node, t reflect.Type, path string) {
+	if ck.left < 0 {
+		return
+	}
+	if ck.left--; ck.left < 0 {
+		ck.errs.add(path, "aliases expand the config beyond %d values", maxValues)
+		return
+	}
+	errs := ck.errs
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
@@ -264,7 +293,7 @@ func check(n *yaml.Node, t reflect.Type, path string, errs *Errors) {
 			errs.add(path, "%q is not a duration (use Go durations such as 90s or 10m, or days such as 400d)", n.Value)
 		}
 	case t == reflect.TypeOf(Channel{}):
-		checkChannel(n, path, errs)
+		ck.checkChannel(n, path)
 	case t == patternsType:
 		if n.Kind == yaml.ScalarNode {
 			return
@@ -274,10 +303,10 @@ func check(n *yaml.Node, t reflect.Type, path string, errs *Errors) {
 			return
 		}
 		for i, c := range n.Content {
-			check(c, reflect.TypeOf(""), fmt.Sprintf("%s[%d]", path, i), errs)
+			ck.check(c, reflect.TypeOf(""), fmt.Sprintf("%s[%d]", path, i))
 		}
 	case t == rememberType && n.Kind == yaml.ScalarNode:
-		check(n, durationType, path, errs) // remember: 1h
+		ck.check(n, durationType, path) // remember: 1h
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			errs.add(path, "must be a mapping")
@@ -289,35 +318,61 @@ func check(n *yaml.Node, t reflect.Type, path string, errs *Errors) {
 				fields[name] = t.Field(i).Type
 			}
 		}
-		checkMapping(n, fields, path, errs)
+		ck.checkMapping(n, fields, path)
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			errs.add(path, "must be a list")
 			return
 		}
 		for i, c := range n.Content {
-			check(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs)
+			ck.check(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
 		}
 	case t.Kind() == reflect.Int:
 		if _, err := strconv.Atoi(n.Value); n.Kind != yaml.ScalarNode || err != nil {
 			errs.add(path, "must be a whole number")
+		} else {
+			checkDecode(n, t, path, errs)
 		}
 	case t.Kind() == reflect.Bool:
 		if _, err := strconv.ParseBool(n.Value); n.Kind != yaml.ScalarNode || err != nil {
 			errs.add(path, "must be true or false")
+		} else {
+			checkDecode(n, t, path, errs)
 		}
 	case t.Kind() == reflect.String:
 		if n.Kind != yaml.ScalarNode {
 			errs.add(path, "must be a string")
+		} else {
+			checkDecode(n, t, path, errs)
 		}
 	}
 }
 
-func checkMapping(n *yaml.Node, fields map[string]reflect.Type, path string, errs *Errors) {
+// checkDecode reports a scalar that looks right but that YAML will not
+// decode into t (a !!binary string that is not base64, !!str 5 for a
+// number), so that the error names the key rather than a line.
+func checkDecode(n *yaml.Node, t reflect.Type, path string, errs *Errors) {
+	if err := n.Decode(reflect.New(t).Interface()); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		if _, after, ok := strings.Cut(msg, ": cannot"); ok {
+			msg = "cannot" + after // "unmarshal errors:\n  line 3: cannot unmarshal …"
+		}
+		errs.add(path, "%s", msg)
+	}
+}
+
+func (ck *checker) checkMapping(n *yaml.Node, fields map[string]reflect.Type, path string) {
+	errs := ck.errs
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i].Value, n.Content[i+1]
-		p := join(path, k)
+		p := keyPath(path, n.Content[i])
+		if n.Content[i].Kind != yaml.ScalarNode || k == "" {
+			// An alias, a list or a mapping as a key names no setting,
+			// and an empty key none either.
+			errs.add(p, "a key must be a plain, non-empty name")
+			continue
+		}
 		if seen[k] {
 			errs.add(p, "given twice")
 		}
@@ -336,14 +391,14 @@ func checkMapping(n *yaml.Node, fields map[string]reflect.Type, path string, err
 			}
 			continue
 		}
-		check(v, ft, p, errs)
+		ck.check(v, ft, p)
 	}
 }
 
 // checkChannel checks a channel's keys against the settings of its type.
-func checkChannel(n *yaml.Node, path string, errs *Errors) {
+func (ck *checker) checkChannel(n *yaml.Node, path string) {
 	if n.Kind != yaml.MappingNode {
-		errs.add(path, "must be a mapping")
+		ck.errs.add(path, "must be a mapping")
 		return
 	}
 	typ := ""
@@ -368,7 +423,7 @@ func checkChannel(n *yaml.Node, path string, errs *Errors) {
 	for i := 0; i < settings.NumField(); i++ {
 		fields[yamlName(settings.Field(i))] = settings.Field(i).Type
 	}
-	checkMapping(n, fields, path, errs)
+	ck.checkMapping(n, fields, path)
 }
 
 // UnmarshalYAML decodes the common keys and the settings of the channel's type.
@@ -498,4 +553,13 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
+}
+
+// keyPath is the path of a mapping's key: by its name, or by its line
+// when it has no plain name to go by.
+func keyPath(path string, k *yaml.Node) string {
+	if k.Kind != yaml.ScalarNode || k.Value == "" {
+		return join(path, fmt.Sprintf("(the key on line %d)", k.Line))
+	}
+	return join(path, k.Value)
 }

@@ -17,7 +17,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -230,17 +229,70 @@ func rawText(raw json.RawMessage) string {
 // question for the gate (a PostToolUse, with or without a parsed input).
 func (c Call) Report() bool { return c.Event == PostToolUse || c.Event == PostToolUseFailure }
 
-// reportEvent finds a report's event name near the start of an input.
-var reportEvent = regexp.MustCompile(`"hook_event_name"\s*:\s*"PostToolUse(Failure)?"`)
-
 // LooksLikeReport reports whether the first part of an input (all that was
 // read of one too large to read whole) is a report of what ran, which must
-// be answered with nothing to do rather than a deny.
+// be answered with nothing to do rather than a deny. Only the input's own
+// event counts, read as Parse reads it (the last of the keys that match
+// hook_event_name, or Copilot's hookEventName, without regard to case):
+// the same words inside the tool's arguments, which the model writes, must
+// not turn a question into a report that is waved through unasked.
 func LooksLikeReport(head []byte) bool {
 	if len(head) > 64<<10 {
 		head = head[:64<<10]
 	}
-	return reportEvent.Match(head)
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	var event, eventCC string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		key, _ := tok.(string)
+		v, err := dec.Token()
+		if err != nil {
+			break
+		}
+		if d, ok := v.(json.Delim); ok {
+			if !skipValue(dec, d) {
+				break
+			}
+			continue
+		}
+		s, _ := v.(string)
+		switch {
+		case strings.EqualFold(key, "hook_event_name"):
+			event = s
+		case strings.EqualFold(key, "hookEventName"):
+			eventCC = s
+		}
+	}
+	if eventCC != "" {
+		event = eventCC
+	}
+	return event == PostToolUse || event == PostToolUseFailure
+}
+
+// skipValue reads the rest of an object or array that opened with d.
+func skipValue(dec *json.Decoder, d json.Delim) bool {
+	if d != '{' && d != '[' {
+		return true
+	}
+	for depth := 1; depth > 0; {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
+	return true
 }
 
 // SmallReport is the call's report as a client input of at most max bytes:

@@ -92,7 +92,7 @@ type testEnv struct {
 	clock   *clock
 }
 
-func newTestEnv(t *testing.T, mutate ...func(*Options)) *testEnv {
+func newTestEnv(t testing.TB, mutate ...func(*Options)) *testEnv {
 	t.Helper()
 	e := &testEnv{api: feishutest.NewServer(t, "cli_test", "app-secret"), decider: &fakeDecider{}, clock: &clock{t: testNow}}
 	o := Options{

@@ -193,10 +193,10 @@ func parsePayload(body []byte) (slack.InteractionCallback, error) {
 	ic.Channel.ID = in.Channel.ID
 	ic.Container.ChannelID = in.Container.ChannelID
 	for _, a := range in.Actions {
-		if a.BlockID == nil {
+		if !a.block {
 			continue // an attachment's action (the SDK's rule), never a card's
 		}
-		ic.ActionCallback.BlockActions = append(ic.ActionCallback.BlockActions, &slack.BlockAction{ActionID: a.ActionID, BlockID: *a.BlockID, Value: a.Value})
+		ic.ActionCallback.BlockActions = append(ic.ActionCallback.BlockActions, &slack.BlockAction{ActionID: a.ActionID, BlockID: a.BlockID, Value: a.Value})
 	}
 	ic.View.CallbackID, ic.View.PrivateMetadata = in.View.CallbackID, in.View.PrivateMetadata
 	if in.View.State != nil {
@@ -230,11 +230,7 @@ type payload struct {
 	Container struct {
 		ChannelID string `json:"channel_id"`
 	} `json:"container"`
-	Actions []struct {
-		ActionID string  `json:"action_id"`
-		BlockID  *string `json:"block_id"`
-		Value    string  `json:"value"`
-	} `json:"actions"`
+	Actions []action `json:"actions"`
 	View struct {
 		CallbackID      string `json:"callback_id"`
 		PrivateMetadata string `json:"private_metadata"`
@@ -244,6 +240,39 @@ type payload struct {
 			} `json:"values"`
 		} `json:"state"`
 	} `json:"view"`
+}
+
+// action is one of a payload's actions.
+type action struct {
+	ActionID string `json:"action_id"`
+	BlockID  string `json:"block_id"`
+	Value    string `json:"value"`
+	block    bool   // a block's action; otherwise an attachment's, which no card has
+}
+
+// UnmarshalJSON reads an action by the SDK's rule (ActionCallbacks'
+// UnmarshalJSON), so that a tap over HTTP is read as over Socket Mode: an
+// action is a block's when its exact key "block_id" holds a string, and
+// then its fields are matched as encoding/json matches them. A looser
+// test (any key that matches block_id without regard to case, or a
+// number) would act on taps the SDK ignores.
+func (a *action) UnmarshalJSON(b []byte) error {
+	var keys map[string]any
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return err
+	}
+	*a = action{}
+	if _, ok := keys["block_id"].(string); !ok {
+		return nil // an attachment's action: nothing in it is read
+	}
+	type plain action
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*a = action(p)
+	a.block = true
+	return nil
 }
 
 // pick prefers, among channels whose secret verified (one app may serve
