@@ -176,8 +176,10 @@ func (s *Service) workCard(ctx context.Context, c Card) {
 }
 
 // post sends a card of any kind for the first time: the channel card, a
-// direct card, or a reminder in the thread of a card.
+// direct card, or a reminder in the thread of a card. ctx carries the
+// claim's attempt number (CardAttempt).
 func (s *Service) post(ctx context.Context, ch Channel, c Card, r *Request) (string, error) {
+	ctx = WithCardAttempt(ctx, c.Attempts)
 	switch c.Kind {
 	case CardDirect:
 		d, ok := ch.(Directer)
@@ -193,6 +195,25 @@ func (s *Service) post(ctx context.Context, ch Channel, c Card, r *Request) (str
 		return rp.Remind(ctx, r, c.Target, c.Step, s.people.Load().mentions(r))
 	}
 	return ch.Post(ctx, r)
+}
+
+type cardAttemptKey struct{}
+
+// WithCardAttempt returns ctx carrying the number of the claim under which
+// a card is posted. The card worker sets it; tests of channels do too.
+func WithCardAttempt(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, cardAttemptKey{}, n)
+}
+
+// CardAttempt is the number of the claim under which the card being posted
+// in ctx is posted: 1 for the first, more when an earlier claim failed or
+// its replica died, in which case that claim's post may have reached the
+// platform without Gatehouse hearing the answer. A platform without an
+// idempotency key (Slack) looks for that card before posting again. 0
+// outside the card worker.
+func CardAttempt(ctx context.Context) int {
+	n, _ := ctx.Value(cardAttemptKey{}).(int)
+	return n
 }
 
 // backoff is the wait before retry n+1: 1s, 2s, 4s, … capped at 5 minutes.

@@ -2,6 +2,7 @@ package gate_test
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -90,6 +91,25 @@ func TestCardRetriesThenAbandons(t *testing.T) {
 			if c.Channel == "dead" && (!c.Abandoned || c.LastError == "") {
 				t.Fatalf("dead card not marked abandoned with its error: %+v", c)
 			}
+		}
+	})
+}
+
+// A channel learns which claim of a card it posts under: a retry after a
+// failed post is attempt 2, so a platform without an idempotency key knows
+// the first may have landed unseen.
+func TestPostKnowsItsAttempt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		flaky := newFake("flaky")
+		flaky.failPosts = 1
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{flaky}, routes: []gate.Route{{Name: "flaky", Channels: []string{"flaky"}}}})
+		r := submit(t, svc, gate.Submission{})
+		flaky.await(t, "post "+r.ID) // after one failure and its 1 s backoff
+		flaky.mu.Lock()
+		got := slices.Clone(flaky.attempts)
+		flaky.mu.Unlock()
+		if !slices.Equal(got, []int{1, 2}) {
+			t.Fatalf("the posts saw attempts %v, want [1 2]", got)
 		}
 	})
 }

@@ -54,6 +54,7 @@ type fakeChannel struct {
 	failPosts int
 	failAll   bool
 	hold      chan struct{}
+	attempts  []int       // gate.CardAttempt of each Post, in order
 	calls     chan string // "post <id>", "posting <id>", "update <id> <status>"
 }
 
@@ -74,6 +75,7 @@ func (f *fakeChannel) Post(ctx context.Context, r *gate.Request) (string, error)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.attempts = append(f.attempts, gate.CardAttempt(ctx))
 	if f.failAll || f.failPosts > 0 {
 		f.failPosts--
 		f.calls <- "failed " + r.ID

@@ -19,23 +19,39 @@ import (
 var retryPolicy = channel.RetryPolicy{Attempts: 3, Budget: 25 * time.Second}
 
 // Post sends the card for a pending request to the configured channel and
-// returns its reference, "CHANNEL:TS". A post that timed out may still have
-// landed; retrying it risks a second copy, which is the lesser evil next to
-// an approver never seeing the request.
+// returns its reference, "CHANNEL:TS".
 func (c *Channel) Post(ctx context.Context, r *gate.Request) (string, error) {
 	return c.postTo(ctx, c.cfg.ChannelID, r)
 }
 
 // postTo posts the card of a pending request to a conversation: the
-// configured channel, or a direct message.
+// configured channel, or a direct message. The card carries metadata
+// naming its request (recover.go). When an earlier post of it may have
+// landed unseen (an earlier claim of the card, gate.CardAttempt > 1, or a
+// try of this call that failed without Slack's answer), the conversation
+// is searched for it first, and a card found there is adopted rather than
+// posted twice.
 func (c *Channel) postTo(ctx context.Context, to string, r *gate.Request) (string, error) {
 	blocks, text := c.openCard(r)
+	meta := c.cardMetadata(r)
+	unsure := gate.CardAttempt(ctx) > 1
 	var ch, ts string
-	err := channel.Retry(ctx, retryPolicy, func(ctx context.Context) error {
+	err := channel.Retry(ctx, retryPolicy, func(tctx context.Context) error {
+		if unsure {
+			// Searched under ctx, not the try's timeout, which is the
+			// post's.
+			if found := c.earlierCard(ctx, to, r); found != "" {
+				ch, ts = to, found
+				return nil
+			}
+		}
 		var err error
-		ch, ts, err = c.api.PostMessageContext(ctx, to,
-			slack.MsgOptionText(text, true), slack.MsgOptionBlocks(blocks...),
+		ch, ts, err = c.api.PostMessageContext(tctx, to,
+			slack.MsgOptionText(text, true), slack.MsgOptionBlocks(blocks...), slack.MsgOptionMetadata(meta),
 			slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
+		if err != nil && uncertain(err) {
+			unsure = true
+		}
 		return classify(err)
 	})
 	if err != nil {

@@ -49,7 +49,8 @@ type Channel struct {
 	now       func() time.Time
 	api       *slack.Client
 
-	bg sync.WaitGroup // work started after an ack; tests wait on it
+	bg     sync.WaitGroup // work started after an ack; tests wait on it
+	warned sync.Map       // warnings logged once (warnOnce)
 }
 
 var (

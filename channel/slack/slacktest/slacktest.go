@@ -30,7 +30,8 @@ type Call struct {
 	JSON   bool       // the body was JSON, not a form
 	Form   url.Values // form-encoded calls
 	Body   map[string]any
-	TS     string // the ts the fake minted for this call (chat.postMessage answers with it)
+	TS     string    // the ts the fake minted for this call (chat.postMessage answers with it)
+	At     time.Time // when the call arrived
 	// Fault is the fault the call met ("" for none): "429", "503", …,
 	// "hang" (held until the caller gave up; nothing happened) or
 	// "hang-landed" (held until the caller gave up, but the message
@@ -55,11 +56,12 @@ func (c Call) Blocks(tb testing.TB) []map[string]any {
 }
 
 // Server is a fake of Slack's Web API: chat.postMessage (in a channel, a
-// direct message or a thread, with thread_ts), chat.update,
-// chat.postEphemeral, conversations.open, views.open and
-// apps.connections.open. It checks the tokens (the app token for
-// apps.connections.open, the bot token for the rest), records every call,
-// and can be told to fail the next calls of a method.
+// direct message or a thread, with thread_ts; with message metadata),
+// chat.update, chat.postEphemeral, conversations.open,
+// conversations.history (served from its record of the messages that took
+// effect), views.open and apps.connections.open. It checks the tokens (the
+// app token for apps.connections.open, the bot token for the rest), records
+// every call, and can be told to fail the next calls of a method.
 type Server struct {
 	URL string // the server's root; the API is at URL+"/api/"
 
@@ -168,7 +170,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.seq++
-	c.TS = fmt.Sprintf("1700000000.%06d", s.seq)
+	c.TS, c.At = fmt.Sprintf("1700000000.%06d", s.seq), time.Now()
 	i := len(s.calls)
 	s.calls = append(s.calls, c)
 	var fail func(http.ResponseWriter)
@@ -193,6 +195,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if fault != nil {
+		if fault.Hang && fault.Landed {
+			// Slack did the work when the call arrived; only the answer
+			// is lost: the message is there while the caller waits.
+			s.mu.Lock()
+			s.calls[i].Fault, s.calls[i].Done = fault.Name(), true
+			s.mu.Unlock()
+		}
 		done := fault.Serve(w, r)
 		s.mu.Lock()
 		s.calls[i].Fault, s.calls[i].Done = fault.Name(), done
@@ -212,10 +221,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		enc.Encode(map[string]any{"ok": false, "error": "invalid_auth"})
 		return
 	}
+	if method == "chat.postMessage" && c.Form.Has("metadata") && !validMetadata(c.Form.Get("metadata")) {
+		enc.Encode(map[string]any{"ok": false, "error": "invalid_metadata_format"})
+		return
+	}
 	s.mu.Lock()
 	s.calls[i].Done = true
 	s.mu.Unlock()
 	switch method {
+	case "conversations.history":
+		enc.Encode(s.history(c.Form))
 	case "chat.postMessage", "chat.update":
 		ts := c.Form.Get("ts")
 		if ts == "" {

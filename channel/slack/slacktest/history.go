@@ -1,0 +1,180 @@
+package slacktest
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// BotID is the bot_id the fake gives the messages the bot posted.
+const BotID = "B0FAKEBOT"
+
+// validMetadata reports whether a chat.postMessage metadata field is what
+// Slack accepts: a JSON object with an event_type and an event_payload
+// object.
+func validMetadata(raw string) bool {
+	var m struct {
+		EventType    string         `json:"event_type"`
+		EventPayload map[string]any `json:"event_payload"`
+	}
+	return json.Unmarshal([]byte(raw), &m) == nil && m.EventType != "" && m.EventPayload != nil
+}
+
+// message is one message of a conversation's history as the fake knows it.
+type message struct {
+	ts, text string
+	at       time.Time // when it was posted; the fake's ts are a counter
+	blocks   json.RawMessage
+	metadata json.RawMessage
+}
+
+// history answers conversations.history from the record: the messages
+// posted to the channel (thread replies stay in their thread), as the last
+// chat.update left them, newest first. oldest and latest (Unix times,
+// "1712345678.000100") are exclusive unless inclusive is set; as the fake's
+// ts are a counter, not times, they are compared with when each message
+// was posted, which a real ts is. limit defaults to 100 and is at most
+// 999; cursor continues where has_more and
+// response_metadata.next_cursor left off. Metadata is returned only with
+// include_all_metadata.
+func (s *Server) history(f url.Values) map[string]any {
+	channel := f.Get("channel")
+	if channel == "" {
+		return map[string]any{"ok": false, "error": "channel_not_found"}
+	}
+	limit := 100
+	if f.Has("limit") {
+		n, err := strconv.Atoi(f.Get("limit"))
+		if err != nil || n < 0 {
+			return map[string]any{"ok": false, "error": "invalid_limit"}
+		}
+		if n > 0 {
+			limit = min(n, 999)
+		}
+	}
+	oldest, ok := unixTS(f.Get("oldest"), time.Time{})
+	if !ok {
+		return map[string]any{"ok": false, "error": "invalid_ts_oldest"}
+	}
+	latest, ok := unixTS(f.Get("latest"), time.Time{}) // zero: now, after every recorded message
+	if !ok {
+		return map[string]any{"ok": false, "error": "invalid_ts_latest"}
+	}
+	inclusive, meta := flag(f.Get("inclusive")), flag(f.Get("include_all_metadata"))
+	before := "" // the cursor: only messages older than this ts
+	if cur := f.Get("cursor"); cur != "" {
+		raw, err := base64.StdEncoding.DecodeString(cur)
+		ts, ok := strings.CutPrefix(string(raw), "next_ts:")
+		if err != nil || !ok {
+			return map[string]any{"ok": false, "error": "invalid_cursor"}
+		}
+		before = ts
+	}
+
+	var in []message
+	for _, m := range s.messages(channel) {
+		after := m.at.After(oldest) || (inclusive && m.at.Equal(oldest))
+		until := latest.IsZero() || m.at.Before(latest) || (inclusive && m.at.Equal(latest))
+		if after && until && (before == "" || m.ts < before) {
+			in = append(in, m)
+		}
+	}
+	slices.Reverse(in) // newest first
+	more := len(in) > limit
+	if more {
+		in = in[:limit]
+	}
+	out := make([]map[string]any, 0, len(in))
+	for _, m := range in {
+		o := map[string]any{"type": "message", "user": "U0FAKEBOT", "bot_id": BotID, "app_id": "A1", "text": m.text, "ts": m.ts}
+		if len(m.blocks) > 0 {
+			o["blocks"] = m.blocks
+		}
+		if meta && len(m.metadata) > 0 {
+			o["metadata"] = m.metadata
+		}
+		out = append(out, o)
+	}
+	next := ""
+	if more {
+		next = base64.StdEncoding.EncodeToString([]byte("next_ts:" + in[len(in)-1].ts))
+	}
+	return map[string]any{"ok": true, "messages": out, "has_more": more, "pin_count": 0,
+		"response_metadata": map[string]any{"next_cursor": next}}
+}
+
+// messages are the messages posted to channel that people see, oldest
+// first, each as its last chat.update left it.
+func (s *Server) messages(channel string) []message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []message
+	at := map[string]int{} // ts → index in out
+	for _, c := range s.calls {
+		if !c.Done || c.Form.Get("channel") != channel {
+			continue
+		}
+		switch c.Method {
+		case "chat.postMessage":
+			if c.Form.Get("thread_ts") != "" && !flag(c.Form.Get("reply_broadcast")) {
+				continue
+			}
+			at[c.TS] = len(out)
+			out = append(out, message{ts: c.TS, text: c.Form.Get("text"), at: c.At,
+				blocks: rawJSON(c.Form.Get("blocks")), metadata: rawJSON(c.Form.Get("metadata"))})
+		case "chat.update":
+			i, ok := at[c.Form.Get("ts")]
+			if !ok {
+				continue
+			}
+			if c.Form.Has("text") {
+				out[i].text = c.Form.Get("text")
+			}
+			if c.Form.Has("blocks") {
+				out[i].blocks = rawJSON(c.Form.Get("blocks"))
+			}
+			if c.Form.Has("metadata") {
+				// An empty object removes it; without the field it stays.
+				out[i].metadata = nil
+				if validMetadata(c.Form.Get("metadata")) {
+					out[i].metadata = rawJSON(c.Form.Get("metadata"))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// unixTS parses a Slack time ("1712345678", "1712345678.000100"); "" is def.
+func unixTS(s string, def time.Time) (time.Time, bool) {
+	if s == "" {
+		return def, true
+	}
+	sec, frac, _ := strings.Cut(s, ".")
+	n, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil || len(frac) > 6 {
+		return time.Time{}, false
+	}
+	us := 0
+	if frac != "" {
+		if us, err = strconv.Atoi(frac + strings.Repeat("0", 6-len(frac))); err != nil {
+			return time.Time{}, false
+		}
+	}
+	return time.Unix(n, int64(us)*1000), true
+}
+
+// flag reads a boolean argument as Slack does: "1" or "true".
+func flag(s string) bool { return s == "1" || s == "true" }
+
+// rawJSON is s as JSON, or nil when it is empty or not JSON.
+func rawJSON(s string) json.RawMessage {
+	if s == "" || !json.Valid([]byte(s)) {
+		return nil
+	}
+	return json.RawMessage(s)
+}
