@@ -182,7 +182,8 @@ func prepare(n *yaml.Node, path, dir string, lookup func(string) (string, bool),
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Kind != yaml.ScalarNode {
-				continue // check refuses the key
+				kept = append(kept, k, v) // check refuses the key
+				continue
 			}
 			p := join(path, k.Value)
 			if base, ok := strings.CutSuffix(k.Value, "_file"); ok && secretKeys[base] {

@@ -104,7 +104,7 @@ func lifecycleStatements(driver string) []string {
 	if driver == Postgres {
 		return append(common, qLockPostgres, qClaimPostgres, qNotify)
 	}
-	return append(common, qLockSQLite, qClaimSQLite)
+	return append(common, qLockSQLite, qClaimSQLite, qSavepoint, qRollbackTo, qRelease)
 }
 
 // prepared holds the life cycle's statements, on the write pool and (for
@@ -187,10 +187,15 @@ func (t *wtx) addEvents(requestID string, events []gate.Event) error {
 	return nil
 }
 
-// write runs fn in one transaction on the write pool (SQLite's one write
-// connection, BEGIN IMMEDIATE per the DSN). The connection always goes back
+// write runs fn in one transaction on the write pool: on SQLite, a savepoint
+// of the group commit's transaction on its one write connection (BEGIN
+// IMMEDIATE per the DSN; groupcommit.go), on PostgreSQL a transaction of
+// its own. The connection always goes back
 // with no transaction open: an error or a panic in fn rolls back.
 func (s *DB) write(ctx context.Context, fn func(t *wtx) error) (err error) {
+	if s.group != nil {
+		return s.group.write(ctx, fn)
+	}
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -54,6 +54,7 @@ type DB struct {
 	// in WAL mode readers never wait for the writer; db on PostgreSQL.
 	rdb    *gorm.DB
 	wdb    *sql.DB                // db's pool: the life cycle's write transactions (lifecycle.go)
+	group  *groupCommitter        // SQLite: the life cycle's writes, committed in groups (groupcommit.go)
 	prep   *prepared              // the life cycle's statements
 	notify atomic.Pointer[string] // PostgreSQL: the NOTIFY channel of transitions, once a notifier exists
 	driver string
@@ -150,6 +151,7 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		return nil, err
 	}
 	if s.driver == SQLite {
+		s.group = newGroupCommitter(s.wdb, s.prep)
 		// The planner's statistics, as SQLite advises for long-lived
 		// connections: without them it reads the pending queue through the
 		// primary key rather than its partial index.
@@ -223,6 +225,9 @@ func (s *DB) Ping(ctx context.Context) error {
 
 // Close closes the pools.
 func (s *DB) Close() error {
+	if s.group != nil {
+		s.group.close()
+	}
 	if s.prep != nil {
 		s.prep.close()
 	}

@@ -24,12 +24,6 @@ import (
 	"time"
 )
 
-// figure logs one result in the form scripts/faults collects.
-func figure(t *testing.T, name string, value any) {
-	t.Helper()
-	t.Logf("FIGURE %s=%v", name, value)
-}
-
 // percentile is the p-th percentile (0-100) of ds, nearest rank.
 func percentile(ds []time.Duration, p float64) time.Duration {
 	if len(ds) == 0 {

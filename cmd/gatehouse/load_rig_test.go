@@ -461,7 +461,8 @@ func (r *rig) readRows(t *testing.T, outs []outcome) map[string]row {
 	return rows
 }
 
-// figure prints one figure of the run in the form scripts/load collects.
+// figure prints one figure of a run in the form scripts/load and
+// scripts/faults collect.
 func figure(t *testing.T, name string, v any) {
 	t.Helper()
 	fmt.Printf("FIGURE %s=%v\n", name, v)
