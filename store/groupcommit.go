@@ -39,12 +39,21 @@ const (
 const maxGroup = 64
 
 type groupWrite struct {
-	ctx  context.Context
-	fn   func(t *wtx) error
-	err  error
-	pan  any // a panic in fn, re-raised by the caller
-	done chan struct{}
+	ctx context.Context
+	fn  func(t *wtx) error
+	// state: queued, then running (the writer took it) or abandoned (its
+	// caller's context ended first); whoever moves it from queued decides.
+	state atomic.Int32
+	err   error
+	pan   any // a panic in fn, re-raised by the caller
+	done  chan struct{}
 }
+
+const (
+	queued int32 = iota
+	running
+	abandoned
+)
 
 type groupCommitter struct {
 	db    *sql.DB
@@ -65,9 +74,11 @@ func newGroupCommitter(db *sql.DB, p *prepared) *groupCommitter {
 	return g
 }
 
-// write hands fn to the writer and waits for the batch's COMMIT. Once the
-// writer has taken fn, the caller waits for its outcome even if ctx ends:
-// returning early could report a failure for a write that commits.
+// write hands fn to the writer and waits for the batch's COMMIT. While fn
+// waits in the queue (the write connection busy), the caller's deadline
+// holds: it abandons fn, which then never runs. Once the writer has begun
+// fn, the caller waits for its outcome even if ctx ends: returning early
+// could report a failure for a write that commits.
 func (g *groupCommitter) write(ctx context.Context, fn func(t *wtx) error) error {
 	w := &groupWrite{ctx: ctx, fn: fn, done: make(chan struct{})}
 	select {
@@ -79,6 +90,11 @@ func (g *groupCommitter) write(ctx context.Context, fn func(t *wtx) error) error
 	}
 	select {
 	case <-w.done:
+	case <-ctx.Done():
+		if w.state.CompareAndSwap(queued, abandoned) {
+			return ctx.Err()
+		}
+		<-w.done // begun: its outcome comes
 	case <-g.ended:
 		// The writer has stopped. It finishes every write it took before
 		// it stops, so a write not done now was never taken: nothing of
@@ -147,8 +163,8 @@ func (g *groupCommitter) commit(batch []*groupWrite) {
 	t := &wtx{ctx: ctx, tx: tx, p: g.p}
 	ran := 0
 	for _, w := range batch {
-		if err := w.ctx.Err(); err != nil {
-			w.err = err // its caller gave up before it ran: it writes nothing
+		if !w.state.CompareAndSwap(queued, running) {
+			w.err = w.ctx.Err() // its caller gave up before it ran: it writes nothing
 			continue
 		}
 		if _, err := t.exec(qSavepoint); err != nil {

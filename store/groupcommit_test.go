@@ -165,10 +165,13 @@ func TestGroupCommit(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- s.write(ctx, insert("late")) }()
 		awaitQueued(t, s, 1)
-		cancel()
-		close(hold)
+		cancel() // while it waits in the queue: its caller returns at once
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Errorf("err %v, want context.Canceled", err)
+		}
+		close(hold)
+		if err := s.write(context.Background(), func(*wtx) error { return nil }); err != nil {
+			t.Fatal(err) // the writer has passed the abandoned write
 		}
 		if got := rows(t, s); got != "" {
 			t.Errorf("rows %q, want none", got)
@@ -179,6 +182,27 @@ func TestGroupCommit(t *testing.T) {
 		s.Close()
 		if err := s.write(context.Background(), insert("after")); err == nil {
 			t.Fatal("a write after Close succeeded")
+		}
+	})
+	t.Run("a deadline holds while the write connection is busy", func(t *testing.T) {
+		s := groupDB(t)
+		held, err := s.wdb.BeginTx(context.Background(), nil) // as the sealer or a gorm write holds it
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		if err := s.write(ctx, insert("late")); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err %v, want the caller's deadline", err)
+		}
+		if err := held.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.write(context.Background(), insert("next")); err != nil {
+			t.Fatal(err)
+		}
+		if got := rows(t, s); got != "next" {
+			t.Errorf("rows %q, want only next: the abandoned write must not run", got)
 		}
 	})
 }
