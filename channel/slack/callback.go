@@ -231,7 +231,7 @@ type payload struct {
 		ChannelID string `json:"channel_id"`
 	} `json:"container"`
 	Actions []action `json:"actions"`
-	View struct {
+	View    struct {
 		CallbackID      string `json:"callback_id"`
 		PrivateMetadata string `json:"private_metadata"`
 		State           *struct {

@@ -40,10 +40,32 @@ func (c *Channel) cardMetadata(r *gate.Request) slack.SlackMetadata {
 	return slack.SlackMetadata{EventType: cardEvent, EventPayload: map[string]any{"request_id": r.ID, "channel": c.name}}
 }
 
-// isCard reports whether m is the card this channel posted for r.
-func (c *Channel) isCard(m slack.Message, r *gate.Request) bool {
+// isCard reports whether m is the card this channel posted for r. Any app
+// in the conversation can write metadata, so the message must also be this
+// app's own (bot): adopting another's message as the card would leave the
+// request with no card its approvers can tap.
+func (c *Channel) isCard(m slack.Message, r *gate.Request, bot string) bool {
 	p := m.Metadata.EventPayload
-	return m.Metadata.EventType == cardEvent && p["request_id"] == r.ID && p["channel"] == c.name
+	return m.BotID == bot && m.Metadata.EventType == cardEvent && p["request_id"] == r.ID && p["channel"] == c.name
+}
+
+// ownBotID is the bot_id of the messages this app posts, asked of auth.test
+// once (an answer is kept; a failure is asked again next time).
+func (c *Channel) ownBotID(ctx context.Context) (string, error) {
+	c.botMu.Lock()
+	defer c.botMu.Unlock()
+	if c.botID != "" {
+		return c.botID, nil
+	}
+	res, err := c.api.AuthTestContext(ctx)
+	if err != nil {
+		return "", fmt.Errorf("auth.test: %w", err)
+	}
+	if res.BotID == "" {
+		return "", errors.New("auth.test named no bot_id: is bot_token a bot token (xoxb-)?")
+	}
+	c.botID = res.BotID
+	return c.botID, nil
 }
 
 // uncertain reports whether a failed post may still have landed: anything
@@ -93,9 +115,13 @@ func (c *Channel) earlierCard(ctx context.Context, to string, r *gate.Request) s
 // landed, in windows that double while they fit in a page, reading each
 // newest first. It fails when the budget runs out before now.
 func (c *Channel) searchCard(ctx context.Context, to string, r *gate.Request) (string, error) {
+	bot, err := c.ownBotID(ctx)
+	if err != nil {
+		return "", err
+	}
 	from := r.CreatedAt.Add(-lookBack)
 	calls := 0
-	ts, whole, err := c.scanHistory(ctx, to, r, from, time.Time{}, 1, &calls)
+	ts, whole, err := c.scanHistory(ctx, to, r, bot, from, time.Time{}, 1, &calls)
 	if err != nil || ts != "" || whole {
 		return ts, err
 	}
@@ -106,7 +132,7 @@ func (c *Channel) searchCard(ctx context.Context, to string, r *gate.Request) (s
 		}
 		until := from.Add(step)
 		before := calls
-		ts, whole, err = c.scanHistory(ctx, to, r, from, until, historyCalls, &calls)
+		ts, whole, err = c.scanHistory(ctx, to, r, bot, from, until, historyCalls, &calls)
 		if err != nil || ts != "" {
 			return ts, err
 		}
@@ -121,7 +147,7 @@ func (c *Channel) searchCard(ctx context.Context, to string, r *gate.Request) (s
 // scanHistory reads up to pages pages of the conversation's messages
 // between oldest and latest (zero: now), newest first, and returns the ts
 // of r's card if among them, and whether it read them all.
-func (c *Channel) scanHistory(ctx context.Context, to string, r *gate.Request, oldest, latest time.Time, pages int, calls *int) (string, bool, error) {
+func (c *Channel) scanHistory(ctx context.Context, to string, r *gate.Request, bot string, oldest, latest time.Time, pages int, calls *int) (string, bool, error) {
 	p := &slack.GetConversationHistoryParameters{ChannelID: to, Oldest: slackTS(oldest), Limit: historyPage,
 		IncludeAllMetadata: true, Inclusive: true}
 	if !latest.IsZero() {
@@ -137,7 +163,7 @@ func (c *Channel) scanHistory(ctx context.Context, to string, r *gate.Request, o
 			return "", false, err
 		}
 		for _, m := range h.Messages {
-			if c.isCard(m, r) {
+			if c.isCard(m, r, bot) {
 				return m.Timestamp, true, nil
 			}
 		}

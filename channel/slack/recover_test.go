@@ -203,3 +203,29 @@ func TestSearchFailureStillPosts(t *testing.T) {
 		t.Fatalf("the missing scope was named %d times, want once:\n%s", n, logs.String())
 	}
 }
+
+// Any app in a conversation can write a message whose metadata names a
+// request: the search adopts only this app's own messages, so a forged one
+// never stands in for the card its approvers must tap.
+func TestSearchIgnoresAnotherAppsMetadata(t *testing.T) {
+	fastRetries(t)
+	f := newFakeSlack(t)
+	c := newTestChannel(t, f, newFakeDecider(time.Now), time.Now)
+	r := testRequest("01JREQ", time.Now())
+	meta, err := json.Marshal(c.cardMetadata(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.PostAs(slackCh, "not the card", string(meta))
+	ref, err := c.Post(gate.WithCardAttempt(context.Background(), 2), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.CallsOf("conversations.history")) == 0 {
+		t.Fatal("the conversation was never searched")
+	}
+	posts := f.Posts()
+	if len(posts) != 1 || ref != slackCh+":"+posts[0].TS {
+		t.Fatalf("ref %q, posts %d: want this app's own card posted, not the other app's message adopted", ref, len(posts))
+	}
+}

@@ -51,6 +51,9 @@ type Channel struct {
 
 	bg     sync.WaitGroup // work started after an ack; tests wait on it
 	warned sync.Map       // warnings logged once (warnOnce)
+
+	botMu sync.Mutex
+	botID string // the bot_id of this app's messages, once auth.test told it (recover.go)
 }
 
 var (

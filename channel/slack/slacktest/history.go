@@ -3,6 +3,7 @@ package slacktest
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -24,8 +25,27 @@ func validMetadata(raw string) bool {
 	return json.Unmarshal([]byte(raw), &m) == nil && m.EventType != "" && m.EventPayload != nil
 }
 
+// OtherBotID is the bot_id of messages another app posted (PostAs).
+const OtherBotID = "B0OTHERAPP"
+
+// PostAs adds a message another app (bot_id OtherBotID) posted to channel,
+// with metadata (JSON, as chat.postMessage takes it), to the history.
+func (s *Server) PostAs(channel, text, metadata string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	s.others = append(s.others, otherMessage{channel: channel,
+		message: message{ts: fmt.Sprintf("1700000000.%06d", s.seq), text: text, at: time.Now(), bot: OtherBotID, metadata: rawJSON(metadata)}})
+}
+
+type otherMessage struct {
+	channel string
+	message
+}
+
 // message is one message of a conversation's history as the fake knows it.
 type message struct {
+	bot      string // its author's bot_id
 	ts, text string
 	at       time.Time // when it was posted; the fake's ts are a counter
 	blocks   json.RawMessage
@@ -90,7 +110,7 @@ func (s *Server) history(f url.Values) map[string]any {
 	}
 	out := make([]map[string]any, 0, len(in))
 	for _, m := range in {
-		o := map[string]any{"type": "message", "user": "U0FAKEBOT", "bot_id": BotID, "app_id": "A1", "text": m.text, "ts": m.ts}
+		o := map[string]any{"type": "message", "user": "U" + m.bot, "bot_id": m.bot, "app_id": "A" + m.bot, "text": m.text, "ts": m.ts}
 		if len(m.blocks) > 0 {
 			o["blocks"] = m.blocks
 		}
@@ -124,7 +144,7 @@ func (s *Server) messages(channel string) []message {
 				continue
 			}
 			at[c.TS] = len(out)
-			out = append(out, message{ts: c.TS, text: c.Form.Get("text"), at: c.At,
+			out = append(out, message{bot: BotID, ts: c.TS, text: c.Form.Get("text"), at: c.At,
 				blocks: rawJSON(c.Form.Get("blocks")), metadata: rawJSON(c.Form.Get("metadata"))})
 		case "chat.update":
 			i, ok := at[c.Form.Get("ts")]
@@ -146,6 +166,12 @@ func (s *Server) messages(channel string) []message {
 			}
 		}
 	}
+	for _, o := range s.others {
+		if o.channel == channel {
+			out = append(out, o.message)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b message) int { return a.at.Compare(b.at) })
 	return out
 }
 

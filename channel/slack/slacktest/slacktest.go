@@ -77,6 +77,7 @@ type Server struct {
 	holds     map[string][]chan struct{}             // method → next calls to hold
 	socketURL string
 	faults    fakefault.Set
+	others    []otherMessage // messages other apps posted (PostAs)
 }
 
 // NewServer starts a fake Web API accepting botToken and appToken; it is
@@ -231,6 +232,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch method {
 	case "conversations.history":
 		enc.Encode(s.history(c.Form))
+	case "auth.test":
+		enc.Encode(map[string]any{"ok": true, "url": "https://fake.slack.test/", "team": "Fake", "user": "gatehouse",
+			"team_id": "T0FAKE", "user_id": "U" + BotID, "bot_id": BotID})
 	case "chat.postMessage", "chat.update":
 		ts := c.Form.Get("ts")
 		if ts == "" {
