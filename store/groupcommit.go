@@ -172,7 +172,7 @@ func (g *groupCommitter) commit(batch []*groupWrite) {
 			fail(err)
 			return
 		}
-		w.err, w.pan = g.run1(w, t)
+		w.pan, w.err = g.run1(w, t)
 		var err error
 		if w.err != nil || w.pan != nil {
 			_, err = t.exec(qRollbackTo)
@@ -200,11 +200,11 @@ func (g *groupCommitter) commit(batch []*groupWrite) {
 	g.commits.Add(1)
 }
 
-func (g *groupCommitter) run1(w *groupWrite, t *wtx) (err error, pan any) {
+func (g *groupCommitter) run1(w *groupWrite, t *wtx) (pan any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			pan = p
 		}
 	}()
-	return w.fn(t), nil
+	return nil, w.fn(t)
 }
