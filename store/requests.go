@@ -238,13 +238,15 @@ func (s *DB) List(ctx context.Context, f gate.Filter) ([]*gate.Request, string, 
 	return out, next, nil
 }
 
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(s)
-}
+// The LIKE escapes, built once (a Replacer's build allocates its tables).
+var (
+	likeEscaper = strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`)
+	globToLiker = strings.NewReplacer("*", "%", "?", "_")
+)
 
-func globToLike(g string) string {
-	return strings.NewReplacer("*", "%", "?", "_").Replace(escapeLike(g))
-}
+func escapeLike(s string) string { return likeEscaper.Replace(s) }
+
+func globToLike(g string) string { return globToLiker.Replace(escapeLike(g)) }
 
 // Events returns a request's audit trail in order.
 func (s *DB) Events(ctx context.Context, requestID string) ([]gate.Event, error) {

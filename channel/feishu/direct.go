@@ -72,7 +72,7 @@ func (c *Channel) Remind(ctx context.Context, r *gate.Request, ref string, step 
 			who = append(who, `<at user_id="`+id+`"></at>`)
 		}
 	}
-	tool, _ := clip(strings.NewReplacer("<", "‹", ">", "›").Replace(r.ToolName), budgetName)
+	tool, _ := clip(angles.Replace(r.ToolName), budgetName)
 	text := fmt.Sprintf("⏰ Still waiting for approval: %s on route %s, expires %s.", tool, r.Route, stamp(r.ExpiresAt))
 	if len(who) > 0 {
 		text = strings.Join(who, " ") + " " + text
@@ -87,3 +87,6 @@ func (c *Channel) Remind(ctx context.Context, r *gate.Request, ref string, step 
 	c.log.Info("reminder posted", "request_id", r.ID, "card", ref, "message_id", msg)
 	return msg, nil
 }
+
+// angles keeps a tool name from opening a tag in a Feishu text message.
+var angles = strings.NewReplacer("<", "‹", ">", "›")

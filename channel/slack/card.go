@@ -45,9 +45,12 @@ const (
 // esc makes untrusted text inert in mrkdwn: with &, < and > escaped, a
 // "<!channel>" or "<https://evil|click>" is shown, not obeyed. Objects
 // built with it are also verbatim, so Slack auto-links nothing.
-func esc(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-}
+func esc(s string) string { return mrkdwnEscaper.Replace(s) }
+
+// mrkdwnEscaper is built once: a Replacer's build allocates its tables, and
+// esc runs on every string of every card (with 10,000 cards going out, the
+// builds were a fifth of the server's allocations).
+var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 // md is a verbatim mrkdwn object: only the markup we write is markup.
 func md(s string) *slack.TextBlockObject {
