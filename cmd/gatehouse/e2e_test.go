@@ -317,8 +317,15 @@ var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 // holding the session cookie.
 func webLogin(t *testing.T, base, user string) *http.Client {
 	t.Helper()
+	return webLoginVia(t, base, user, nil)
+}
+
+// webLoginVia is webLogin over a given transport (nil: the default).
+func webLoginVia(t *testing.T, base, user string, transport http.RoundTripper) *http.Client {
+	t.Helper()
 	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	c := &http.Client{Jar: jar, Transport: transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	page := get(t, c, base+"/login")
 	m := csrfField.FindStringSubmatch(page)
 	if m == nil {

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -266,23 +265,7 @@ type webApprover struct {
 // rig's connections).
 func (r *rig) loginWeb(t *testing.T, base, user string) *webApprover {
 	t.Helper()
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, Transport: r.hc.Transport,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	page := get(t, c, base+"/login")
-	m := csrfField.FindStringSubmatch(page)
-	if m == nil {
-		t.Fatalf("no csrf field on the login page:\n%s", page)
-	}
-	resp, err := c.PostForm(base+"/login", url.Values{"csrf": {m[1]}, "username": {user}, "password": {e2ePassword}, "next": {"/"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("login as %s: %d", user, resp.StatusCode)
-	}
-	return &webApprover{name: user, c: c}
+	return &webApprover{name: user, c: webLoginVia(t, base, user, r.hc.Transport)}
 }
 
 // tapWeb decides on the request's page, as a person would.
