@@ -3,6 +3,8 @@ package channel
 import (
 	"net/http"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
 )
 
 // DefaultConns is how many kept-alive connections an adapter holds to its
@@ -25,4 +27,27 @@ func HTTPClient(timeout time.Duration, conns int) *http.Client {
 	t.MaxIdleConns = 2 * conns
 	t.MaxIdleConnsPerHost = conns
 	return &http.Client{Transport: t, Timeout: timeout}
+}
+
+// Status maps a gate error code to its HTTP status: the one map the API
+// (web) and the channels' callbacks answer by, so the domain never speaks
+// HTTP and the two never disagree.
+func Status(code string) int {
+	switch code {
+	case gate.EINVALID:
+		return http.StatusBadRequest
+	case gate.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case gate.EFORBIDDEN, gate.ESELF:
+		return http.StatusForbidden
+	case gate.ENOTFOUND:
+		return http.StatusNotFound
+	case gate.ECONFLICT, gate.EIDEMPOTENCY:
+		return http.StatusConflict
+	case gate.EEXPIRED:
+		return http.StatusGone
+	case gate.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
 }

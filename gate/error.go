@@ -5,8 +5,9 @@ import (
 	"fmt"
 )
 
-// Error codes. They are mapped to HTTP statuses in one place (web/error.go) so
-// the domain never speaks HTTP.
+// Error codes. They are mapped to HTTP statuses in one place (channel.Status,
+// which the API and the channels' callbacks share) so the domain never
+// speaks HTTP.
 const (
 	EINVALID      = "invalid"              // the caller sent something wrong
 	ENOTFOUND     = "not_found"            // no such request

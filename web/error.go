@@ -7,31 +7,17 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/gatehouse-dev/gatehouse/channel"
 	"github.com/gatehouse-dev/gatehouse/gate"
 )
 
 // statusOf maps a domain error code to its HTTP status: the one place the
 // domain meets HTTP.
 func statusOf(code string) int {
-	switch code {
-	case ETOOLARGE:
+	if code == ETOOLARGE {
 		return http.StatusRequestEntityTooLarge
-	case gate.EINVALID:
-		return http.StatusBadRequest
-	case gate.EUNAUTHORIZED:
-		return http.StatusUnauthorized
-	case gate.EFORBIDDEN, gate.ESELF:
-		return http.StatusForbidden
-	case gate.ENOTFOUND:
-		return http.StatusNotFound
-	case gate.ECONFLICT, gate.EIDEMPOTENCY:
-		return http.StatusConflict
-	case gate.EEXPIRED:
-		return http.StatusGone
-	case gate.EUNAVAILABLE:
-		return http.StatusServiceUnavailable
 	}
-	return http.StatusInternalServerError
+	return channel.Status(code)
 }
 
 // ETOOLARGE is the web layer's own code for a body over MaxBody.

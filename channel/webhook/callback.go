@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/gatehouse-dev/gatehouse/channel"
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
@@ -101,7 +102,7 @@ func (c *Channel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		code := gate.ErrorCode(err)
 		log.Info("webhook verdict not taken", "err", err)
-		fail(w, statusOf(code), code, gate.ErrorMessage(err))
+		fail(w, channel.Status(code), code, gate.ErrorMessage(err))
 		return
 	}
 	log.Info("webhook verdict taken", "approve", d.Approve, "status", req.Status)
@@ -165,27 +166,6 @@ func auditable(v Verdict) Verdict {
 // control characters.
 func plainText(s string, n int) bool {
 	return len(s) <= n && utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
-}
-
-// statusOf maps the gate's refusal to the callback's HTTP status. The API's
-// map is web's (web/error.go); a channel does not import the web server,
-// and its callbacks answer only these few codes.
-func statusOf(code string) int {
-	switch code {
-	case gate.EINVALID:
-		return http.StatusBadRequest
-	case gate.EFORBIDDEN, gate.ESELF:
-		return http.StatusForbidden
-	case gate.ENOTFOUND:
-		return http.StatusNotFound
-	case gate.ECONFLICT:
-		return http.StatusConflict
-	case gate.EEXPIRED:
-		return http.StatusGone
-	case gate.EUNAVAILABLE:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
 }
 
 func fail(w http.ResponseWriter, status int, code, msg string) {
