@@ -133,11 +133,9 @@ func verb(approve bool) string {
 // finalError says why a request cannot be decided any more.
 func finalError(r *Request) *Error {
 	switch r.Status {
-	case StatusPending:
-		// Past its deadline, and its expiry is not recorded yet (it may
-		// have failed): too late all the same.
-		return Errorf(EEXPIRED, "expired at %s", r.ExpiresAt.UTC().Format(time.RFC3339))
-	case StatusExpired:
+	case StatusPending, StatusExpired:
+		// Pending: past its deadline, and its expiry is not recorded yet
+		// (it may have failed): too late all the same.
 		return Errorf(EEXPIRED, "expired at %s", r.ExpiresAt.UTC().Format(time.RFC3339))
 	case StatusCancelled:
 		return Errorf(ECONFLICT, "already cancelled by %s", r.DecidedBy)

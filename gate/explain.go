@@ -26,9 +26,7 @@ func Explain(routes []Route, d Defaults, in Submission, now time.Time) (Explanat
 	if err != nil {
 		return Explanation{}, err
 	}
-	if d.MaxTimeout <= 0 {
-		d.MaxTimeout = 24 * time.Hour
-	}
+	d = d.filled()
 	rs := &rules{routes: routes, policy: p, defaults: d}
 	if err := validate(&in, d.MaxTimeout); err != nil {
 		return Explanation{}, err

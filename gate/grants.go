@@ -24,19 +24,15 @@ func argsHash(args []byte) string {
 // grantFor is the grant an approval of r by who gives ("approve for").
 func (s *Service) grantFor(r *Request, who, via string, at time.Time) (*Grant, Event) {
 	g := &Grant{ID: s.newID(), Route: r.Route, Caller: r.Caller, Tool: r.ToolName, GivenBy: who, GivenVia: via,
-		RequestID: r.ID, CreatedAt: at, ExpiresAt: at.Add(time.Duration(r.RememberSeconds) * time.Second)}
+		RequestID: r.ID, CreatedAt: at, ExpiresAt: at.Add(r.RememberFor())}
 	scope := "the same arguments"
 	if r.RememberAnyArgs {
 		scope = "any arguments"
 	} else {
 		g.ArgsHash = argsHash(r.ToolArgs)
 	}
-	who2 := r.Caller
-	if who2 == "" {
-		who2 = r.AgentID
-	}
 	return g, Event{RequestID: r.ID, At: at, Type: EventGrantGiven, Actor: who, Channel: via,
-		Detail: fmt.Sprintf("grant %s: %s may run %s with %s on route %s until %s", g.ID, orAnyone(who2), r.ToolName, scope,
+		Detail: fmt.Sprintf("grant %s: %s may run %s with %s on route %s until %s", g.ID, orAnyone(agentKey(r.Caller, r.AgentID)), r.ToolName, scope,
 			r.Route, g.ExpiresAt.Format(time.RFC3339))}
 }
 
@@ -61,4 +57,14 @@ func (s *Service) RevokeGrant(ctx context.Context, id, by string) (*Grant, error
 		s.log.Info("grant revoked", "grant_id", id, "by", by)
 	}
 	return g, err
+}
+
+// agentKey is who a call comes from, for policy, grants and rate limits:
+// its API token, else (a server without tokens) the agent's own name,
+// which is all there is.
+func agentKey(caller, agentID string) string {
+	if caller != "" {
+		return caller
+	}
+	return agentID
 }

@@ -74,13 +74,10 @@ func (p *People) of(ids ...string) []string {
 // token's person, else the one the user_id belongs to; "" when neither is
 // known.
 func (p *People) asker(caller, user string) string {
-	if p == nil {
-		return ""
-	}
-	if name := p.byToken[caller]; name != "" {
+	if name := p.byTokenOf(caller); name != "" {
 		return name
 	}
-	return p.byUser[user]
+	return p.byUserOf(user)
 }
 
 // askers are everyone a request may be said to come from, by the people

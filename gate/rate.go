@@ -29,10 +29,7 @@ func (s *Service) overRate(ctx context.Context, in *Submission, rt Route, now ti
 		who = in.SessionID
 	case "route":
 	default:
-		who = in.Caller
-		if who == "" {
-			who = in.AgentID
-		}
+		who = agentKey(in.Caller, in.AgentID)
 	}
 	per := rt.Rate.Per
 	window := time.Unix(0, now.UnixNano()/int64(per)*int64(per)).UTC()

@@ -167,6 +167,12 @@ func (s *Service) SetRoutes(routes []Route, d Defaults) error {
 	if err != nil {
 		return err
 	}
+	s.rules.Store(&rules{routes: routes, policy: p, defaults: d.filled()})
+	return nil
+}
+
+// filled is d with what it leaves unset at the built-in defaults.
+func (d Defaults) filled() Defaults {
 	if d.Timeout <= 0 {
 		d.Timeout = 10 * time.Minute
 	}
@@ -179,8 +185,7 @@ func (s *Service) SetRoutes(routes []Route, d Defaults) error {
 	if len(d.Channels) == 0 {
 		d.Channels = []string{WebChannel}
 	}
-	s.rules.Store(&rules{routes: routes, policy: p, defaults: d})
-	return nil
+	return d
 }
 
 // Register adds a channel. Call it before Start.

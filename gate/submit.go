@@ -119,10 +119,7 @@ type decision struct {
 // the stricter one's approvers.
 func (rs *rules) decide(in *Submission, now time.Time, explain bool) (decision, error) {
 	c := policy.NewCall(in.ToolName, in.ToolArgs, in.Metadata)
-	c.Agent, c.AgentLabel, c.User, c.Session, c.Now = in.Caller, in.AgentID, in.UserID, in.SessionID, now
-	if c.Agent == "" {
-		c.Agent = in.AgentID // a server without tokens: the agent's own name is all there is
-	}
+	c.Agent, c.AgentLabel, c.User, c.Session, c.Now = agentKey(in.Caller, in.AgentID), in.AgentID, in.UserID, in.SessionID, now
 	res := rs.policy.Evaluate(c, explain)
 	d := decision{errors: res.Errors, action: rs.defaults.Action, steps: res.Steps}
 	if res.Route >= 0 {
