@@ -25,7 +25,7 @@ func scanGrant(rows *sql.Rows) (gate.Grant, error) {
 
 // FindGrant returns an active grant covering a call, or nil.
 func (s *DB) FindGrant(ctx context.Context, route, caller, tool, argsHash string, now time.Time) (*gate.Grant, error) {
-	rows, err := s.prep.w[qFindGrant].QueryContext(ctx, caller, route, tool, argsHash, utc(now))
+	rows, err := s.prep.findGrant.QueryContext(ctx, caller, route, tool, argsHash, utc(now))
 	if err != nil {
 		return nil, wrap("find grant", err)
 	}
@@ -101,7 +101,8 @@ func (s *DB) RevokeGrant(ctx context.Context, id, by string, at time.Time) (*gat
 }
 
 // CountCall adds one call to a rate counter's window, drops the counter's
-// windows older than keep, and returns the window's count.
+// windows older than keep when the call opens a new window, and returns
+// the window's count.
 func (s *DB) CountCall(ctx context.Context, key string, window, keep time.Time) (int, error) {
 	n := 0
 	err := s.write(ctx, func(t *wtx) error {
@@ -115,8 +116,8 @@ func (s *DB) CountCall(ctx context.Context, key string, window, keep time.Time) 
 		if cerr := rows.Close(); err == nil {
 			err = cerr
 		}
-		if err != nil {
-			return err
+		if err != nil || n != 1 {
+			return err // older windows went when this one opened
 		}
 		_, err = t.exec(qDropWindows, key, utc(keep))
 		return err

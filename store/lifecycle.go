@@ -100,7 +100,7 @@ const (
 // lifecycleStatements lists the statements each driver prepares.
 func lifecycleStatements(driver string) []string {
 	common := []string{qGetRequest, qInsertRequest, qInsertCard, qInsertEvent, qDecide, qExpire, qFinalCards,
-		qInlineCard, qInsertVote, qCountVotes, qFinishCard, qInsertGrant, qFindGrant, qRevokeGrant, qCountCall, qDropWindows}
+		qInlineCard, qInsertVote, qCountVotes, qFinishCard, qInsertGrant, qRevokeGrant, qCountCall, qDropWindows}
 	if driver == Postgres {
 		return append(common, qLockPostgres, qClaimPostgres, qNotify)
 	}
@@ -113,6 +113,7 @@ type prepared struct {
 	w         map[string]*sql.Stmt
 	read      *sql.Stmt // qGetRequest on the read pool
 	readByKey *sql.Stmt // qGetByKey on the read pool
+	findGrant *sql.Stmt // qFindGrant on the read pool: a read of committed grants, off SQLite's one writer
 }
 
 func prepare(ctx context.Context, driver string, write, read *sql.DB) (*prepared, error) {
@@ -134,6 +135,10 @@ func prepare(ctx context.Context, driver string, write, read *sql.DB) (*prepared
 		p.close()
 		return nil, fmt.Errorf("store: prepare the read by key: %w", err)
 	}
+	if p.findGrant, err = read.PrepareContext(ctx, qFindGrant); err != nil {
+		p.close()
+		return nil, fmt.Errorf("store: prepare the grant lookup: %w", err)
+	}
 	return p, nil
 }
 
@@ -146,6 +151,9 @@ func (p *prepared) close() {
 	}
 	if p.readByKey != nil {
 		p.readByKey.Close()
+	}
+	if p.findGrant != nil {
+		p.findGrant.Close()
 	}
 }
 
@@ -162,6 +170,25 @@ func (t *wtx) exec(q string, args ...any) (sql.Result, error) {
 
 func (t *wtx) query(q string, args ...any) (*sql.Rows, error) {
 	return t.tx.StmtContext(t.ctx, t.p.w[q]).QueryContext(t.ctx, args...)
+}
+
+// lockRequest reads a request under the transaction's lock (on PostgreSQL,
+// FOR UPDATE; SQLite's write transaction holds the whole database); nil
+// when there is none.
+func (t *wtx) lockRequest(driver, id string) (*gate.Request, error) {
+	lock := qLockSQLite
+	if driver == Postgres {
+		lock = qLockPostgres
+	}
+	rows, err := t.query(lock, id)
+	if err != nil {
+		return nil, err
+	}
+	row, err := scanRequest(rows)
+	if err != nil || row == nil {
+		return nil, err
+	}
+	return row.toRequest(), nil
 }
 
 // addCards inserts cards to post for a request, as of at.
@@ -323,22 +350,13 @@ func (s *DB) Transition(ctx context.Context, t gate.Transition) (gate.Outcome, e
 	at := utc(t.At)
 	err := s.write(ctx, func(w *wtx) error {
 		out, refused = gate.Outcome{}, nil
-		lock := qLockSQLite
-		if s.driver == Postgres {
-			lock = qLockPostgres
-		}
-		rows, err := w.query(lock, t.ID)
+		r, err := w.lockRequest(s.driver, t.ID)
 		if err != nil {
 			return err
 		}
-		row, err := scanRequest(rows)
-		if err != nil {
-			return err
-		}
-		if row == nil {
+		if r == nil {
 			return gate.Errorf(gate.ENOTFOUND, "no request %q", t.ID)
 		}
-		r := row.toRequest()
 		out.Request = r
 		if t.Admit != nil {
 			if refused = t.Admit(r); refused != nil {
@@ -366,10 +384,12 @@ func (s *DB) Transition(ctx context.Context, t gate.Transition) (gate.Outcome, e
 			m := string(t.ModifiedArgs)
 			mod = &m
 		}
-		if rows, err = w.query(cas, string(t.To), at, t.By, t.Via, t.Reason, mod, t.ID); err != nil {
+		rows, err := w.query(cas, string(t.To), at, t.By, t.Via, t.Reason, mod, t.ID)
+		if err != nil {
 			return err
 		}
-		if row, err = scanRequest(rows); err != nil || row == nil {
+		row, err := scanRequest(rows)
+		if err != nil || row == nil {
 			return err // none: the lock makes it unreachable; the compare-and-set is a second lock on the door
 		}
 		out.Request, out.Changed = row.toRequest(), true

@@ -42,19 +42,10 @@ func (s *DB) Advance(ctx context.Context, id string, now time.Time, plan func(ga
 	var done gate.StepWork
 	err := s.write(ctx, func(t *wtx) error {
 		done = gate.StepWork{}
-		lock := qLockSQLite
-		if s.driver == Postgres {
-			lock = qLockPostgres
-		}
-		rows, err := t.query(lock, id)
-		if err != nil {
+		r, err := t.lockRequest(s.driver, id)
+		if err != nil || r == nil {
 			return err
 		}
-		row, err := scanRequest(rows)
-		if err != nil || row == nil {
-			return err
-		}
-		r := row.toRequest()
 		if r.Status != gate.StatusPending || r.NextStepAt == nil || r.NextStepAt.After(now) {
 			return nil
 		}
