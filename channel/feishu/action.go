@@ -124,7 +124,7 @@ func (c *Channel) handleEvent(ctx context.Context, env *callbackEnvelope, sentAt
 func (c *Channel) decide(ctx context.Context, log *slog.Logger, ev *cardEvent, v actionValue, actor string, elsewhere bool) *callback.CardActionTriggerResponse {
 	d := gate.Decision{
 		RequestID:   v.RequestID,
-		Approve:     v.Choice != choiceReject,
+		Approve:     v.Choice == choiceApprove || v.Choice == choiceRemember,
 		Remember:    v.Choice == choiceRemember,
 		Actor:       actor,
 		Identities:  identities(ev),

@@ -121,7 +121,7 @@ func (c *Channel) tap(ctx context.Context, ready func(), ic slack.InteractionCal
 	from, user := tapChannel(ic), ic.User.ID
 	switch choice {
 	case choiceApprove, choiceReject, choiceRemember:
-		c.decide(ctx, ready, from, user, gate.Decision{RequestID: id, Approve: choice != choiceReject, Remember: choice == choiceRemember,
+		c.decide(ctx, ready, from, user, gate.Decision{RequestID: id, Approve: choice == choiceApprove || choice == choiceRemember, Remember: choice == choiceRemember,
 			Actor: actor, Identities: ids, Via: c.name})
 	case choiceReason:
 		ready()

@@ -50,12 +50,14 @@ func (c *Channel) isCard(m slack.Message, r *gate.Request, bot string) bool {
 }
 
 // ownBotID is the bot_id of the messages this app posts, asked of auth.test
-// once (an answer is kept; a failure is asked again next time).
+// once (an answer is kept; a failure is asked again next time). The lock
+// is not held across the call: a slow auth.test holds up no other search.
 func (c *Channel) ownBotID(ctx context.Context) (string, error) {
 	c.botMu.Lock()
-	defer c.botMu.Unlock()
-	if c.botID != "" {
-		return c.botID, nil
+	known := c.botID
+	c.botMu.Unlock()
+	if known != "" {
+		return known, nil
 	}
 	res, err := c.api.AuthTestContext(ctx)
 	if err != nil {
@@ -64,8 +66,10 @@ func (c *Channel) ownBotID(ctx context.Context) (string, error) {
 	if res.BotID == "" {
 		return "", errors.New("auth.test named no bot_id: is bot_token a bot token (xoxb-)?")
 	}
+	c.botMu.Lock()
 	c.botID = res.BotID
-	return c.botID, nil
+	c.botMu.Unlock()
+	return res.BotID, nil
 }
 
 // uncertain reports whether a failed post may still have landed: anything
