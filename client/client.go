@@ -330,18 +330,3 @@ func (c *Client) Report(ctx context.Context, hookClient string, input []byte, ti
 	_, _, err := c.send(ctx, http.MethodPost, target, input, timeout)
 	return err
 }
-
-// expectOK sends hr and reads its answer away; anything but a 200 is an
-// error that names the answer's status.
-func (c *Client) expectOK(hr *http.Request) error {
-	resp, err := c.httpClient().Do(hr)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s answered %s", hr.Method, hr.URL.Path, resp.Status)
-	}
-	return nil
-}

@@ -88,13 +88,18 @@ func TestGateFailFast(t *testing.T) {
 	if res, err := (&Client{URL: "http://127.0.0.1:1", FailFast: true}).Gate(ctx, Request{ToolName: "x"}); err == nil || res.Allow || !dialFailed(err) {
 		t.Fatalf("no server: %+v %v", res, err)
 	}
+	var downCalls atomic.Int32
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		downCalls.Add(1)
 		w.WriteHeader(http.StatusServiceUnavailable)
 		w.Write([]byte(`{"request_id":"","status":"error","allow":false,"error":"database error"}`))
 	}))
 	defer down.Close()
 	if res, err := (&Client{URL: down.URL, FailFast: true}).Gate(ctx, Request{ToolName: "x"}); err == nil || res.Allow {
 		t.Fatalf("a 5xx first: %+v %v", res, err)
+	}
+	if n := downCalls.Load(); n != 1 {
+		t.Fatalf("a 5xx first: %d calls, want 1: FailFast must not retry it", n)
 	}
 	var calls atomic.Int32
 	dropping := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

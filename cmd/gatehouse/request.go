@@ -69,11 +69,15 @@ func request(args []string, stdout, stderr io.Writer) int {
 
 	// Make the request first, to say where a person can follow it while
 	// the agent waits; Gate then re-attaches with the same key. A first
-	// attempt that fails is left to Gate, which retries it.
-	if first, err := c.Start(ctx, req); err == nil && first.Status == "pending" && first.RequestID != "" {
-		fmt.Fprintf(stderr, "gatehouse request: waiting for approval of request %s: %s\n", first.RequestID, c.PageURL(first))
+	// attempt that fails is left to Gate, which retries it; one the policy
+	// (or a grant) decided at once is the answer.
+	res, err := c.Start(ctx, req)
+	if err == nil && res.Status == "pending" && res.RequestID != "" {
+		fmt.Fprintf(stderr, "gatehouse request: waiting for approval of request %s: %s\n", res.RequestID, c.PageURL(res))
 	}
-	res, err := c.Gate(ctx, req)
+	if final := map[string]bool{"approved": true, "rejected": true, "expired": true, "cancelled": true}; err != nil || !final[res.Status] {
+		res, err = c.Gate(ctx, req)
+	}
 	out, _ := json.Marshal(res)
 	fmt.Fprintln(stdout, string(out))
 	if err != nil {

@@ -68,7 +68,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		if hook.LooksLikeReport(body) {
-			return emit(stdout, stderr, hook.Invalid(hook.Call{Client: name, Event: hook.PostToolUse}, fmt.Errorf("reading stdin: %v", err)))
+			call = hook.Call{Client: name, Event: hook.PostToolUse} // a report's failure is answered as a report
 		}
 		return emit(stdout, stderr, hook.Invalid(call, fmt.Errorf("reading stdin: %v", err)))
 	}
