@@ -59,8 +59,25 @@ func TestTimeoutVerdictAllow(t *testing.T) {
 	})
 }
 
-// A waiter that cannot read the row answers an error (the HTTP layer turns
-// it into a deny), and Stop sends every waiter back with the row as it is.
+// A waiter whose request's expiry cannot be written answers that error at
+// once (the HTTP layer turns it into a deny) rather than waiting out its
+// limit on a deadline that has passed.
+func TestWaitAnswersAFailedExpiry(t *testing.T) {
+	db := storetest.SQLite(t)
+	clk := newClock()
+	svc := newService(t, expiryFailingStore{db}, svcOpts{clock: clk, chans: []gate.Channel{newFake("fake")},
+		tweak: func(o *gate.Options) { o.SweepInterval = time.Hour }})
+	r := submit(t, svc, gate.Submission{Timeout: time.Minute})
+	clk.Add(2 * time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := svc.Wait(ctx, r.ID, time.Hour)
+	if gate.ErrorCode(err) != gate.EUNAVAILABLE || got.Allowed() {
+		t.Fatalf("a waiter whose expiry failed: %v (%+v), want the database's error", err, got)
+	}
+}
+
+// Stop sends every waiter back with the row as it is.
 func TestStopReturnsWaiters(t *testing.T) {
 	db := storetest.SQLite(t)
 	svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}})
