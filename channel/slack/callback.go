@@ -1,8 +1,6 @@
 package slack
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -30,43 +28,24 @@ const (
 	maxReplays = 10000
 )
 
+// What verify refuses (errors.Is), as channel.HMACScheme names them.
 var (
-	errUnsigned = errors.New("missing X-Slack-Signature or X-Slack-Request-Timestamp")
-	errStale    = errors.New("timestamp outside the 5-minute window")
-	errBadSig   = errors.New("signature does not match")
+	errUnsigned = channel.ErrUnsigned
+	errStale    = channel.ErrStale
+	errBadSig   = channel.ErrBadSignature
 )
+
+// scheme is Slack's v0 request signature.
+var scheme = channel.HMACScheme{Version: "v0", SignatureHeader: "X-Slack-Signature",
+	TimestampHeader: "X-Slack-Request-Timestamp", Window: signatureWindow}
 
 // verify checks Slack's v0 request signature over the raw body:
 // "v0=" + hex(HMAC-SHA256(secret, "v0:" + timestamp + ":" + body)), with the
 // timestamp within five minutes of now. slack.NewSecretsVerifier does the
 // same but reads the wall clock, which tests cannot move.
 func verify(secret string, h http.Header, body []byte, now time.Time) error {
-	ts, sig := h.Get("X-Slack-Request-Timestamp"), h.Get("X-Slack-Signature")
-	if ts == "" || sig == "" {
-		return errUnsigned
-	}
-	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return errStale
-	}
-	if d := now.Sub(time.Unix(sec, 0)); d > signatureWindow || d < -signatureWindow {
-		return errStale
-	}
-	got, ok := strings.CutPrefix(sig, "v0=")
-	if !ok {
-		return errBadSig
-	}
-	raw, err := hex.DecodeString(got)
-	if err != nil {
-		return errBadSig
-	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	fmt.Fprintf(mac, "v0:%s:", ts)
-	mac.Write(body)
-	if !hmac.Equal(mac.Sum(nil), raw) {
-		return errBadSig
-	}
-	return nil
+	_, _, err := scheme.Verify([]byte(secret), h, body, now)
+	return err
 }
 
 // signatureKey is what the replay cache remembers of a verified request:
