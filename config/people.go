@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -98,7 +99,7 @@ func (c *Config) validatePeople(errs *Errors) {
 			case identities[id] != "":
 				errs.add(ip, "%q is already %s: an identity belongs to one person", id, identities[id])
 			default:
-				identities[id] = fmt.Sprintf("%s's (%s)", orDefault(p.Name, "another person"), ip)
+				identities[id] = fmt.Sprintf("%s's (%s)", cmp.Or(p.Name, "another person"), ip)
 			}
 		}
 		for j, u := range p.Users {
@@ -109,7 +110,7 @@ func (c *Config) validatePeople(errs *Errors) {
 			case users[u] != "":
 				errs.add(up, "%q is already %s: a user_id belongs to one person", u, users[u])
 			default:
-				users[u] = fmt.Sprintf("%s's (%s)", orDefault(p.Name, "another person"), up)
+				users[u] = fmt.Sprintf("%s's (%s)", cmp.Or(p.Name, "another person"), up)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -162,7 +163,7 @@ func (c *Config) validateAuth(errs *Errors) {
 		}
 		seen[u.Name] = true
 		if _, err := bcrypt.Cost([]byte(u.PasswordBcrypt)); err != nil {
-			errs.add(p+".password_bcrypt", "not a bcrypt hash (make one with: gatehouse user add %s --role %s)", orDefault(u.Name, "NAME"), orDefault(u.Role, RoleApprover))
+			errs.add(p+".password_bcrypt", "not a bcrypt hash (make one with: gatehouse user add %s --role %s)", cmp.Or(u.Name, "NAME"), cmp.Or(u.Role, RoleApprover))
 		}
 		switch u.Role {
 		case RoleAuditor, RoleApprover, RoleAdmin:
@@ -215,13 +216,6 @@ func (c *Config) validateOIDC(o *OIDC, errs *Errors) {
 			errs.add(fmt.Sprintf("auth.users[%d].name", i), "%q contains @: with auth.oidc, names with @ are the emails of single sign-on (web:<email>)", u.Name)
 		}
 	}
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // validateChannels checks each channel and returns the set of channel names

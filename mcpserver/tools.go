@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -115,7 +116,7 @@ func (t *tools) approvalPrompt(ctx context.Context, req *mcp.CallToolRequest, in
 	case res.Status == "pending":
 		return deny("Gatehouse: no verdict yet for request " + res.RequestID + " (the server is restarting or the wait was cut); denied for now, try again")
 	case !res.Allow:
-		return deny(orDefault(res.Error, "Gatehouse: denied ("+res.Status+")"))
+		return deny(cmp.Or(res.Error, "Gatehouse: denied ("+res.Status+")"))
 	}
 	updated := in.Input
 	if len(res.ModifiedArgs) > 0 && string(res.ModifiedArgs) != "null" {
@@ -147,13 +148,6 @@ func failed(id string, err error) Result {
 	msg := strings.TrimPrefix(err.Error(), "gatehouse: ")
 	return Result{RequestID: id, Status: "error", Allow: false, SideEffects: []string{},
 		Error: "gatehouse: " + msg + " (denied: the gate fails closed)"}
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }
 
 // newKey is a random idempotency key for a call that brought none.

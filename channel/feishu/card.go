@@ -1,6 +1,7 @@
 package feishu
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"strings"
@@ -175,7 +176,7 @@ func (c *Channel) card(v present.View, to, args, note string) obj {
 	who, _ := clip(v.Who(), budgetName)
 	els = append(els, text("Tool: "+tool, "normal", ""), text("Route: "+route+"   Asked by: "+who, "normal", ""))
 	if !r.Status.Final() {
-		exp := fmt.Sprintf("Time left: %s (until %s; on timeout: %s)", v.Left(c.now()), stamp(r.ExpiresAt), orDefault(string(r.OnTimeout), "deny"))
+		exp := fmt.Sprintf("Time left: %s (until %s; on timeout: %s)", v.Left(c.now()), stamp(r.ExpiresAt), cmp.Or(string(r.OnTimeout), "deny"))
 		if r.Quorum > 1 {
 			exp += fmt.Sprintf("   Needs %d approvals", r.Quorum)
 		}
@@ -293,11 +294,11 @@ func outcome(r *gate.Request) string {
 	via, _ := clip(r.DecidedVia, budgetName)
 	switch r.Status {
 	case gate.StatusExpired:
-		return fmt.Sprintf("Expired%s with no verdict; on timeout: %s", at, orDefault(string(r.OnTimeout), "deny"))
+		return fmt.Sprintf("Expired%s with no verdict; on timeout: %s", at, cmp.Or(string(r.OnTimeout), "deny"))
 	case gate.StatusCancelled:
 		return "Cancelled by the agent" + at
 	}
-	s := fmt.Sprintf("%s by %s", strings.ToUpper(string(r.Status[:1]))+string(r.Status[1:]), orDefault(by, "unknown"))
+	s := fmt.Sprintf("%s by %s", strings.ToUpper(string(r.Status[:1]))+string(r.Status[1:]), cmp.Or(by, "unknown"))
 	if via != "" {
 		s += " via " + via
 	}
@@ -321,13 +322,6 @@ func (c *Channel) link(id string) string {
 }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
 
 // encodedSize is the size of b once encoded as a JSON string, as it travels
 // in a message body's "content".

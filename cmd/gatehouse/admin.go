@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -34,13 +35,13 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 		if errors.As(err, &errs) {
 			n = len(errs)
 		}
-		fmt.Fprintf(stderr, "%s: %d problem(s):\n%s\n", orDefault(*path, "built-in config"), n, indent(err))
+		fmt.Fprintf(stderr, "%s: %d problem(s):\n%s\n", cmp.Or(*path, "built-in config"), n, indent(err))
 		return 1
 	}
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
-	fmt.Fprintf(stdout, "%s: ok\n", orDefault(*path, "built-in config"))
+	fmt.Fprintf(stdout, "%s: ok\n", cmp.Or(*path, "built-in config"))
 	return 0
 }
 

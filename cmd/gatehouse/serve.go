@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -66,19 +67,12 @@ func serve(args []string, stderr io.Writer) int {
 
 func newLogger(c config.Log, w io.Writer) *slog.Logger {
 	var level slog.Level
-	_ = level.UnmarshalText([]byte(orDefault(c.Level, "info")))
+	_ = level.UnmarshalText([]byte(cmp.Or(c.Level, "info")))
 	opts := &slog.HandlerOptions{Level: level}
 	if c.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }
 
 // runServer wires the parts together and runs until ctx ends, reloading
