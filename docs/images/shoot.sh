@@ -18,14 +18,9 @@ if [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
   as_root apt-get update -q
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends chromium
 fi
-(
-  cd web/e2e
-  lock_sum="$(sha256sum package-lock.json | cut -d' ' -f1)"
-  if [ "$(cat node_modules/.gatehouse-lock 2>/dev/null)" != "$lock_sum" ]; then
-    npm ci --no-audit --no-fund --loglevel=error
-    echo "$lock_sum" > node_modules/.gatehouse-lock
-  fi
-)
+. scripts/lib/node.sh
+need_node "playwright-core"
+(cd web/e2e && npm_ci_if_stale)
 
 work="$(mktemp -d)"
 before_tree="$work/before-tree"

@@ -7,16 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-command -v node >/dev/null || { echo "run.sh: node is missing (need node >= 20)" >&2; exit 1; }
-if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
-  echo "run.sh: node $(node --version) is too old: the SDK needs node >= 20" >&2
-  exit 1
-fi
-lock_sum="$(sha256sum package-lock.json | cut -d' ' -f1)"
-if [ "$(cat node_modules/.gatehouse-lock 2>/dev/null)" != "$lock_sum" ]; then
-  npm ci --no-audit --no-fund --loglevel=error
-  echo "$lock_sum" > node_modules/.gatehouse-lock
-fi
+. ../../scripts/lib/node.sh
+need_node "the SDK"
+npm_ci_if_stale
 npm run --silent build
 npm run --silent typecheck
 exec node --test --test-reporter=spec test/*.test.mjs

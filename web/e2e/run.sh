@@ -17,21 +17,12 @@ if [ ! -x "$chromium" ]; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends chromium
 fi
 
-command -v node >/dev/null || { echo "run.sh: node is missing (need node >= 20)" >&2; exit 1; }
-major="$(node -p 'process.versions.node.split(".")[0]')"
-if [ "$major" -lt 20 ]; then
-  echo "run.sh: node $(node --version) is too old: playwright-core needs node >= 20" >&2
-  exit 1
-fi
+. ../../scripts/lib/node.sh
+need_node "playwright-core"
 if [ -z "${GATEHOUSE_BIN:-}" ]; then
   command -v go >/dev/null || { echo "run.sh: go is missing (or set GATEHOUSE_BIN)" >&2; exit 1; }
 fi
 
-# npm ci installs exactly the lock; skip it when node_modules came from this lock.
-lock_sum="$(sha256sum package-lock.json | cut -d' ' -f1)"
-if [ "$(cat node_modules/.gatehouse-lock 2>/dev/null)" != "$lock_sum" ]; then
-  npm ci --no-audit --no-fund --loglevel=error
-  echo "$lock_sum" > node_modules/.gatehouse-lock
-fi
+npm_ci_if_stale
 
 exec node --test --test-reporter=spec web.test.mjs
