@@ -22,13 +22,11 @@ type Explanation struct {
 // agent's flag. What needs the database (a grant that would approve the
 // call at once, a rate limit's count) is named, not consulted.
 func Explain(routes []Route, d Defaults, in Submission, now time.Time) (Explanation, error) {
-	p, err := compile(routes)
+	rs, err := newRules(routes, d)
 	if err != nil {
 		return Explanation{}, err
 	}
-	d = d.filled()
-	rs := &rules{routes: routes, policy: p, defaults: d}
-	if err := validate(&in, d.MaxTimeout); err != nil {
+	if err := validate(&in, rs.defaults.MaxTimeout); err != nil {
 		return Explanation{}, err
 	}
 	dec, err := rs.decide(&in, now, true)

@@ -76,13 +76,14 @@ type Service struct {
 	waiters  *hub
 	owner    string // this process, as the card leases name it
 
-	kick      chan struct{}  // asks the card worker to look for work now
-	busy      atomic.Int64   // card workers at work
-	saturated atomic.Bool    // the card worker stopped with work maybe left
-	workers   sync.WaitGroup // card workers at work, for Drain
-	stopping  chan struct{}  // closed by Stop
+	kick      chan struct{}   // asks the card worker to look for work now
+	busy      atomic.Int64    // card workers at work
+	saturated atomic.Bool     // the card worker stopped with work maybe left
+	workers   sync.WaitGroup  // card workers at work, for Drain
+	stopCtx   context.Context // cancelled by Stop
+	stop      context.CancelFunc
 	stopOnce  sync.Once
-	stopMu    sync.Mutex // held to close stopping, and to start card workers
+	stopMu    sync.Mutex // held to cancel stopCtx, and to start card workers
 
 	idMu sync.Mutex
 	ids  *ulid.MonotonicEntropy
@@ -137,9 +138,9 @@ func NewService(o Options) *Service {
 		waiters:  newHub(),
 		owner:    ulid.Make().String(),
 		kick:     make(chan struct{}, 1),
-		stopping: make(chan struct{}),
 		ids:      ulid.Monotonic(rand.Reader, 0),
 	}
+	s.stopCtx, s.stop = context.WithCancel(context.Background())
 	if err := s.SetRoutes(o.Routes, o.Defaults); err != nil {
 		panic("gate: routes that do not compile: " + err.Error())
 	}
@@ -163,12 +164,22 @@ func (s *Service) SetPeople(p *People) {
 // (approvers, quorum, channels, deadline). Routes that do not compile are
 // refused and the rules in force stay.
 func (s *Service) SetRoutes(routes []Route, d Defaults) error {
-	p, err := compile(routes)
+	rs, err := newRules(routes, d)
 	if err != nil {
 		return err
 	}
-	s.rules.Store(&rules{routes: routes, policy: p, defaults: d.filled()})
+	s.rules.Store(rs)
 	return nil
+}
+
+// newRules compiles routes and fills d: the rules Submit decides by, and
+// Explain too.
+func newRules(routes []Route, d Defaults) (*rules, error) {
+	p, err := compile(routes)
+	if err != nil {
+		return nil, err
+	}
+	return &rules{routes: routes, policy: p, defaults: d.filled()}, nil
 }
 
 // filled is d with what it leaves unset at the built-in defaults.
@@ -214,23 +225,16 @@ func (s *Service) Start(ctx context.Context) {
 func (s *Service) Stop() {
 	s.stopOnce.Do(func() {
 		s.stopMu.Lock()
-		close(s.stopping)
+		s.stop()
 		s.stopMu.Unlock()
 	})
 }
 
 // Stopping is closed once Stop is called. A wait of its own that loops over
 // Wait (an MCP tool call) ends there, since Wait then returns at once.
-func (s *Service) Stopping() <-chan struct{} { return s.stopping }
+func (s *Service) Stopping() <-chan struct{} { return s.stopCtx.Done() }
 
-func (s *Service) stopped() bool {
-	select {
-	case <-s.stopping:
-		return true
-	default:
-		return false
-	}
-}
+func (s *Service) stopped() bool { return s.stopCtx.Err() != nil }
 
 // every runs fn at each tick and each signal on extra, until ctx ends.
 func (s *Service) every(ctx context.Context, d time.Duration, extra <-chan struct{}, fn func(context.Context)) {

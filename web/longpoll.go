@@ -26,12 +26,13 @@ type answerFunc func(h http.Header, r *gate.Request, err error) (status int, bod
 // longPoll waits up to wait for request id to leave pending and answers.
 //
 // Past parkAfter it parks the agent: it takes the connection over from
-// net/http (HTTP/1.x), which lets go of net/http's goroutines and buffers
-// for it, and waits on one small goroutine of its own that writes the whole
-// response (Connection: close) when the wait ends. A waiting agent then
-// costs ~10 KB rather than ~55 KB, which is what keeps 10,000 of them under
-// 200 MB (README, "Speed mechanisms"). Where the connection cannot be taken
-// over it waits on the handler.
+// net/http (HTTP/1.x), which lets go of net/http's goroutine and buffers
+// for it, and hands it to gate's WaitFunc, which holds no goroutine while
+// nothing happens and writes the whole response (Connection: close) when
+// the wait ends. A waiting agent then costs a few KB of heap rather than
+// ~55 KB with net/http or ~12 KB with a goroutine of its own, which is what
+// keeps 10,000 of them under 200 MB (README, "Speed mechanisms"). Where the
+// connection cannot be taken over it waits on the handler.
 func (s *Server) longPoll(c echo.Context, id string, wait time.Duration, answer answerFunc) error {
 	ctx := c.Request().Context()
 	held := min(wait, parkAfter)
@@ -42,10 +43,10 @@ func (s *Server) longPoll(c echo.Context, id string, wait time.Duration, answer 
 				// c goes back to echo's pool when the handler returns: the
 				// goroutine keeps only copies.
 				hdr := c.Response().Header().Clone()
-				go func() {
+				s.svc.WaitFunc(context.Background(), id, wait-held, func(r *gate.Request, err error) {
 					defer s.parked.done()
-					s.answerParked(conn, hdr, id, wait-held, answer)
-				}()
+					s.answerParked(conn, hdr, id, r, err, answer)
+				})
 				return nil
 			}
 			s.parked.done()
@@ -56,10 +57,10 @@ func (s *Server) longPoll(c echo.Context, id string, wait time.Duration, answer 
 	return c.JSON(st, body)
 }
 
-// answerParked waits for a parked agent's request and writes its answer.
+// answerParked writes a parked agent's answer and closes its connection.
 // A bug must not take the server down, and the agent gets an explicit
 // failure (on /api/v1/gate a deny), never silence.
-func (s *Server) answerParked(conn net.Conn, hdr http.Header, id string, wait time.Duration, answer answerFunc) {
+func (s *Server) answerParked(conn net.Conn, hdr http.Header, id string, r *gate.Request, err error, answer answerFunc) {
 	defer conn.Close()
 	defer func() {
 		if v := recover(); v != nil {
@@ -68,7 +69,6 @@ func (s *Server) answerParked(conn net.Conn, hdr http.Header, id string, wait ti
 			writeRaw(conn, st, hdr, body)
 		}
 	}()
-	r, err := s.svc.Wait(context.Background(), id, wait)
 	st, body := answer(hdr, r, err)
 	writeRaw(conn, st, hdr, body)
 }
