@@ -69,7 +69,7 @@ func FuzzParse(f *testing.F) {
 			Event   string `json:"hook_event_name"`
 			EventCC string `json:"hookEventName"`
 		}
-		if LooksLikeReport(body) && json.Unmarshal(body, &ev) == nil {
+		if LooksLikeReport(ClaudeCode, body) && json.Unmarshal(body, &ev) == nil {
 			if ev.EventCC != "" {
 				ev.Event = ev.EventCC
 			}

@@ -119,7 +119,14 @@ func inputErr(format string, args ...any) error {
 // an error, so that the deny can be shaped for that event. Unknown fields
 // are ignored: clients add fields often, and refusing them would block every
 // call after a client update.
-func Parse(client string, body []byte) (Call, error) {
+func Parse(client string, body []byte) (Call, error) { return ParseAs(client, body, "") }
+
+// ParseAs is Parse for a hook registered on a named event (`--event`,
+// `?event=`), for clients whose input does not name it (Copilot). The
+// event is assumed only when the input names none: an input that says it
+// is a PreToolUse question stays one, so a misconfigured event cannot turn
+// every question into a report of what ran, which is never gated.
+func ParseAs(client string, body []byte, event string) (Call, error) {
 	c := Call{Client: client, Metadata: map[string]string{"client": client}}
 	if !Known(client) {
 		return c, inputErr("unknown client %q (one of %s)", client, strings.Join(Clients, ", "))
@@ -133,6 +140,9 @@ func Parse(client string, body []byte) (Call, error) {
 	dec.UseNumber()
 	if err := dec.Decode(&in); err != nil {
 		return c, inputErr("not a JSON object: %v", err)
+	}
+	if in.HookEventName == "" && in.HookEventNameCC == "" {
+		in.HookEventName = event
 	}
 	var err error
 	switch client {
@@ -227,7 +237,15 @@ func rawText(raw json.RawMessage) string {
 
 // Report reports whether the call is a report of what ran rather than a
 // question for the gate (a PostToolUse, with or without a parsed input).
-func (c Call) Report() bool { return c.Event == PostToolUse || c.Event == PostToolUseFailure }
+// Only Claude Code and Codex report: another client's call on that event
+// (named by --event or ?event=, which fill in what its input leaves out)
+// is a question its parser refuses, and is denied.
+func (c Call) Report() bool {
+	return reports(c.Client) && (c.Event == PostToolUse || c.Event == PostToolUseFailure)
+}
+
+// reports says the client reports what ran (Claude Code and Codex).
+func reports(client string) bool { return client == ClaudeCode || client == Codex }
 
 // LooksLikeReport reports whether the first part of an input (all that was
 // read of one too large to read whole) is a report of what ran, which must
@@ -235,8 +253,12 @@ func (c Call) Report() bool { return c.Event == PostToolUse || c.Event == PostTo
 // event counts, read as Parse reads it (the last of the keys that match
 // hook_event_name, or Copilot's hookEventName, without regard to case):
 // the same words inside the tool's arguments, which the model writes, must
-// not turn a question into a report that is waved through unasked.
-func LooksLikeReport(head []byte) bool {
+// not turn a question into a report that is waved through unasked. Only a
+// client that reports (Report) sends one.
+func LooksLikeReport(client string, head []byte) bool {
+	if !reports(client) {
+		return false
+	}
 	if len(head) > 64<<10 {
 		head = head[:64<<10]
 	}

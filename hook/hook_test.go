@@ -139,7 +139,8 @@ func TestParseReports(t *testing.T) {
 func TestLargeReports(t *testing.T) {
 	big := strings.Repeat("x", 2<<20)
 	input := `{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Read","tool_input":{"file_path":"/a"},"tool_use_id":"t","tool_response":"` + big + `"}`
-	if !LooksLikeReport([]byte(input[:1<<20])) || LooksLikeReport([]byte(`{"hook_event_name":"PreToolUse"}`)) {
+	if !LooksLikeReport(ClaudeCode, []byte(input[:1<<20])) || LooksLikeReport(ClaudeCode, []byte(`{"hook_event_name":"PreToolUse"}`)) ||
+		LooksLikeReport(Copilot, []byte(input[:1<<20])) {
 		t.Error("LooksLikeReport")
 	}
 	c, err := Parse(ClaudeCode, []byte(input))
@@ -153,5 +154,50 @@ func TestLargeReports(t *testing.T) {
 	}
 	if got := SmallReport(c, []byte("short"), 1<<20); string(got) != "short" {
 		t.Error("a report that fits was changed")
+	}
+}
+
+// The event a hook is registered on (--event, ?event=) fills in only what
+// the input leaves out: an input that names PreToolUse is a question even
+// on a hook registered as PostToolUse, never a report waved through.
+func TestParseAsNeverOverridesTheInputsEvent(t *testing.T) {
+	pre := `{"session_id":"s","cwd":"/r","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git push"},"tool_use_id":"toolu_1"}`
+	for _, ev := range []string{PostToolUse, PostToolUseFailure, "permissionRequest"} {
+		c, err := ParseAs(ClaudeCode, []byte(pre), ev)
+		if err != nil || c.Report() || c.Event != PreToolUse || c.Metadata["hook_event_name"] != PreToolUse {
+			t.Errorf("registered as %s: event %q report %v, %v", ev, c.Event, c.Report(), err)
+		}
+	}
+	// Copilot's input names no event: the registration says it.
+	cp := `{"timestamp":1,"cwd":"/p","toolName":"bash","toolArgs":"{\"command\":\"ls\"}"}`
+	c, err := ParseAs(Copilot, []byte(cp), CopilotPermission)
+	if err != nil || c.Event != CopilotPermission {
+		t.Errorf("copilot registered as %s: %q, %v", CopilotPermission, c.Event, err)
+	}
+	if c, err = ParseAs(Copilot, []byte(cp), ""); err != nil || c.Event != CursorPreToolUse {
+		t.Errorf("copilot, no registration: %q, %v", c.Event, err)
+	}
+}
+
+// Only Claude Code and Codex report what ran. A hook of another client
+// registered on PostToolUse (--event, ?event=, which fill in the event its
+// input leaves out) was still answered as a report, with nothing to do, so
+// the calls it was asked about ran unasked; it must be denied.
+func TestOnlyClaudeAndCodexReport(t *testing.T) {
+	for client, input := range map[string]string{
+		Copilot: `{"timestamp":1,"cwd":"/p","toolName":"bash","toolArgs":"{\"command\":\"git push\"}"}`,
+		Cursor:  `{"conversation_id":"c","tool_name":"Shell","tool_input":{"command":"git push"}}`,
+		Gemini:  `{"session_id":"g","tool_name":"run_shell_command","tool_input":{"command":"git push"}}`,
+	} {
+		for _, ev := range []string{PostToolUse, PostToolUseFailure} {
+			c, err := ParseAs(client, []byte(input), ev)
+			if err == nil || c.Report() {
+				t.Errorf("%s registered as %s: report %v, %v", client, ev, c.Report(), err)
+			}
+			out := Invalid(c, err)
+			if string(out.Stdout) == "{}" || allows(t, out.Stdout) {
+				t.Errorf("%s registered as %s: answered %s, exit %d", client, ev, out.Stdout, out.Exit)
+			}
+		}
 	}
 }

@@ -40,7 +40,7 @@ func (s *Server) hookToken(next echo.HandlerFunc) echo.HandlerFunc {
 		who, err := s.authenticate(c)
 		if err != nil {
 			s.log.Warn("hook call refused", "client", c.Param("client"), "err", err)
-			if head, _ := io.ReadAll(io.LimitReader(c.Request().Body, 64<<10)); hook.LooksLikeReport(head) {
+			if head, _ := io.ReadAll(io.LimitReader(c.Request().Body, 64<<10)); hook.LooksLikeReport(c.Param("client"), head) {
 				return s.hookNoted(c) // the tool ran; nothing to refuse
 			}
 			return s.hookFailed(c, hook.Call{Client: c.Param("client"), Event: hook.PreToolUse},
@@ -64,9 +64,9 @@ func (s *Server) hookCall(c echo.Context) (err error) {
 		}
 	}()
 	body, rerr := io.ReadAll(c.Request().Body)
-	if rerr != nil && hook.LooksLikeReport(body) {
+	if rerr != nil && hook.LooksLikeReport(name, body) {
 		s.log.Warn("a report of what ran was not recorded", "client", name, "err", rerr)
-		return c.JSONBlob(http.StatusOK, hook.Noted().Stdout)
+		return s.hookNoted(c)
 	}
 	if rerr != nil {
 		msg := "reading the request failed"
@@ -75,13 +75,9 @@ func (s *Server) hookCall(c echo.Context) (err error) {
 		}
 		return s.hookFailed(c, call, hook.Failure(msg))
 	}
-	call, perr := hook.Parse(name, body)
-	if ev := c.QueryParam("event"); ev != "" {
-		// For clients whose input does not name the event (Copilot), as
-		// the command hook's --event says it.
-		call.Event = ev
-		call.Metadata["hook_event_name"] = ev
-	}
+	// ?event= names the event for clients whose input does not (Copilot),
+	// as the command hook's --event does.
+	call, perr := hook.ParseAs(name, body, c.QueryParam("event"))
 	if perr != nil {
 		c.Response().Header().Set(HookStatusHeader, HookStatusError)
 		return c.JSONBlob(http.StatusOK, hook.Invalid(call, perr).Stdout)

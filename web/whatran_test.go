@@ -2,7 +2,9 @@ package web_test
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
@@ -54,5 +56,37 @@ func TestReportsOnlyFromTheRequestsToken(t *testing.T) {
 	}
 	if len(ran(pending.ID))+len(ran(rejected.ID)) != 0 {
 		t.Error("an outcome was recorded on a request that was not approved")
+	}
+}
+
+// A hook registered on the wrong event (?event=PostToolUse on a PreToolUse
+// hook) still gates the question its input names: the input's own event
+// wins, so the call is never waved through as a report of what ran.
+func TestHookEventParamNeverTurnsAQuestionIntoAReport(t *testing.T) {
+	e := newFacesEnv(t)
+	body := `{"hook_event_name":"PreToolUse","session_id":"s9","tool_name":"oa__purchase_pay","tool_input":{"amount":60000},"tool_use_id":"toolu_9"}`
+	code, out := call(t, e.srv.URL, "agent-a", http.MethodPost, "/hooks/claude-code?event=PostToolUse&wait=1s", body)
+	if code != http.StatusOK || out == "{}" || !strings.Contains(out, `"permissionDecision":"deny"`) {
+		t.Fatalf("a PreToolUse question on a hook registered as PostToolUse: %d %s", code, out)
+	}
+}
+
+// A report of what ran too large to read (over 1 MiB) is still answered
+// as a report: {} with Gatehouse-Status: noted, as every report is.
+func TestOversizedReportIsNoted(t *testing.T) {
+	e := newFacesEnv(t)
+	body := `{"hook_event_name":"PostToolUse","session_id":"s1","tool_name":"Read","tool_input":{"file_path":"/a"},"tool_use_id":"t1","tool_response":"` +
+		strings.Repeat("x", 2<<20) + `"}`
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/hooks/claude-code", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+scopeTokens["agent-a"])
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	out, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK || string(out) != "{}" || res.Header.Get("Gatehouse-Status") != "noted" {
+		t.Fatalf("an oversized report: %d %q %s", res.StatusCode, res.Header.Get("Gatehouse-Status"), out)
 	}
 }

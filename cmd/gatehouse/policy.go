@@ -35,6 +35,7 @@ func policyCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	session := fs.String("session", "", "the session_id the caller sends")
 	metaJSON := fs.String("metadata", "", "the metadata the caller sends, as a JSON object")
 	hookClient := fs.String("hook", "", "read a hook payload of this client on stdin ("+strings.Join(hook.Clients, ", ")+") instead of --tool and --args")
+	event := fs.String("event", "", "with --hook: the event the hook is registered on, for clients whose input names none (Copilot), as gatehouse hook --event")
 	var confirm *bool
 	fs.Func("requires-confirmation", "true or false, as the agent would send it (default: unset, which counts as true)", func(s string) error {
 		b, err := strconv.ParseBool(s)
@@ -62,7 +63,7 @@ func policyCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "gatehouse policy test: reading stdin: %v\n", err)
 			return 1
 		}
-		call, err := hook.Parse(*hookClient, body)
+		call, err := hook.ParseAs(*hookClient, body, *event)
 		if err != nil {
 			fmt.Fprintf(stderr, "gatehouse policy test: %v\n", err)
 			return 1

@@ -126,6 +126,14 @@ func TestPolicyTestHook(t *testing.T) {
 	if ex.Route != "other-bash" || ex.Action != "allow" {
 		t.Fatalf("a harmless command: %+v", ex)
 	}
+	// Copilot's input names no event: --event says it, as for gatehouse hook.
+	cp := `{"timestamp":1,"cwd":"/repo","toolName":"bash","toolArgs":"{\"command\":\"git push origin HEAD\"}"}`
+	if ex, stderr, code = policyTest(t, cp, "--hook", "copilot", "--event", "permissionRequest"); code != 0 || ex.Route != "pushes" {
+		t.Fatalf("copilot permissionRequest: exit %d %s: %+v", code, stderr, ex)
+	}
+	if _, stderr, code = policyTest(t, cp, "--hook", "copilot", "--event", "postToolUse"); code == 0 || !strings.Contains(stderr, "not gated") {
+		t.Fatalf("copilot on an event that is not gated: exit %d %s", code, stderr)
+	}
 }
 
 // TestPolicyTestBadInput: every mistake is named, with a non-zero exit.

@@ -67,16 +67,12 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = fmt.Errorf("larger than %d MiB", maxHookInput>>20)
 	}
 	if err != nil {
-		if hook.LooksLikeReport(body) {
+		if hook.LooksLikeReport(name, body) {
 			call = hook.Call{Client: name, Event: hook.PostToolUse} // a report's failure is answered as a report
 		}
 		return emit(stdout, stderr, hook.Invalid(call, fmt.Errorf("reading stdin: %v", err)))
 	}
-	call, err = hook.Parse(name, body)
-	if *event != "" {
-		call.Event = *event
-		call.Metadata["hook_event_name"] = *event
-	}
+	call, err = hook.ParseAs(name, body, *event)
 	if err != nil {
 		return emit(stdout, stderr, hook.Invalid(call, err))
 	}
