@@ -91,6 +91,19 @@ routes:
 			`routes[0].approvers[0]: no person named "alise" (did you mean alice?)`,
 			`routes[0].quorum: needs 3 approvals but only 2 approvers are listed`,
 		}},
+		{"a person with no identities cannot approve", `
+people:
+  - name: dave
+    users: [u_d]
+defaults:
+  approvers: ["person:dave"]
+routes:
+  - name: r
+    approvers: ["person:dave"]
+`, []string{
+			`defaults.approvers[0]: person "dave" has no identities, so nobody could approve as them`,
+			`routes[0].approvers[0]: person "dave" has no identities, so nobody could approve as them`,
+		}},
 		{"one person counts once toward a quorum", peopleBase + `
 routes:
   - name: r

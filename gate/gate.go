@@ -268,6 +268,8 @@ type Notifier interface {
 type Observer interface {
 	RequestCreated(route string)
 	RequestFinished(route string, status Status, waited time.Duration)
+	// WaitersChanged moves the count of waits that have read their row and
+	// wait for it to change (+1 once a wait first waits, -1 when it ends).
 	WaitersChanged(delta int)
 	CardDone(channel, op string, err error, took time.Duration)
 	// CallbackRefused counts a channel callback that was not accepted

@@ -21,9 +21,11 @@ func argsHash(args []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// grantFor is the grant an approval of r by who gives ("approve for").
+// grantFor is the grant an approval of r by who gives ("approve for"). It
+// belongs to the agent r came from (agentKey): on a server without tokens
+// that is the agent's name, never "" (which would cover every agent).
 func (s *Service) grantFor(r *Request, who, via string, at time.Time) (*Grant, Event) {
-	g := &Grant{ID: s.newID(), Route: r.Route, Caller: r.Caller, Tool: r.ToolName, GivenBy: who, GivenVia: via,
+	g := &Grant{ID: s.newID(), Route: r.Route, Caller: agentKey(r.Caller, r.AgentID), Tool: r.ToolName, GivenBy: who, GivenVia: via,
 		RequestID: r.ID, CreatedAt: at, ExpiresAt: at.Add(r.RememberFor())}
 	scope := "the same arguments"
 	if r.RememberAnyArgs {
@@ -32,7 +34,7 @@ func (s *Service) grantFor(r *Request, who, via string, at time.Time) (*Grant, E
 		g.ArgsHash = argsHash(r.ToolArgs)
 	}
 	return g, Event{RequestID: r.ID, At: at, Type: EventGrantGiven, Actor: who, Channel: via,
-		Detail: fmt.Sprintf("grant %s: %s may run %s with %s on route %s until %s", g.ID, orAnyone(agentKey(r.Caller, r.AgentID)), r.ToolName, scope,
+		Detail: fmt.Sprintf("grant %s: %s may run %s with %s on route %s until %s", g.ID, orAnyone(g.Caller), r.ToolName, scope,
 			r.Route, g.ExpiresAt.Format(time.RFC3339))}
 }
 

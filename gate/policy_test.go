@@ -375,3 +375,35 @@ func TestExplainDecidesAsSubmit(t *testing.T) {
 		}
 	})
 }
+
+// On a server without tokens an agent is known by its agent_id, which is
+// all there is: a grant given for one agent's call is that agent's, not
+// every agent's (found by a second read: grants were keyed by the empty
+// token there and covered any agent).
+func TestGrantsCrossNoAgentWithoutTokens(t *testing.T) {
+	db := storetest.SQLite(t)
+	svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: []gate.Route{
+		{Name: "deploys", Tool: "deploy", Channels: []string{"fake"}, Remember: time.Hour, RememberAny: true}}})
+	ctx := context.Background()
+	sub := func(agent string) *gate.Request {
+		t.Helper()
+		r, _, err := svc.Submit(ctx, gate.Submission{ToolName: "deploy", ToolArgs: json.RawMessage(`{"env":"prod"}`), AgentID: agent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	first := sub("build-bot")
+	if _, err := svc.Decide(ctx, gate.Decision{RequestID: first.ID, Approve: true, Actor: "web:alice", Via: "fake", Remember: true}); err != nil {
+		t.Fatal(err)
+	}
+	if r := sub("other-bot"); r.Status != gate.StatusPending {
+		t.Fatalf("another agent's call: %s via %s, want pending", r.Status, r.DecidedVia)
+	}
+	if r := sub("build-bot"); r.DecidedVia != gate.ViaGrant || !r.Allowed() {
+		t.Fatalf("the same agent's call: %s via %s, want the grant", r.Status, r.DecidedVia)
+	}
+	if g, _ := svc.Grants(ctx, nil, true); len(g) != 1 || g[0].Caller != "build-bot" {
+		t.Fatalf("the grant names %+v, want build-bot", g)
+	}
+}

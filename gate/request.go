@@ -238,7 +238,7 @@ const ViaGrant = "grant"
 type Grant struct {
 	ID        string     `json:"id"`
 	Route     string     `json:"route"`
-	Caller    string     `json:"caller"`
+	Caller    string     `json:"caller"` // the token, or on a server without tokens the agent_id
 	Tool      string     `json:"tool"`
 	ArgsHash  string     `json:"args_hash,omitempty"` // "" covers any arguments
 	GivenBy   string     `json:"given_by"`

@@ -97,10 +97,8 @@ func (s *Service) advance(ctx context.Context) {
 		// catches up one step a transaction, the escalations in order.
 		for range 100 {
 			took, err := s.Advance(ctx, id)
-			if err != nil {
-				if ctx.Err() == nil {
-					s.log.Error("reminder or escalation failed", "request_id", id, "err", err)
-				}
+			if err != nil && ctx.Err() == nil {
+				s.log.Error("reminder or escalation failed", "request_id", id, "err", err)
 			}
 			if err != nil || !took {
 				break

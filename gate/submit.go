@@ -221,7 +221,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		if !rt.RememberAny {
 			hash = argsHash(in.ToolArgs)
 		}
-		g, err := s.store.FindGrant(ctx, rt.Name, in.Caller, in.ToolName, hash, now)
+		g, err := s.store.FindGrant(ctx, rt.Name, agentKey(in.Caller, in.AgentID), in.ToolName, hash, now)
 		if err != nil {
 			return nil, false, err
 		}

@@ -217,8 +217,8 @@ func (t *wtx) addEvents(requestID string, events []gate.Event) error {
 // write runs fn in one transaction on the write pool: on SQLite, a savepoint
 // of the group commit's transaction on its one write connection (BEGIN
 // IMMEDIATE per the DSN; groupcommit.go), on PostgreSQL a transaction of
-// its own. The connection always goes back
-// with no transaction open: an error or a panic in fn rolls back.
+// its own. The connection always goes back with no transaction open: an
+// error or a panic in fn rolls back.
 func (s *DB) write(ctx context.Context, fn func(t *wtx) error) (err error) {
 	if s.group != nil {
 		return s.group.write(ctx, fn)

@@ -13,8 +13,9 @@ import (
 )
 
 // reloader applies the config file again on SIGHUP: routes, defaults,
-// people, API tokens and web users. A file that does not validate, or whose routes
-// name a channel the server did not start with, is refused and logged,
+// people, API tokens and web users. A file that does not validate (also
+// with the listen address in force), or whose routes name a channel the
+// server did not start with, is refused and logged,
 // and the config in force stays. Everything else (listen, database,
 // channels, single sign-on, audit, retention, log, cards, redaction) is read at
 // start only; a change there is logged as waiting for a restart.
@@ -33,9 +34,18 @@ func (r *reloader) reload() error {
 	if err != nil {
 		return fmt.Errorf("the config does not validate, so the running one stays:\n%s", indent(err))
 	}
+	// The server keeps listening where it started until a restart, so the
+	// new tokens are judged with that address: a file that drops
+	// auth.api_tokens and moves listen to loopback validates on its own,
+	// but would open the agent API on the address still served.
+	inForce := *next
+	inForce.Listen = r.running.Listen
+	if err := inForce.Validate(); err != nil {
+		return fmt.Errorf("the config does not validate with listen %s, where the server listens until a restart, so the running one stays:\n%s", r.running.Listen, indent(err))
+	}
 	gr, gd := routes(next), defaults(next)
 	for _, rt := range append(gr, gate.Route{Name: "defaults", Channels: gd.Channels}) {
-		used := rt.Channels
+		used := slices.Clone(rt.Channels) // appended to: not into the config's array
 		for _, e := range rt.Plan.Escalate {
 			used = append(used, e.Channels...)
 		}
