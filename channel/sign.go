@@ -32,8 +32,8 @@ type HMACScheme struct {
 	Window          time.Duration
 }
 
-// MAC is the raw HMAC of body sent at ts.
-func (s HMACScheme) MAC(secret []byte, ts string, body []byte) []byte {
+// mac is the raw HMAC of body sent at ts.
+func (s HMACScheme) mac(secret []byte, ts string, body []byte) []byte {
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte(s.Version + ":" + ts + ":"))
 	m.Write(body)
@@ -42,7 +42,7 @@ func (s HMACScheme) MAC(secret []byte, ts string, body []byte) []byte {
 
 // Sign is the signature header's value for body sent at ts.
 func (s HMACScheme) Sign(secret []byte, ts string, body []byte) string {
-	return s.Version + "=" + hex.EncodeToString(s.MAC(secret, ts, body))
+	return s.Version + "=" + hex.EncodeToString(s.mac(secret, ts, body))
 }
 
 // Verify checks h's signature over the raw body, and that its timestamp is
@@ -68,7 +68,7 @@ func (s HMACScheme) Verify(secret []byte, h http.Header, body []byte, now time.T
 		return nil, time.Time{}, ErrBadSignature
 	}
 	raw, err := hex.DecodeString(got)
-	if err != nil || !hmac.Equal(s.MAC(secret, ts, body), raw) {
+	if err != nil || !hmac.Equal(s.mac(secret, ts, body), raw) {
 		return nil, time.Time{}, ErrBadSignature
 	}
 	return raw, at, nil

@@ -257,7 +257,7 @@ func deny(id string, err error) Result {
 const denyNote = " (denied: the gate fails closed)"
 
 func (c *Client) post(ctx context.Context, target string, body []byte, timeout time.Duration) (Result, error) {
-	_, data, err := c.send(ctx, http.MethodPost, target, body, timeout)
+	_, data, err := c.send(ctx, target, body, timeout)
 	if err != nil {
 		return Result{}, err
 	}
@@ -268,22 +268,16 @@ func (c *Client) post(ctx context.Context, target string, body []byte, timeout t
 	return res, nil
 }
 
-// send makes one call with the token (a JSON body when body is not nil)
-// and reads the answer; any status but 200 is an APIError.
-func (c *Client) send(ctx context.Context, method, target string, body []byte, timeout time.Duration) (http.Header, []byte, error) {
+// send posts one JSON body with the token and reads the answer; any
+// status but 200 is an APIError.
+func (c *Client) send(ctx context.Context, target string, body []byte, timeout time.Duration) (http.Header, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	hr, err := http.NewRequestWithContext(ctx, method, target, rd)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return nil, nil, err
 	}
-	if body != nil {
-		hr.Header.Set("Content-Type", "application/json")
-	}
+	hr.Header.Set("Content-Type", "application/json")
 	if c.Token != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.Token)
 	}
@@ -327,6 +321,6 @@ func apiError(status int, data []byte) error {
 // try within timeout: the tool has run, and nobody waits on the answer.
 func (c *Client) Report(ctx context.Context, hookClient string, input []byte, timeout time.Duration) error {
 	target := strings.TrimRight(c.URL, "/") + "/hooks/" + url.PathEscape(hookClient) + "?wait=0s"
-	_, _, err := c.send(ctx, http.MethodPost, target, input, timeout)
+	_, _, err := c.send(ctx, target, input, timeout)
 	return err
 }

@@ -59,7 +59,7 @@ func (c *Client) Hook(ctx context.Context, client string, input []byte, o HookOp
 const hookStatus = "Gatehouse-Status"
 
 func (c *Client) postHook(ctx context.Context, target string, input []byte, timeout time.Duration) (HookAnswer, error) {
-	h, data, err := c.send(ctx, http.MethodPost, target, input, timeout)
+	h, data, err := c.send(ctx, target, input, timeout)
 	if err != nil {
 		return HookAnswer{}, err
 	}

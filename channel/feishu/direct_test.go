@@ -69,14 +69,13 @@ func TestDirectCardAndReminderOnTheWire(t *testing.T) {
 // by the person it was sent to; there it says so to the gate.
 func TestDirectCardTaps(t *testing.T) {
 	for _, tc := range []struct {
-		name, to  string
-		decided   bool
-		elsewhere bool
+		name, to string
+		decided  bool
 	}{
-		{"the addressee in their chat", "feishu:ou_alice", true, true},
-		{"by union id", "feishu:union:on_alice", true, true},
-		{"someone else's direct card", "feishu:ou_bob", false, false},
-		{"a forwarded chat card", "", false, false},
+		{"the addressee in their chat", "feishu:ou_alice", true},
+		{"by union id", "feishu:union:on_alice", true},
+		{"someone else's direct card", "feishu:ou_bob", false},
+		{"a forwarded chat card", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newTestEnv(t)
@@ -93,6 +92,9 @@ func TestDirectCardTaps(t *testing.T) {
 			}
 			if !tc.decided && (a.Toast == nil || !strings.Contains(a.Toast.Content, "only be used in the approvals chat")) {
 				t.Fatalf("refusal: %s", raw)
+			}
+			if rs := e.decider.Refusals(); !tc.decided && (len(rs) != 1 || !strings.Contains(rs[0], "card tapped outside the approvals chat oc_p2p_alice")) {
+				t.Fatalf("the refused tap was not audited: %q", rs)
 			}
 		})
 	}

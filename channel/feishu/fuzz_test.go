@@ -42,7 +42,9 @@ func FuzzDecrypt(f *testing.F) {
 // does, to the callback handler. Whatever the plaintext (schema 1 or 2,
 // URL challenges, card actions with any token, app or operator), nothing
 // panics, and a verdict reaches the gate only for a card.action.trigger
-// event (schema 2.0) with the channel's verification token and an operator. The same body
+// event (schema 2.0) with the channel's verification token and an operator,
+// and outside the approvals chat only from the person a direct card was
+// sent to. The same body
 // with one byte changed, unsigned, signed with another key or outside the
 // time window never decides anything.
 func FuzzCallback(f *testing.F) {
@@ -56,6 +58,12 @@ func FuzzCallback(f *testing.F) {
 		[]byte(`{"schema":"2.0","header":{"event_id":"e","event_type":"card.action.trigger","token":"v-token"},"event":null}`),
 		[]byte(`{"schema":"2.0","header":{"event_id":"e2","event_type":"card.action.trigger","token":"v-token"},"event":{"operator":{},"action":{"value":"approve:1"}}}`),
 		[]byte(`[]`), []byte(`null`), []byte(`"x"`),
+		// A card tapped in another chat (index 10: sent as Feishu sends
+		// it): forwarded, so inert; and a direct card its addressee taps.
+		seed(feishutest.CardAction(feishutest.Tap{EventID: "ev-seed-fwd", Token: "v-token", AppID: "cli_test", TenantKey: "tk_1", At: testNow,
+			OpenID: "ou_mallory", RequestID: reqID, Choice: choiceApprove, MessageID: "om_9", ChatID: "oc_elsewhere", To: "feishu:ou_alice"})),
+		seed(feishutest.CardAction(feishutest.Tap{EventID: "ev-seed-direct", Token: "v-token", AppID: "cli_test", TenantKey: "tk_1", At: testNow,
+			OpenID: "ou_alice", RequestID: reqID, Choice: choiceApprove, MessageID: "om_7", ChatID: "oc_p2p_alice", To: "feishu:ou_alice"})),
 	} {
 		f.Add(p, uint(i*37), uint8(i))
 	}
@@ -111,13 +119,28 @@ func FuzzCallback(f *testing.F) {
 			} `json:"header"`
 			Event struct {
 				Operator struct {
-					OpenID string `json:"open_id"`
+					OpenID  string `json:"open_id"`
+					UnionID string `json:"union_id"`
+					UserID  string `json:"user_id"`
 				} `json:"operator"`
+				Action struct {
+					Value struct {
+						To string `json:"to"`
+					} `json:"value"`
+				} `json:"action"`
+				Context struct {
+					OpenChatID string `json:"open_chat_id"`
+				} `json:"context"`
 			} `json:"event"`
 		}
 		if err := json.Unmarshal(plain, &env); err != nil || env.Header.EventType != "card.action.trigger" ||
 			env.Header.Token != "v-token" || env.Event.Operator.OpenID == "" || code != http.StatusOK {
 			t.Fatalf("a verdict from %s (answered %d)", plain, code)
+		}
+		// Outside the approvals chat, only a direct card's addressee decides.
+		if chat, to, op := env.Event.Context.OpenChatID, env.Event.Action.Value.To, env.Event.Operator; chat != "" && chat != "oc_chat" &&
+			(to == "" || (to != "feishu:"+op.OpenID && (op.UnionID == "" || to != "feishu:union:"+op.UnionID) && (op.UserID == "" || to != "feishu:user:"+op.UserID))) {
+			t.Fatalf("a verdict from a card tapped in chat %s by someone it was not sent to: %s", chat, plain)
 		}
 	})
 }

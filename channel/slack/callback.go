@@ -1,15 +1,12 @@
 package slack
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -28,33 +25,12 @@ const (
 	maxReplays = 10000
 )
 
-// What verify refuses (errors.Is), as channel.HMACScheme names them.
-var (
-	errUnsigned = channel.ErrUnsigned
-	errStale    = channel.ErrStale
-	errBadSig   = channel.ErrBadSignature
-)
-
-// scheme is Slack's v0 request signature.
-var scheme = channel.HMACScheme{Version: "v0", SignatureHeader: "X-Slack-Signature",
-	TimestampHeader: "X-Slack-Request-Timestamp", Window: signatureWindow}
-
-// verify checks Slack's v0 request signature over the raw body:
+// scheme is Slack's v0 request signature:
 // "v0=" + hex(HMAC-SHA256(secret, "v0:" + timestamp + ":" + body)), with the
 // timestamp within five minutes of now. slack.NewSecretsVerifier does the
 // same but reads the wall clock, which tests cannot move.
-func verify(secret string, h http.Header, body []byte, now time.Time) error {
-	_, _, err := scheme.Verify([]byte(secret), h, body, now)
-	return err
-}
-
-// signatureKey is what the replay cache remembers of a verified request:
-// its signature's bytes, not the header's text, so the same signature
-// written in upper-case hex (which verifies too) is the same replay.
-func signatureKey(h http.Header) string {
-	raw, _ := hex.DecodeString(strings.TrimPrefix(h.Get("X-Slack-Signature"), "v0="))
-	return string(raw)
-}
+var scheme = channel.HMACScheme{Version: "v0", SignatureHeader: "X-Slack-Signature",
+	TimestampHeader: "X-Slack-Request-Timestamp", Window: signatureWindow}
 
 // callbackHandler serves POST /callbacks/slack for every Slack channel.
 type callbackHandler struct {
@@ -95,11 +71,15 @@ func (h *callbackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var verified []*Channel
 	var why error
+	var sig []byte // the signature's bytes, which the replay cache keys on
+	var at time.Time
 	for _, c := range h.chs {
-		if err := verify(c.cfg.SigningSecret, r.Header, body, c.now()); err != nil {
+		s, t, err := scheme.Verify([]byte(c.cfg.SigningSecret), r.Header, body, c.now())
+		if err != nil {
 			why = err
 			continue
 		}
+		sig, at = s, t
 		verified = append(verified, c)
 	}
 	if len(verified) == 0 {
@@ -110,8 +90,10 @@ func (h *callbackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := verified[0]
-	ts, _ := strconv.ParseInt(r.Header.Get("X-Slack-Request-Timestamp"), 10, 64)
-	replayed := h.replays.Seen(signatureKey(r.Header), time.Unix(ts, 0), c.now())
+	// Keyed on the signature's bytes, not the header's text, so the same
+	// signature written in upper-case hex (which verifies too) is the same
+	// replay.
+	replayed := h.replays.Seen(string(sig), at, c.now())
 	ic, perr := parsePayload(body)
 	if perr == nil {
 		c = pick(verified, ic)

@@ -83,8 +83,9 @@ func FuzzCallback(f *testing.F) {
 		if skew < -300 || skew > 300 {
 			skew %= 300
 		}
-		// Each run signs at its own second, so that no two runs share a
-		// signature (a shared one would be a replay).
+		// Each run pads its body with its own number of spaces (up to
+		// 63), so that runs of one input do not share a signature (a
+		// shared one would be a replay).
 		nth++
 		ts := now.Unix() + skew
 		body = append(body, bytes.Repeat([]byte(" "), int(nth%64))...)

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/policy/policybench"
 )
 
 // pollEvery is how often the design Gatehouse replaces polls for a verdict.
@@ -361,13 +363,7 @@ func measureWaiters(ctx context.Context, fake *fakeSlack, srv *server, n int) wa
 	return res
 }
 
-// percentile is the nearest-rank q-quantile of ds.
+// percentile is the nearest-rank q-quantile of ds (in any order).
 func percentile(ds []time.Duration, q float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := int(float64(len(s))*q+0.999999) - 1
-	return s[min(max(i, 0), len(s)-1)]
+	return policybench.Quantile(slices.Sorted(slices.Values(ds)), q)
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,27 +67,9 @@ func measurePolicyCalls(ctx context.Context, servers []*server, calls []policyCa
 		body := fmt.Appendf(nil, `{"tool_name":%q,"tool_args":%s,"agent_id":"bench-agent","requires_confirmation":false,"idempotency_key":"pol-%s-%d-%d"}`,
 			c.tool, c.args, run, a, n)
 		var h hookResult
-		err := postJSON(ctx, base+"/api/v1/gate", body, &h)
+		_, err := call(ctx, "POST", base+"/api/v1/gate", json.RawMessage(body), &h)
 		return "", err == nil && h.Status == c.want
 	})
-}
-
-// postJSON posts a JSON body with the bench token and decodes the answer.
-func postJSON(ctx context.Context, url string, body []byte, out any) error {
-	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+benchToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, data, err := roundTrip(req, nil)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("POST %s: %d %s", url, resp.StatusCode, bytes.TrimSpace(data))
-	}
-	return json.Unmarshal(data, out)
 }
 
 // evalResult is the policy evaluation's per-call times for one case.
@@ -121,7 +102,7 @@ func measureEvaluation(n int) []evalResult {
 	return out
 }
 
-// hookResultTimes are the wall times of one kind of hook process.
+// hookTimes are the wall times of one kind of hook process.
 type hookTimes struct {
 	name   string
 	took   []time.Duration
