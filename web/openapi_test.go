@@ -41,13 +41,15 @@ func loadSpec(t *testing.T) spec {
 	return s
 }
 
-// allRoutes is a server with every optional route mounted: metrics, and a
-// callback of each channel type (webhook channels under their names).
+// allRoutes is a server with every optional route mounted: metrics, single
+// sign-on, and a callback of each channel type (webhook channels under
+// their names).
 func allRoutes(t *testing.T) *web.Server {
 	t.Helper()
 	db := storetest.SQLite(t)
 	s, err := web.New(web.Options{Service: gate.NewService(gate.Options{Store: db}), Sessions: db, Metrics: http.NotFoundHandler(),
 		Tokens: []config.APIToken{{Name: "agent", Token: "openapi-test-token-0123456789"}},
+		OIDC:   &config.OIDC{Issuer: "https://idp.example.com", ClientID: "gatehouse"}, PublicURL: "https://gatehouse.example.com",
 		Callbacks: map[string]http.Handler{"slack": http.NotFoundHandler(), "feishu": http.NotFoundHandler(),
 			"webhook/ops-relay": http.NotFoundHandler(), "webhook/pager": http.NotFoundHandler()}})
 	if err != nil {

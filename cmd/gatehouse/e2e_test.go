@@ -203,6 +203,19 @@ func awaitWaiters(t *testing.T, n int, bases ...string) {
 	}
 }
 
+// eventually waits up to 15 s for cond (over a fake's records, the
+// servers' answers), failing with "timed out waiting for" the message.
+func eventually(t *testing.T, cond func() bool, format string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for "+format, args...)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // syncBuffer is a bytes.Buffer that a process writes while a test reads.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -323,23 +336,37 @@ func webLogin(t *testing.T, base, user string) *http.Client {
 // webLoginVia is webLogin over a given transport (nil: the default).
 func webLoginVia(t *testing.T, base, user string, transport http.RoundTripper) *http.Client {
 	t.Helper()
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, Transport: transport,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	page := get(t, c, base+"/login")
-	m := csrfField.FindStringSubmatch(page)
-	if m == nil {
-		t.Fatalf("no csrf field on the login page:\n%s", page)
-	}
-	resp, err := c.PostForm(base+"/login", url.Values{"csrf": {m[1]}, "username": {user}, "password": {e2ePassword}, "next": {"/"}})
+	c, err := tryLogin(base, user, transport)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// tryLogin logs in through the form and says whether the server took it.
+func tryLogin(base, user string, transport http.RoundTripper) (*http.Client, error) {
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Transport: transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(base + "/login")
+	if err != nil {
+		return nil, err
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := csrfField.FindSubmatch(page)
+	if m == nil {
+		return nil, fmt.Errorf("no csrf field on the login page:\n%s", page)
+	}
+	resp, err = c.PostForm(base+"/login", url.Values{"csrf": {string(m[1])}, "username": {user}, "password": {e2ePassword}, "next": {"/"}})
+	if err != nil {
+		return nil, err
+	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("login as %s: %d", user, resp.StatusCode)
+		return nil, fmt.Errorf("login as %s: %d", user, resp.StatusCode)
 	}
-	return c
+	return c, nil
 }
 
 func get(t *testing.T, c *http.Client, u string) string {

@@ -57,13 +57,17 @@ func TestFaultSQLiteDiskFull(t *testing.T) {
 	}
 	// An agent waits on a request someone will approve while the disk is full.
 	tapped := ids[10]
-	waited := make(chan gateAnswer, 1)
+	type heard struct {
+		gateAnswer
+		at time.Time
+	}
+	waited := make(chan heard, 1)
 	go func() {
 		a, err := callGate(traffic, srv.URL, "before-10", time.Minute)
 		if err != nil {
 			a.Error = err.Error()
 		}
-		waited <- a
+		waited <- heard{a, time.Now()}
 	}()
 	awaitWaiters(t, 1, srv.URL)
 
@@ -99,7 +103,7 @@ func TestFaultSQLiteDiskFull(t *testing.T) {
 	if st := want[tapped]; st == "pending" {
 		select {
 		case a := <-waited:
-			t.Fatalf("the agent was answered %+v after a refused tap", a)
+			t.Fatalf("the agent was answered %+v after a refused tap", a.gateAnswer)
 		default:
 		}
 	}
@@ -126,7 +130,9 @@ func TestFaultSQLiteDiskFull(t *testing.T) {
 		t.Fatalf("a verdict after space returned: %d", code)
 	}
 	want[fresh.RequestID] = "rejected"
+	var retapped time.Time // when the tap was refused: the approval the agent may hear
 	if want[tapped] == "pending" {
+		retapped = time.Now()
 		if code := webDecide(t, alice, srv.URL, tapped, "approve", "again, with room"); code != http.StatusSeeOther {
 			t.Fatalf("the tap again after space returned: %d", code)
 		}
@@ -135,7 +141,10 @@ func TestFaultSQLiteDiskFull(t *testing.T) {
 	select {
 	case a := <-waited:
 		if a.RequestID != tapped || a.Status != "approved" || !a.Allow {
-			t.Fatalf("the waiting agent got %+v, want the approval of %s", a, tapped)
+			t.Fatalf("the waiting agent got %+v, want the approval of %s", a.gateAnswer, tapped)
+		}
+		if a.at.Before(retapped) {
+			t.Fatalf("the waiting agent heard %+v before the approval that was recorded: the refused tap reached it", a.gateAnswer)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the waiting agent got no verdict")

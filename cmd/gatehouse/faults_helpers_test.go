@@ -24,17 +24,6 @@ import (
 	"time"
 )
 
-// percentile is the p-th percentile (0-100) of ds, nearest rank.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := int(float64(len(s))*p/100+0.999999) - 1
-	return s[min(max(i, 0), len(s)-1)]
-}
-
 // ms renders d in milliseconds with one decimal, for figures.
 func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 1, 64) + "ms" }
 

@@ -84,19 +84,6 @@ func TestChannelsFailingThenRecovering(t *testing.T) {
 		// Requests made at the end of the window met the faults too.
 		t.Logf("all %d requests made %v into the %v window", n, time.Since(start).Round(time.Millisecond), window)
 	}
-	faulted := func() (slack, feishu int) {
-		for _, c := range rg.slack.Calls() {
-			if c.Fault != "" {
-				slack++
-			}
-		}
-		for _, c := range rg.feishu.Calls("") {
-			if c.Fault != "" {
-				feishu++
-			}
-		}
-		return slack, feishu
-	}
 
 	// Every request gets its cards once the platforms are back; backoff
 	// after a minute of failures can reach a minute.
@@ -122,7 +109,7 @@ func TestChannelsFailingThenRecovering(t *testing.T) {
 	if time.Now().Before(at(window)) {
 		recovered = 0
 	}
-	sf, ff := faulted()
+	sf, ff := rg.failedCalls()
 	if sf == 0 || ff == 0 {
 		t.Fatalf("the faults never bit: %d Slack and %d Feishu calls failed", sf, ff)
 	}

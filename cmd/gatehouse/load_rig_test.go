@@ -180,6 +180,22 @@ func (r *rig) slackUpdated() map[string]bool {
 	return out
 }
 
+// failedCalls counts the platform calls each fake answered with an
+// injected fault.
+func (r *rig) failedCalls() (slack, feishu int) {
+	for _, c := range r.slack.Calls() {
+		if c.Fault != "" {
+			slack++
+		}
+	}
+	for _, c := range r.feishu.Calls("") {
+		if c.Fault != "" {
+			feishu++
+		}
+	}
+	return slack, feishu
+}
+
 // A tap is one approver's verdict on one request and what they were told.
 type tap struct {
 	RequestID string
@@ -213,15 +229,7 @@ func (r *rig) tapSlack(base string, c card, user string, approve bool) tap {
 		ActionTS: strconv.FormatInt(tp.At.UnixNano(), 10)}))
 	req, _ := http.NewRequest(http.MethodPost, base+"/callbacks/slack", strings.NewReader(body))
 	req.Header = slacktest.Sign(rigSlackSecret, tp.At, body)
-	resp, err := r.hc.Do(req)
-	if err != nil {
-		tp.Err = err
-		return tp
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	tp.Answer = fmt.Sprintf("%d %.200s", resp.StatusCode, raw)
-	if resp.StatusCode != http.StatusOK {
+	if code, _ := r.deliver(&tp, req); tp.Err == nil && code != http.StatusOK {
 		tp.Err = fmt.Errorf("slack callback: %s", tp.Answer)
 	}
 	return tp
@@ -238,21 +246,31 @@ func (r *rig) tapFeishu(base string, c card, operator string, approve bool) tap 
 	}))
 	req, _ := http.NewRequest(http.MethodPost, base+"/callbacks/feishu", bytes.NewReader(d.Body))
 	req.Header = d.Header
-	resp, err := r.hc.Do(req)
-	if err != nil {
-		tp.Err = err
+	code, raw := r.deliver(&tp, req)
+	if tp.Err != nil {
 		return tp
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	tp.Answer = fmt.Sprintf("%d %.200s", resp.StatusCode, raw)
 	var a feishutest.Reply
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &a) != nil || a.Toast == nil {
+	if code != http.StatusOK || json.Unmarshal(raw, &a) != nil || a.Toast == nil {
 		tp.Err = fmt.Errorf("feishu callback: %s", tp.Answer)
 		return tp
 	}
 	tp.Won = a.Toast.Type == "success"
 	return tp
+}
+
+// deliver sends a tap's callback and keeps its answer in tp (tp.Err when
+// none came), returning the status and raw body.
+func (r *rig) deliver(tp *tap, req *http.Request) (int, []byte) {
+	resp, err := r.hc.Do(req)
+	if err != nil {
+		tp.Err = err
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	tp.Answer = fmt.Sprintf("%d %.200s", resp.StatusCode, raw)
+	return resp.StatusCode, raw
 }
 
 // webApprover is a person signed in to the web page.

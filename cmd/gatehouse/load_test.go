@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -268,17 +267,7 @@ func TestLoad(t *testing.T) {
 			refused++
 		}
 	}
-	slackFailed, feishuFailed := 0, 0
-	for _, c := range rg.slack.Calls() {
-		if c.Fault != "" {
-			slackFailed++
-		}
-	}
-	for _, c := range rg.feishu.Calls("") {
-		if c.Fault != "" {
-			feishuFailed++
-		}
-	}
+	slackFailed, feishuFailed := rg.failedCalls()
 
 	db := "sqlite"
 	if dsn != "" {
@@ -319,13 +308,4 @@ func TestLoad(t *testing.T) {
 	if v.Approved == 0 || v.Rejected == 0 || v.Expired == 0 {
 		t.Fatalf("approved %d, rejected %d, expired %d: the run did not exercise every verdict", v.Approved, v.Rejected, v.Expired)
 	}
-}
-
-// percentile is the p-th percentile (0-100) of ds, sorted in place.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	slices.Sort(ds)
-	return ds[min(len(ds)-1, int(float64(len(ds))*p/100))]
 }

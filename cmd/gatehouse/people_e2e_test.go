@@ -70,18 +70,6 @@ routes:
 		feishuE2EAppID, feishuE2ESecret, feishuE2EVerify, feishuE2EKey, feishuE2EChat, feishuURL)
 }
 
-// awaitCalls waits up to 15 s for cond over the fake's recorded calls.
-func awaitCalls(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // threadReplies are the messages posted in the thread of the message at
 // (channel, ts).
 func threadReplies(f *slacktest.Server, channel, ts string) []slacktest.Call {
@@ -115,7 +103,7 @@ func TestPeopleEndToEnd(t *testing.T) {
 	// The card in #approvals and a direct card to bob; none to alice, who
 	// asked and may not approve.
 	var card slacktest.Call
-	awaitCalls(t, "the channel card and bob's direct card", func() bool {
+	eventually(t, func() bool {
 		n := 0
 		for _, c := range slack.CallsOf("chat.postMessage") {
 			if c.Form.Get("thread_ts") == "" && strings.Contains(c.Form.Get("blocks"), `"approve:`+id+`"`) {
@@ -126,7 +114,7 @@ func TestPeopleEndToEnd(t *testing.T) {
 			}
 		}
 		return n == 2
-	})
+	}, "the channel card and bob's direct card")
 	var opened []string
 	for _, c := range slack.CallsOf("conversations.open") {
 		opened = append(opened, c.Form.Get("users"))
@@ -138,12 +126,12 @@ func TestPeopleEndToEnd(t *testing.T) {
 
 	// Reminders in the card's thread, naming the approvers; the escalation
 	// posts to the CFO's chat and sends carol a direct card.
-	awaitCalls(t, "a reminder in the card's thread", func() bool { return len(threadReplies(slack, slackE2EChannel, card.TS)) > 0 })
+	eventually(t, func() bool { return len(threadReplies(slack, slackE2EChannel, card.TS)) > 0 }, "a reminder in the card's thread")
 	rem := threadReplies(slack, slackE2EChannel, card.TS)[0].Form.Get("text")
 	if strings.Contains(rem, "<@"+slackE2EAlice+">") || !strings.HasPrefix(rem, "<@U0BOB> :alarm_clock: *Still waiting for approval:*") {
 		t.Fatalf("reminder: %q", rem)
 	}
-	awaitCalls(t, "the escalated cards on Feishu", func() bool { return len(feishu.Calls(feishuSend)) >= 2 })
+	eventually(t, func() bool { return len(feishu.Calls(feishuSend)) >= 2 }, "the escalated cards on Feishu")
 	var to []string
 	for _, c := range feishu.Calls(feishuSend) {
 		to = append(to, c.Query+" "+fmt.Sprint(c.JSON["receive_id"]))
@@ -162,8 +150,8 @@ func TestPeopleEndToEnd(t *testing.T) {
 			bobCard = c
 		}
 	}
-	awaitCalls(t, "a reminder in bob's direct message", func() bool { return len(threadReplies(slack, dm, bobCard.TS)) > 0 })
-	awaitCalls(t, "a reminder on Feishu", func() bool {
+	eventually(t, func() bool { return len(threadReplies(slack, dm, bobCard.TS)) > 0 }, "a reminder in bob's direct message")
+	eventually(t, func() bool {
 		for _, c := range feishu.Calls("POST " + feishutest.MessagesPath + "/om_") {
 			var content struct{ Text string }
 			_ = json.Unmarshal([]byte(fmt.Sprint(c.JSON["content"])), &content)
@@ -172,7 +160,7 @@ func TestPeopleEndToEnd(t *testing.T) {
 			}
 		}
 		return false
-	})
+	}, "a reminder on Feishu")
 
 	// alice may not approve her own request, however she tries; each try is
 	// answered kindly and audited.
@@ -180,7 +168,7 @@ func TestPeopleEndToEnd(t *testing.T) {
 	if code, _ := slackCallback(t, srv.URL, body, h); code != 200 {
 		t.Fatalf("alice's Slack tap: %d", code)
 	}
-	awaitCalls(t, "the ephemeral answer", func() bool { return len(slack.CallsOf("chat.postEphemeral")) > 0 })
+	eventually(t, func() bool { return len(slack.CallsOf("chat.postEphemeral")) > 0 }, "the ephemeral answer")
 	if eph := slack.CallsOf("chat.postEphemeral")[0]; !strings.Contains(eph.Form.Get("text"), "You asked for this; someone else must approve") ||
 		eph.Form.Get("user") != slackE2EAlice {
 		t.Fatalf("ephemeral: %+v", eph.Form)
@@ -215,9 +203,9 @@ func TestPeopleEndToEnd(t *testing.T) {
 
 	// Every card, direct and escalated ones too, shows the verdict; the
 	// reminders stay as they were.
-	awaitCalls(t, "the final updates", func() bool {
+	eventually(t, func() bool {
 		return len(slack.CallsOf("chat.update")) == 2 && len(feishu.Calls(feishuPatch)) == 2
-	})
+	}, "the final updates")
 	var updated []string
 	for _, c := range slack.CallsOf("chat.update") {
 		updated = append(updated, c.Form.Get("channel"))
@@ -285,7 +273,7 @@ routes:
 		t.Fatalf("create: %d", code)
 	}
 	var card slacktest.Call
-	replicaEventually(t, func() bool {
+	eventually(t, func() bool {
 		for _, c := range slack.CallsOf("chat.postMessage") {
 			if c.Form.Get("channel") == replicaCh && c.Form.Get("thread_ts") == "" {
 				card = c
@@ -294,7 +282,7 @@ routes:
 		}
 		return false
 	}, "the card")
-	replicaEventually(t, func() bool { return len(threadReplies(slack, replicaCh, card.TS)) >= 3 }, "three reminders")
+	eventually(t, func() bool { return len(threadReplies(slack, replicaCh, card.TS)) >= 3 }, "three reminders")
 	replicaTap(t, srvs[1].URL, r.ID, "approve", "U0ALICE")
 
 	// Once the request's cards have all caught up, nothing is left to post.
@@ -303,7 +291,7 @@ routes:
 		t.Fatal(err)
 	}
 	defer db.Close()
-	replicaEventually(t, func() bool {
+	eventually(t, func() bool {
 		cards, err := db.Cards(context.Background(), r.ID)
 		if err != nil || len(cards) == 0 {
 			return false

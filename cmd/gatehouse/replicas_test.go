@@ -6,7 +6,6 @@ package main
 // GATEHOUSE_TEST_POSTGRES.
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -183,7 +182,7 @@ func TestReplicasOnOnePostgres(t *testing.T) {
 		}
 		// The card is posted once, by whichever replica claims it.
 		for _, id := range reqIDs {
-			replicaEventually(t, func() bool { p, _ := replicaCounts(slack, id); return p >= 1 }, "card of %s posted", id)
+			eventually(t, func() bool { p, _ := replicaCounts(slack, id); return p >= 1 }, "card of %s posted", id)
 		}
 		web := webLogin(t, srvs[1].URL, "alice")
 		tapped := make([]time.Time, n)
@@ -256,7 +255,7 @@ func TestReplicasOnOnePostgres(t *testing.T) {
 		}
 		waits.Wait()
 		for _, id := range reqIDs {
-			replicaEventually(t, func() bool {
+			eventually(t, func() bool {
 				var r apiRequest
 				api(t, "GET", srvs[0].URL+"/api/v1/approvals/"+id, nil, &r)
 				return r.Status == "expired"
@@ -269,7 +268,7 @@ func TestReplicasOnOnePostgres(t *testing.T) {
 	// one transaction: once a request's trail has it, no card work on it
 	// is left anywhere, and its counts are final.
 	for _, id := range ids {
-		replicaEventually(t, func() bool {
+		eventually(t, func() bool {
 			_, types := replicaFinalEvents(t, srvs[2].URL, id)
 			for _, ty := range types {
 				if ty == "card_updated" {
@@ -286,19 +285,6 @@ func TestReplicasOnOnePostgres(t *testing.T) {
 		}
 		if n, types := replicaFinalEvents(t, srvs[2].URL, id); n != 1 {
 			t.Errorf("request %s: %d final transitions in its trail %v, want exactly 1", id, n, types)
-		}
-	}
-}
-
-func replicaEventually(t *testing.T, cond func() bool, format string, args ...any) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for "+format, args...)
-		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }

@@ -136,7 +136,6 @@ type slackEvent struct {
 	Channel string `json:"channel"`
 	Actor   string `json:"actor"`
 	Detail  string `json:"detail"`
-	Seq     int64  `json:"seq"`
 }
 
 func slackEvents(t *testing.T, base, id string) []slackEvent {

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 )
 
@@ -58,16 +57,25 @@ func runHook(t *testing.T, base, payload string) (string, string, int) {
 // postHook POSTs a payload to the http hook with the agent's token.
 func postHook(t *testing.T, base, payload, token string) (int, string) {
 	t.Helper()
+	code, body, err := tryPostHook(base, payload, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, body
+}
+
+// tryPostHook is postHook for a goroutine: an error when no answer came.
+func tryPostHook(base, payload, token string) (int, string, error) {
 	req, _ := http.NewRequest(http.MethodPost, base+"/hooks/claude-code?wait=590s", strings.NewReader(payload))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, string(b), nil
 }
 
 func TestWhatRanE2E(t *testing.T) {
@@ -116,16 +124,8 @@ func TestWhatRanE2E(t *testing.T) {
 	// A failure, through the http hook.
 	second := make(chan int, 1)
 	go func() {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/hooks/claude-code?wait=590s",
-			strings.NewReader(whatRanPayload("PreToolUse", "toolu_RAN2", "make deploy", "")))
-		req.Header.Set("Authorization", "Bearer "+e2eToken)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			second <- 0
-			return
-		}
-		resp.Body.Close()
-		second <- resp.StatusCode
+		code, _, _ := tryPostHook(srv.URL, whatRanPayload("PreToolUse", "toolu_RAN2", "make deploy", ""), e2eToken)
+		second <- code
 	}()
 	pending := waitPending(t, srv.URL)
 	if code := webDecide(t, alice, srv.URL, pending.ID, "approve", ""); code != http.StatusSeeOther {
@@ -170,17 +170,11 @@ func TestWhatRanE2E(t *testing.T) {
 	// (it is the agent's own), the server's log line of the deny does not.
 	third := make(chan string, 1)
 	go func() {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/hooks/claude-code?wait=590s",
-			strings.NewReader(whatRanPayload("PreToolUse", "toolu_RAN3", "make release", "")))
-		req.Header.Set("Authorization", "Bearer "+e2eToken)
-		resp, err := http.DefaultClient.Do(req)
+		_, body, err := tryPostHook(srv.URL, whatRanPayload("PreToolUse", "toolu_RAN3", "make release", ""), e2eToken)
 		if err != nil {
-			third <- err.Error()
-			return
+			body = err.Error()
 		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		third <- string(b)
+		third <- body
 	}()
 	rejected := waitPending(t, srv.URL)
 	if code := webDecide(t, alice, srv.URL, rejected.ID, "reject", "never paste "+whatRanKey); code != http.StatusSeeOther {
@@ -200,18 +194,7 @@ func TestWhatRanE2E(t *testing.T) {
 	if log := srv.Log(); strings.Contains(log, whatRanKey) || !strings.Contains(log, "never paste [redacted]") {
 		t.Errorf("the server's log is not redacted:\n%s", log)
 	}
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		sealed := true
-		for _, e := range slackEvents(t, srv.URL, first.ID) {
-			sealed = sealed && e.Seq > 0
-		}
-		if sealed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the outcome was not sealed into the chain")
-		}
-	}
+	awaitSealed(t, srv.URL, first.ID)
 	if code, out := verifyCmd(t, cfg); code != 0 {
 		t.Errorf("audit verify: %d\n%s", code, out)
 	}
