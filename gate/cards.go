@@ -3,7 +3,10 @@ package gate
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
 // kickWork asks the card worker to look for due work now rather than at its
@@ -134,11 +137,11 @@ func (s *Service) workCard(ctx context.Context, c Card) {
 		return
 	case c.Have == "":
 		var ref string
-		ref, err = s.post(ctx, ch, c, r)
+		ref, err = s.guarded(c, op, func() (string, error) { return s.post(ctx, ch, c, r) })
 		res.Have, res.Ref = CardPosted, ref
 	case r.Status.Final():
 		op = "update"
-		err = ch.Update(ctx, r, c.Ref)
+		_, err = s.guarded(c, op, func() (string, error) { return "", ch.Update(ctx, r, c.Ref) })
 		res.Have = string(r.Status)
 	default:
 		// Posted and still pending: nothing due (a stale claim).
@@ -173,6 +176,24 @@ func (s *Service) workCard(ctx context.Context, c Card) {
 		s.log.Warn(what+" "+op+" failed; will retry", "request_id", r.ID, "channel", c.Channel, "attempt", c.Attempts, "err", err)
 	}
 	res.Event = &Event{RequestID: r.ID, Type: typ, Channel: c.Channel, Detail: fmt.Sprintf("%s: attempt %d: %v", what, c.Attempts, err)}
+}
+
+// guarded makes a channel's call, turning a panic in it (a platform's SDK
+// meeting an answer it did not expect) into that attempt's error. The card
+// is then retried and in the end abandoned like any failed post, and the
+// request goes on to its verdict or its expiry. Left alone, the panic would
+// take the server down with every agent waiting on it, and do so again on
+// every replica that claimed the card after the restart.
+func (s *Service) guarded(c Card, op string, call func() (string, error)) (ref string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			msg, _ := text.CutBytes(text.Clean(fmt.Sprint(p)), 200)
+			s.log.Error("a channel panicked", "channel", c.Channel, "op", op, "request_id", c.RequestID,
+				"panic", msg, "stack", string(debug.Stack()))
+			ref, err = "", fmt.Errorf("channel %s failed unexpectedly (panic: %s)", c.Channel, msg)
+		}
+	}()
+	return call()
 }
 
 // post sends a card of any kind for the first time: the channel card, a

@@ -3,6 +3,7 @@ package gate_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,6 +93,57 @@ func TestCardRetriesThenAbandons(t *testing.T) {
 				t.Fatalf("dead card not marked abandoned with its error: %+v", c)
 			}
 		}
+	})
+}
+
+// A channel whose SDK panics fails its card, not the server: the post is
+// retried and abandoned like any failed one, the request is still decided
+// and its waiter answered, and the other channels' cards go out. Without the
+// guard the panic ends the test binary.
+func TestAChannelThatPanicsFailsItsCardNotTheServer(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		good, bad := newFake("good"), newFake("bad")
+		bad.panics = true
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{good, bad},
+			routes: []gate.Route{{Name: "both", Channels: []string{"good", "bad"}}},
+			tweak:  func(o *gate.Options) { o.CardAttempts = 2 }})
+		r := submit(t, svc, gate.Submission{Timeout: time.Hour})
+		good.await(t, "post "+r.ID)
+		eventually(t, "the panicking channel's card abandoned", func() bool {
+			return countEvents(events(t, svc, r.ID), gate.EventPostAbandoned) == 1
+		})
+		for _, e := range events(t, svc, r.ID) {
+			if e.Type == gate.EventPostAbandoned && !strings.Contains(e.Detail, "panic: sdk: index out of range") {
+				t.Fatalf("the abandonment does not say what happened: %q", e.Detail)
+			}
+		}
+		got := svc.waitAsync(t, r.ID, time.Minute)
+		if _, err := svc.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: false, Actor: "good:a", Via: "good"}); err != nil {
+			t.Fatal(err)
+		}
+		if a := answered(t, got, 10*time.Second, "the waiter"); a.Status != gate.StatusRejected {
+			t.Fatalf("answered %s, want rejected", a.Status)
+		}
+		good.await(t, "update "+r.ID+" rejected")
+
+		// An update that panics fails the same way.
+		bad.mu.Lock()
+		bad.panics = false
+		bad.mu.Unlock()
+		r2 := submit(t, svc, gate.Submission{Timeout: time.Hour})
+		bad.await(t, "post "+r2.ID)
+		good.await(t, "post "+r2.ID)
+		cardsSettle(t, svc, r2.ID, gate.CardPosted)
+		bad.mu.Lock()
+		bad.panics = true
+		bad.mu.Unlock()
+		if _, err := svc.Decide(context.Background(), gate.Decision{RequestID: r2.ID, Approve: true, Actor: "good:a", Via: "good"}); err != nil {
+			t.Fatal(err)
+		}
+		good.await(t, "update "+r2.ID+" approved")
+		eventually(t, "the panicking update abandoned", func() bool {
+			return countEvents(events(t, svc, r2.ID), gate.EventUpdateAbandoned) == 1
+		})
 	})
 }
 

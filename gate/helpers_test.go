@@ -53,6 +53,7 @@ type fakeChannel struct {
 	updates   map[string]string // request id → status shown
 	failPosts int
 	failAll   bool
+	panics    bool // every Post and Update panics, as an SDK might
 	hold      chan struct{}
 	attempts  []int       // gate.CardAttempt of each Post, in order
 	calls     chan string // "post <id>", "posting <id>", "update <id> <status>"
@@ -76,6 +77,9 @@ func (f *fakeChannel) Post(ctx context.Context, r *gate.Request) (string, error)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.attempts = append(f.attempts, gate.CardAttempt(ctx))
+	if f.panics {
+		panic("sdk: index out of range [0] with length 0")
+	}
 	if f.failAll || f.failPosts > 0 {
 		f.failPosts--
 		f.calls <- "failed " + r.ID
@@ -89,6 +93,9 @@ func (f *fakeChannel) Post(ctx context.Context, r *gate.Request) (string, error)
 func (f *fakeChannel) Update(_ context.Context, r *gate.Request, ref string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.panics {
+		panic("sdk: index out of range [0] with length 0")
+	}
 	if ref != "msg-"+r.ID {
 		return errors.New("update with a reference that was never posted: " + ref)
 	}
