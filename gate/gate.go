@@ -26,6 +26,10 @@ type Store interface {
 	Transition(ctx context.Context, t Transition) (Outcome, error)
 	// AddEvent appends one event to a request's audit trail.
 	AddEvent(ctx context.Context, e Event) error
+	// AddOutcome appends e, a tool_ran or tool_failed event, unless the
+	// request's trail holds one of those already; checked and written under
+	// the request's row lock, so of two reports at once one is added.
+	AddOutcome(ctx context.Context, e Event) (added bool, err error)
 	// Events returns a request's audit trail, oldest first.
 	Events(ctx context.Context, requestID string) ([]Event, error)
 	// Overdue returns ids of pending requests whose deadline has passed.

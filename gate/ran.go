@@ -50,23 +50,17 @@ func (s *Service) Ran(ctx context.Context, c Caller, id string, failed bool, det
 	if r.Caller != c.Name || !r.Allowed() {
 		return false, nil
 	}
-	evs, err := s.store.Events(ctx, id)
-	if err != nil {
-		return false, err
-	}
-	for _, e := range evs {
-		if e.Type == EventToolRan || e.Type == EventToolFailed {
-			return false, nil
-		}
-	}
 	e := Event{RequestID: id, At: s.stamp(), Type: EventToolRan, Actor: actorOf(r), Channel: "hook",
 		Detail: text.EllipsisBytes(text.Clean(detail), MaxOutcome)}
 	if failed {
 		e.Type = EventToolFailed
 	}
-	if err := s.store.AddEvent(ctx, e); err != nil {
+	added, err := s.store.AddOutcome(ctx, e)
+	if err != nil {
 		return false, fmt.Errorf("gate: record what ran: %w", err)
 	}
-	s.log.Info("tool outcome recorded", "request_id", id, "type", e.Type)
-	return true, nil
+	if added {
+		s.log.Info("tool outcome recorded", "request_id", id, "type", e.Type)
+	}
+	return added, nil
 }

@@ -2,7 +2,10 @@ package gate_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"unicode/utf8"
 
@@ -61,6 +64,53 @@ func TestRan(t *testing.T) {
 		}
 		if _, err := h.Ran(ctx, a, "01JNOSUCHREQUEST0000000000", false, "x"); gate.ErrorCode(err) != gate.ENOTFOUND {
 			t.Errorf("unknown request: %v", err)
+		}
+	})
+}
+
+// Of reports that arrive at once (a client retrying, or two hooks on one
+// call), exactly one is recorded: the check for an earlier one and the
+// write are one step under the request's row lock.
+func TestRanAtOnceRecordsOne(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		h := newService(t, db, svcOpts{})
+		a := gate.Caller{Name: "agent-a"}
+		for range 5 {
+			r := submit(t, h, gate.Submission{Caller: "agent-a"})
+			if _, err := h.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "web:alice", Via: "fake"}); err != nil {
+				t.Fatal(err)
+			}
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			var recorded atomic.Int32
+			for i := range 8 {
+				wg.Go(func() {
+					<-start
+					ok, err := h.Ran(ctx, a, r.ID, i%2 == 1, fmt.Sprintf("report %d", i))
+					if err != nil {
+						t.Errorf("report %d: %v", i, err)
+					}
+					if ok {
+						recorded.Add(1)
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			evs, err := h.Events(ctx, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, e := range evs {
+				if e.Type == gate.EventToolRan || e.Type == gate.EventToolFailed {
+					n++
+				}
+			}
+			if n != 1 || recorded.Load() != 1 {
+				t.Fatalf("%d outcomes in the trail, %d reports told recorded; want 1 and 1", n, recorded.Load())
+			}
 		}
 	})
 }

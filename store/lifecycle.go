@@ -62,8 +62,10 @@ const (
 	// reference; without one, the channel's own card) as showing the verdict.
 	qInlineCard = `UPDATE cards SET have = want WHERE request_id = $1 AND channel = $2 AND have <> '' AND kind <> 'reminder'
 		AND (ref = $3 OR ($3 = '' AND kind = 'card'))`
-	qInsertVote  = `INSERT INTO votes (request_id, actor, via, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`
-	qCountVotes  = `SELECT COUNT(*) FROM votes WHERE request_id = $1`
+	qInsertVote    = `INSERT INTO votes (request_id, actor, via, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`
+	qCountVotes    = `SELECT COUNT(*) FROM votes WHERE request_id = $1`
+	qCountOutcomes = `SELECT COUNT(*) FROM events WHERE request_id = $1 AND type IN ('` +
+		gate.EventToolRan + `', '` + gate.EventToolFailed + `')`
 	qNotify      = `SELECT pg_notify($1, $2)`
 	qInsertGrant = `INSERT INTO grants (id, route, caller, tool, args_hash, given_by, given_via, request_id, created_at, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
@@ -100,7 +102,7 @@ const (
 // lifecycleStatements lists the statements each driver prepares.
 func lifecycleStatements(driver string) []string {
 	common := []string{qGetRequest, qInsertRequest, qInsertCard, qInsertEvent, qDecide, qExpire, qFinalCards,
-		qInlineCard, qInsertVote, qCountVotes, qFinishCard, qInsertGrant, qRevokeGrant, qCountCall, qDropWindows}
+		qInlineCard, qInsertVote, qCountVotes, qCountOutcomes, qFinishCard, qInsertGrant, qRevokeGrant, qCountCall, qDropWindows}
 	if driver == Postgres {
 		return append(common, qLockPostgres, qClaimPostgres, qNotify)
 	}
@@ -476,6 +478,28 @@ func (w *wtx) vote(t gate.Transition, at time.Time, quorum int, out *gate.Outcom
 // AddEvent appends to the audit trail.
 func (s *DB) AddEvent(ctx context.Context, e gate.Event) error {
 	return wrap("add event", s.write(ctx, func(t *wtx) error { return t.addEvents(e.RequestID, []gate.Event{e}) }))
+}
+
+// AddOutcome appends what became of a call unless its trail holds an
+// outcome already, under the request's row lock: see gate.Store.
+func (s *DB) AddOutcome(ctx context.Context, e gate.Event) (added bool, err error) {
+	err = s.write(ctx, func(t *wtx) error {
+		added = false
+		r, err := t.lockRequest(s.driver, e.RequestID)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return gate.Errorf(gate.ENOTFOUND, "no request %q", e.RequestID)
+		}
+		var n int
+		if err := t.tx.StmtContext(t.ctx, t.p.w[qCountOutcomes]).QueryRowContext(t.ctx, e.RequestID).Scan(&n); err != nil || n > 0 {
+			return err
+		}
+		added = true
+		return t.addEvents(e.RequestID, []gate.Event{e})
+	})
+	return added, wrap("add outcome", err)
 }
 
 // ClaimCards leases due card work.
