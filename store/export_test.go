@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // For the external tests.
 
@@ -40,4 +43,12 @@ func UseSQLiteDriver(name string) (restore func()) {
 	old := sqliteDriver
 	sqliteDriver = name
 	return func() { sqliteDriver = old }
+}
+
+// SetOpTimeout changes the bound on one database operation until restore
+// is called.
+func SetOpTimeout(d time.Duration) (restore func()) {
+	old := opTimeout
+	opTimeout = d
+	return func() { opTimeout = old }
 }

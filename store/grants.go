@@ -25,6 +25,8 @@ func scanGrant(rows *sql.Rows) (gate.Grant, error) {
 
 // FindGrant returns an active grant covering a call, or nil.
 func (s *DB) FindGrant(ctx context.Context, route, caller, tool, argsHash string, now time.Time) (*gate.Grant, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	rows, err := s.prep.findGrant.QueryContext(ctx, caller, route, tool, argsHash, utc(now))
 	if err != nil {
 		return nil, wrap("find grant", err)

@@ -222,6 +222,8 @@ func (t *wtx) addEvents(requestID string, events []gate.Event) error {
 // its own. The connection always goes back with no transaction open: an
 // error or a panic in fn rolls back.
 func (s *DB) write(ctx context.Context, fn func(t *wtx) error) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	if s.group != nil {
 		return s.group.write(ctx, fn)
 	}
@@ -315,6 +317,8 @@ func (s *DB) Create(ctx context.Context, r *gate.Request, events []gate.Event) (
 // reads on the read pool: the row it looks for is committed (Create reads
 // it after its insert found the key taken).
 func (s *DB) ByKey(ctx context.Context, caller, key string) (*gate.Request, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	rows, err := s.prep.readByKey.QueryContext(ctx, caller, key)
 	if err != nil {
 		return nil, wrap("read request by idempotency key", err)
@@ -331,6 +335,8 @@ func (s *DB) ByKey(ctx context.Context, caller, key string) (*gate.Request, erro
 
 // Get returns one request.
 func (s *DB) Get(ctx context.Context, id string) (*gate.Request, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	rows, err := s.prep.read.QueryContext(ctx, id)
 	if err != nil {
 		return nil, wrap("get request", err)

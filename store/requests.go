@@ -156,6 +156,8 @@ func parseList(s string) []string {
 // List returns requests newest first (ids are ULIDs, so id order is time
 // order) with keyset pagination.
 func (s *DB) List(ctx context.Context, f gate.Filter) ([]*gate.Request, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 50
@@ -250,6 +252,8 @@ func globToLike(g string) string { return globToLiker.Replace(escapeLike(g)) }
 
 // Events returns a request's audit trail in order.
 func (s *DB) Events(ctx context.Context, requestID string) ([]gate.Event, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	var rows []eventRow
 	if err := s.rdb.WithContext(ctx).Where("request_id = ?", requestID).Order("id").Find(&rows).Error; err != nil {
 		return nil, wrap("list events", err)

@@ -29,6 +29,15 @@ const (
 	Postgres = "postgres"
 )
 
+// opTimeout bounds each write transaction and each read a gate call makes
+// (a request by id or key, a grant, a list, a trail): a database that stops answering (packets to PostgreSQL dropped,
+// where its port neither closes nor refuses) fails the gate call that needs
+// it within this time, and the gate answers deny, rather than holding the
+// call for as long as TCP retries, a quarter of an hour. It is above
+// SQLite's 10 s busy timeout, so a write waiting for another process's
+// lock keeps that chance. Tests change it.
+var opTimeout = 30 * time.Second
+
 // sqliteDriver is the database/sql driver SQLite is opened with (tests
 // wrap it to count what reaches it).
 var sqliteDriver = "sqlite3"

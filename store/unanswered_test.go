@@ -1,0 +1,153 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/storetest"
+)
+
+// silentProxy forwards TCP to a server until silence, from which it
+// forwards nothing more and answers nothing, holding every connection
+// open: a network that drops packets, as a failed switch or a security
+// group change does, where the server's port is neither closed nor
+// refusing.
+type silentProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	quiet  bool
+	conns  []net.Conn
+}
+
+func newSilentProxy(t *testing.T, target string) *silentProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &silentProxy{ln: ln, target: target}
+	go p.serve()
+	return p
+}
+
+func (p *silentProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c)
+		quiet := p.quiet
+		p.mu.Unlock()
+		if quiet {
+			continue // accepted, never answered
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, s)
+		p.mu.Unlock()
+		go p.pipe(c, s)
+		go p.pipe(s, c)
+	}
+}
+
+// pipe copies until silence, then swallows what comes.
+func (p *silentProxy) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		p.mu.Lock()
+		quiet := p.quiet
+		p.mu.Unlock()
+		if n > 0 && !quiet {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *silentProxy) silence() {
+	p.mu.Lock()
+	p.quiet = true
+	p.mu.Unlock()
+}
+
+func (p *silentProxy) close() {
+	p.ln.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+}
+
+// A PostgreSQL that stops answering fails the writes and reads a gate call
+// needs within the store's bound, so the gate answers deny at once rather
+// than holding the agent (and a goroutine) for as long as TCP retries.
+func TestPostgresThatStopsAnsweringFailsInTime(t *testing.T) {
+	dsn := storetest.PostgresDSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" {
+		t.Skipf("%s is not a URL with a host: %v", storetest.EnvPostgres, err)
+	}
+	defer store.SetOpTimeout(2 * time.Second)()
+	proxy := newSilentProxy(t, u.Host)
+	u.Host = proxy.ln.Addr().String()
+	db := storetest.Open(t, store.Postgres, u.String())
+	t.Cleanup(proxy.close) // runs before the store's Close, which would wait on a silent peer
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	req := func(id string) *gate.Request {
+		return &gate.Request{ID: id, Status: gate.StatusPending, ToolName: "deploy", ToolArgs: []byte(`{}`), Metadata: []byte(`{}`),
+			Route: "default", Quorum: 1, OnTimeout: gate.VerdictDeny, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	}
+	if _, _, err := db.Create(ctx, req("01JBEFORE"), nil); err != nil {
+		t.Fatal(err)
+	}
+	proxy.silence()
+	for _, op := range []struct {
+		name string
+		do   func() error
+	}{
+		{"create", func() error { _, _, err := db.Create(ctx, req("01JAFTER"), nil); return err }},
+		{"decide", func() error {
+			_, err := db.Transition(ctx, gate.Transition{ID: "01JBEFORE", To: gate.StatusApproved, At: now, By: "web:a", Via: "web"})
+			return err
+		}},
+		{"get", func() error { _, err := db.Get(ctx, "01JBEFORE"); return err }},
+		{"list", func() error { _, _, err := db.List(ctx, gate.Filter{Limit: 10}); return err }},
+	} {
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { done <- op.do() }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatalf("%s: succeeded against a silent database", op.name)
+			}
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Logf("%s: %v", op.name, err)
+			}
+			t.Logf("%s failed after %v", op.name, time.Since(start).Round(time.Millisecond))
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: no answer 20 s after the database fell silent (the bound is 2 s)", op.name)
+		}
+	}
+}
