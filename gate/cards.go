@@ -213,7 +213,11 @@ func (s *Service) post(ctx context.Context, ch Channel, c Card, r *Request) (str
 		if !ok {
 			return "", fmt.Errorf("channel %s cannot reply in a card's thread", c.Channel)
 		}
-		return rp.Remind(ctx, r, c.Target, c.Step, s.people.Load().mentions(r))
+		voters, err := s.store.Voters(ctx, r.ID)
+		if err != nil {
+			return "", err
+		}
+		return rp.Remind(ctx, r, c.Target, c.Step, s.people.Load().mentions(r, voters))
 	}
 	return ch.Post(ctx, r)
 }

@@ -26,6 +26,8 @@ type Store interface {
 	Transition(ctx context.Context, t Transition) (Outcome, error)
 	// AddEvent appends one event to a request's audit trail.
 	AddEvent(ctx context.Context, e Event) error
+	// Voters returns who approved a request so far, toward its quorum.
+	Voters(ctx context.Context, id string) ([]string, error)
 	// AddOutcome appends e, a tool_ran or tool_failed event, unless the
 	// request's trail holds one of those already; checked and written under
 	// the request's row lock, so of two reports at once one is added.

@@ -155,13 +155,30 @@ func (p *People) asked(r *Request) [][]string {
 	return out
 }
 
-// mentions are the exact identities a reminder names: everyone asked.
-func (p *People) mentions(r *Request) []string {
+// mentions are the exact identities a reminder names: everyone asked who
+// has not approved yet.
+func (p *People) mentions(r *Request, voters []string) []string {
 	var out []string
 	for _, ids := range p.asked(r) {
-		out = append(out, ids...)
+		if !slices.ContainsFunc(ids, func(id string) bool { return p.votedAs(id, voters) }) {
+			out = append(out, ids...)
+		}
 	}
 	return out
+}
+
+// votedAs says an approvers entry (a person, or an identity) has approved:
+// a voter is a person's key when the people know who tapped, else the
+// identity that tapped.
+func (p *People) votedAs(entry string, voters []string) bool {
+	if slices.Contains(voters, entry) {
+		return true
+	}
+	name, isPerson := strings.CutPrefix(entry, PersonPrefix)
+	if !isPerson && p != nil {
+		name, isPerson = p.byIdentity[entry]
+	}
+	return isPerson && slices.Contains(voters, PersonPrefix+name)
 }
 
 // MightDecide is MayDecide for a channel that does not know the people:

@@ -20,11 +20,13 @@ import (
 // escalated card is updated to the final state with the others.
 
 // StepState is what Advance shows the gate of a request whose step is due:
-// the row as the transaction holds it, its steps so far and its cards.
+// the row as the transaction holds it, its steps so far, its cards and who
+// approved it so far toward its quorum.
 type StepState struct {
 	Request *Request
 	Steps   []Step
 	Cards   []Card
+	Voters  []string
 }
 
 // StepWork is what a due step does; Store.Advance writes it in the
@@ -170,7 +172,20 @@ func (s *Service) remind(w *StepWork, st StepState, n int) {
 	r := st.Request
 	who := "its approvers"
 	if len(r.Approvers) > 0 {
-		who = strings.Join(r.Approvers, ", ")
+		people := s.people.Load()
+		var left []string
+		for _, a := range r.Approvers {
+			if !people.votedAs(a, st.Voters) {
+				left = append(left, a)
+			}
+		}
+		who = strings.Join(left, ", ")
+		if len(left) == 0 {
+			who = "no one (every approver listed has approved)"
+		}
+		if len(st.Voters) > 0 {
+			who += fmt.Sprintf(" (%d of %d approvals so far, by %s)", len(st.Voters), r.Quorum, strings.Join(st.Voters, ", "))
+		}
 	} else if len(r.Channels) > 0 {
 		who = "whoever sees its cards in " + strings.Join(r.Channels, ", ")
 	}

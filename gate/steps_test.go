@@ -115,6 +115,43 @@ func TestRemindersInTheCardsThread(t *testing.T) {
 	})
 }
 
+// A reminder names only the approvers who have not approved yet: on a
+// quorum of two, bob's approval takes him off the next reminder, by his
+// person and by the identity he tapped with, and the trail says who
+// approved so far.
+func TestRemindersSkipWhoApproved(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clk, ch := newClock(), newThreadFake("chat")
+		svc := stepService(t, db, clk, []gate.Channel{ch}, gate.Route{Name: "pay", Channels: []string{"chat"}, Quorum: 2,
+			Approvers: []string{"person:bob", "slack:T1/UX", "person:alice"}, Timeout: time.Hour, Plan: gate.Plan{Remind: 10 * time.Minute}})
+		r := submit(t, svc, gate.Submission{})
+		card := cardsOf(t, svc, r.ID, gate.CardChannel, gate.CardPosted, 1)[0]
+		clk.Add(10 * time.Minute)
+		ch.await(t, "remind "+r.ID+" "+card.Ref+" slack:T1/UBOB,slack:T1/UX,slack:T1/UALICE,feishu:union:on_alice,web:alice")
+		cardsOf(t, svc, r.ID, gate.CardReminder, gate.CardPosted, 1)
+		out, err := svc.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UBOB", Via: "chat"})
+		if err != nil || out.Status != gate.StatusPending {
+			t.Fatalf("bob's approval: %v, %v", out, err)
+		}
+		clk.Add(10 * time.Minute)
+		ch.await(t, "remind "+r.ID+" "+card.Ref+" slack:T1/UX,slack:T1/UALICE,feishu:union:on_alice,web:alice")
+		cardsOf(t, svc, r.ID, gate.CardReminder, gate.CardPosted, 2)
+		var details []string
+		for _, e := range events(t, svc, r.ID) {
+			if e.Type == gate.EventReminded {
+				details = append(details, e.Detail)
+			}
+		}
+		want := []string{
+			"reminder 1: still pending; person:bob, slack:T1/UX, person:alice reminded in the thread of 1 card(s)",
+			"reminder 2: still pending; slack:T1/UX, person:alice (1 of 2 approvals so far, by person:bob) reminded in the thread of 1 card(s)",
+		}
+		if !slices.Equal(details, want) {
+			t.Fatalf("reminded events:\n%q\nwant\n%q", details, want)
+		}
+	})
+}
+
 // An escalation posts the card to more channels and lets more people
 // decide, durably; the new card is updated to the final state too.
 func TestEscalation(t *testing.T) {

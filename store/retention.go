@@ -89,20 +89,7 @@ func inList(ids []string) (string, []any) {
 }
 
 func (c *chainTx) strings(q string, args ...any) ([]string, error) {
-	rows, err := c.tx.QueryContext(c.ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return queryStrings(c.ctx, c.tx, q, args...)
 }
 
 func (c *chainTx) int64s(q string, args ...any) ([]int64, error) {

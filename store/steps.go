@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"time"
 
@@ -15,6 +16,7 @@ const (
 		ORDER BY next_step_at LIMIT $2`
 	qSteps      = `SELECT step, kind, due_at, at FROM steps WHERE request_id = $1 ORDER BY step`
 	qCardsOf    = `SELECT ` + cardColumns + ` FROM cards WHERE request_id = $1 ORDER BY id`
+	qVoters     = `SELECT actor FROM votes WHERE request_id = $1 ORDER BY at, actor`
 	qInsertStep = `INSERT INTO steps (request_id, step, kind, due_at, at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`
 	qWiden      = `UPDATE requests SET approvers = $1, channels = $2 WHERE id = $3`
 	qNextStep   = `UPDATE requests SET next_step_at = $1 WHERE id = $2`
@@ -54,6 +56,9 @@ func (s *DB) Advance(ctx context.Context, id string, now time.Time, plan func(ga
 			return err
 		}
 		if st.Cards, err = t.cards(id); err != nil {
+			return err
+		}
+		if st.Voters, err = voters(t.ctx, t.tx, id); err != nil {
 			return err
 		}
 		w := plan(st)
@@ -122,6 +127,46 @@ func (t *wtx) steps(id string) ([]gate.Step, error) {
 		out = append(out, st)
 	}
 	return out, rows.Err()
+}
+
+// querier is a transaction or a pool.
+type querier interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}
+
+// queryStrings runs a query of one text column and returns its values.
+func queryStrings(ctx context.Context, db querier, q string, args ...any) ([]string, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// voters are who approved a request so far, toward its quorum.
+func voters(ctx context.Context, db querier, id string) ([]string, error) {
+	return queryStrings(ctx, db, qVoters, id)
+}
+
+// Voters returns who approved a request so far, toward its quorum.
+func (s *DB) Voters(ctx context.Context, id string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	rsql, err := s.rdb.DB()
+	if err != nil {
+		return nil, err
+	}
+	out, err := voters(ctx, rsql, id)
+	return out, wrap("list voters", err)
 }
 
 func (t *wtx) cards(id string) ([]gate.Card, error) {
