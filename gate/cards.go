@@ -213,11 +213,11 @@ func (s *Service) post(ctx context.Context, ch Channel, c Card, r *Request) (str
 		if !ok {
 			return "", fmt.Errorf("channel %s cannot reply in a card's thread", c.Channel)
 		}
-		voters, err := s.store.Voters(ctx, r.ID)
+		votes, err := s.store.Votes(ctx, r.ID)
 		if err != nil {
 			return "", err
 		}
-		return rp.Remind(ctx, r, c.Target, c.Step, s.people.Load().mentions(r, voters))
+		return rp.Remind(ctx, r, c.Target, c.Step, s.people.Load().mentions(r, votes))
 	}
 	return ch.Post(ctx, r)
 }

@@ -26,8 +26,8 @@ type Store interface {
 	Transition(ctx context.Context, t Transition) (Outcome, error)
 	// AddEvent appends one event to a request's audit trail.
 	AddEvent(ctx context.Context, e Event) error
-	// Voters returns who approved a request so far, toward its quorum.
-	Voters(ctx context.Context, id string) ([]string, error)
+	// Votes returns a request's approvals so far, toward its quorum.
+	Votes(ctx context.Context, id string) (Votes, error)
 	// AddOutcome appends e, a tool_ran or tool_failed event, unless the
 	// request's trail holds one of those already; checked and written under
 	// the request's row lock, so of two reports at once one is added.
@@ -128,6 +128,14 @@ type Transition struct {
 	// from the row it approves, in the approval's transaction: a grant
 	// exists exactly when the approval that gave it does.
 	Grant func(r *Request) (*Grant, Event)
+}
+
+// Votes are a request's approvals so far toward its quorum: who each one
+// counts for (a person's key, a Feishu union_id, or the identity that
+// tapped), and every identity that tapped one.
+type Votes struct {
+	Voters  []string
+	Tappers []string
 }
 
 // Vote is one approval toward a quorum.

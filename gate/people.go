@@ -157,10 +157,10 @@ func (p *People) asked(r *Request) [][]string {
 
 // mentions are the exact identities a reminder names: everyone asked who
 // has not approved yet.
-func (p *People) mentions(r *Request, voters []string) []string {
+func (p *People) mentions(r *Request, v Votes) []string {
 	var out []string
 	for _, ids := range p.asked(r) {
-		if !slices.ContainsFunc(ids, func(id string) bool { return p.votedAs(id, voters) }) {
+		if !slices.ContainsFunc(ids, func(id string) bool { return p.votedAs(id, v) }) {
 			out = append(out, ids...)
 		}
 	}
@@ -168,17 +168,17 @@ func (p *People) mentions(r *Request, voters []string) []string {
 }
 
 // votedAs says an approvers entry (a person, or an identity) has approved:
-// a voter is a person's key when the people know who tapped, else the
-// identity that tapped.
-func (p *People) votedAs(entry string, voters []string) bool {
-	if slices.Contains(voters, entry) {
+// it tapped an approval, or one counts for it (a person's key when the
+// people know who tapped).
+func (p *People) votedAs(entry string, v Votes) bool {
+	if slices.Contains(v.Voters, entry) || slices.Contains(v.Tappers, entry) {
 		return true
 	}
 	name, isPerson := strings.CutPrefix(entry, PersonPrefix)
 	if !isPerson && p != nil {
 		name, isPerson = p.byIdentity[entry]
 	}
-	return isPerson && slices.Contains(voters, PersonPrefix+name)
+	return isPerson && slices.Contains(v.Voters, PersonPrefix+name)
 }
 
 // MightDecide is MayDecide for a channel that does not know the people:

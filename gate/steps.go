@@ -26,7 +26,7 @@ type StepState struct {
 	Request *Request
 	Steps   []Step
 	Cards   []Card
-	Voters  []string
+	Votes   Votes
 }
 
 // StepWork is what a due step does; Store.Advance writes it in the
@@ -175,7 +175,7 @@ func (s *Service) remind(w *StepWork, st StepState, n int) {
 		people := s.people.Load()
 		var left []string
 		for _, a := range r.Approvers {
-			if !people.votedAs(a, st.Voters) {
+			if !people.votedAs(a, st.Votes) {
 				left = append(left, a)
 			}
 		}
@@ -183,8 +183,8 @@ func (s *Service) remind(w *StepWork, st StepState, n int) {
 		if len(left) == 0 {
 			who = "no one (every approver listed has approved)"
 		}
-		if len(st.Voters) > 0 {
-			who += fmt.Sprintf(" (%d of %d approvals so far, by %s)", len(st.Voters), r.Quorum, strings.Join(st.Voters, ", "))
+		if v := st.Votes.Voters; len(v) > 0 {
+			who += fmt.Sprintf(" (%d of %d approvals so far, by %s)", len(v), r.Quorum, strings.Join(v, ", "))
 		}
 	} else if len(r.Channels) > 0 {
 		who = "whoever sees its cards in " + strings.Join(r.Channels, ", ")

@@ -116,22 +116,28 @@ func TestRemindersInTheCardsThread(t *testing.T) {
 }
 
 // A reminder names only the approvers who have not approved yet: on a
-// quorum of two, bob's approval takes him off the next reminder, by his
-// person and by the identity he tapped with, and the trail says who
-// approved so far.
+// quorum of three, bob's approval takes him off the next reminder, by his
+// person and by the identity he tapped with, and so does a Feishu
+// approver's, whose vote counts for her union_id while the list names her
+// open_id; the trail says who approved so far.
 func TestRemindersSkipWhoApproved(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		clk, ch := newClock(), newThreadFake("chat")
-		svc := stepService(t, db, clk, []gate.Channel{ch}, gate.Route{Name: "pay", Channels: []string{"chat"}, Quorum: 2,
-			Approvers: []string{"person:bob", "slack:T1/UX", "person:alice"}, Timeout: time.Hour, Plan: gate.Plan{Remind: 10 * time.Minute}})
+		svc := stepService(t, db, clk, []gate.Channel{ch}, gate.Route{Name: "pay", Channels: []string{"chat"}, Quorum: 3,
+			Approvers: []string{"person:bob", "slack:T1/UX", "person:alice", "feishu:ou_x"}, Timeout: time.Hour,
+			Plan: gate.Plan{Remind: 10 * time.Minute}})
 		r := submit(t, svc, gate.Submission{})
 		card := cardsOf(t, svc, r.ID, gate.CardChannel, gate.CardPosted, 1)[0]
 		clk.Add(10 * time.Minute)
-		ch.await(t, "remind "+r.ID+" "+card.Ref+" slack:T1/UBOB,slack:T1/UX,slack:T1/UALICE,feishu:union:on_alice,web:alice")
+		ch.await(t, "remind "+r.ID+" "+card.Ref+" slack:T1/UBOB,slack:T1/UX,slack:T1/UALICE,feishu:union:on_alice,web:alice,feishu:ou_x")
 		cardsOf(t, svc, r.ID, gate.CardReminder, gate.CardPosted, 1)
-		out, err := svc.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UBOB", Via: "chat"})
-		if err != nil || out.Status != gate.StatusPending {
-			t.Fatalf("bob's approval: %v, %v", out, err)
+		for _, d := range []gate.Decision{
+			{RequestID: r.ID, Approve: true, Actor: "slack:T1/UBOB", Via: "chat"},
+			{RequestID: r.ID, Approve: true, Actor: "feishu:ou_x", Voter: "feishu:union:on_x", Via: "chat"},
+		} {
+			if out, err := svc.Decide(context.Background(), d); err != nil || out.Status != gate.StatusPending {
+				t.Fatalf("%s's approval: %v, %v", d.Actor, out, err)
+			}
 		}
 		clk.Add(10 * time.Minute)
 		ch.await(t, "remind "+r.ID+" "+card.Ref+" slack:T1/UX,slack:T1/UALICE,feishu:union:on_alice,web:alice")
@@ -143,8 +149,8 @@ func TestRemindersSkipWhoApproved(t *testing.T) {
 			}
 		}
 		want := []string{
-			"reminder 1: still pending; person:bob, slack:T1/UX, person:alice reminded in the thread of 1 card(s)",
-			"reminder 2: still pending; slack:T1/UX, person:alice (1 of 2 approvals so far, by person:bob) reminded in the thread of 1 card(s)",
+			"reminder 1: still pending; person:bob, slack:T1/UX, person:alice, feishu:ou_x reminded in the thread of 1 card(s)",
+			"reminder 2: still pending; slack:T1/UX, person:alice (2 of 3 approvals so far, by feishu:union:on_x, person:bob) reminded in the thread of 1 card(s)",
 		}
 		if !slices.Equal(details, want) {
 			t.Fatalf("reminded events:\n%q\nwant\n%q", details, want)

@@ -17,6 +17,7 @@ const (
 	qSteps      = `SELECT step, kind, due_at, at FROM steps WHERE request_id = $1 ORDER BY step`
 	qCardsOf    = `SELECT ` + cardColumns + ` FROM cards WHERE request_id = $1 ORDER BY id`
 	qVoters     = `SELECT actor FROM votes WHERE request_id = $1 ORDER BY at, actor`
+	qTappers    = `SELECT DISTINCT actor FROM events WHERE request_id = $1 AND type = '` + gate.EventVote + `'`
 	qInsertStep = `INSERT INTO steps (request_id, step, kind, due_at, at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`
 	qWiden      = `UPDATE requests SET approvers = $1, channels = $2 WHERE id = $3`
 	qNextStep   = `UPDATE requests SET next_step_at = $1 WHERE id = $2`
@@ -58,7 +59,7 @@ func (s *DB) Advance(ctx context.Context, id string, now time.Time, plan func(ga
 		if st.Cards, err = t.cards(id); err != nil {
 			return err
 		}
-		if st.Voters, err = voters(t.ctx, t.tx, id); err != nil {
+		if st.Votes, err = votes(t.ctx, t.tx, id); err != nil {
 			return err
 		}
 		w := plan(st)
@@ -152,21 +153,26 @@ func queryStrings(ctx context.Context, db querier, q string, args ...any) ([]str
 	return out, rows.Err()
 }
 
-// voters are who approved a request so far, toward its quorum.
-func voters(ctx context.Context, db querier, id string) ([]string, error) {
-	return queryStrings(ctx, db, qVoters, id)
+// votes are a request's approvals so far toward its quorum: who each
+// counts for, and the identities that tapped them (their vote events).
+func votes(ctx context.Context, db querier, id string) (v gate.Votes, err error) {
+	if v.Voters, err = queryStrings(ctx, db, qVoters, id); err != nil {
+		return v, err
+	}
+	v.Tappers, err = queryStrings(ctx, db, qTappers, id)
+	return v, err
 }
 
-// Voters returns who approved a request so far, toward its quorum.
-func (s *DB) Voters(ctx context.Context, id string) ([]string, error) {
+// Votes returns a request's approvals so far: see gate.Store.
+func (s *DB) Votes(ctx context.Context, id string) (gate.Votes, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	rsql, err := s.rdb.DB()
 	if err != nil {
-		return nil, err
+		return gate.Votes{}, err
 	}
-	out, err := voters(ctx, rsql, id)
-	return out, wrap("list voters", err)
+	v, err := votes(ctx, rsql, id)
+	return v, wrap("list votes", err)
 }
 
 func (t *wtx) cards(id string) ([]gate.Card, error) {

@@ -29,8 +29,10 @@ const (
 	Postgres = "postgres"
 )
 
-// opTimeout bounds each write transaction and each read a gate call makes
-// (a request by id or key, a grant, a list, a trail): a database that stops answering (packets to PostgreSQL dropped,
+// opTimeout bounds each transaction of store.write (the life cycle's
+// writes: create, decide, expire, cards, steps, grants, rate counts) and
+// each read a gate call makes (a request by id or key, a grant, a list, a
+// trail, votes): a database that stops answering (packets to PostgreSQL dropped,
 // where its port neither closes nor refuses) fails the gate call that needs
 // it within this time, and the gate answers deny, rather than holding the
 // call for as long as TCP retries, a quarter of an hour. It is above
