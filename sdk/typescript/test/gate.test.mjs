@@ -155,9 +155,12 @@ test("requireApproval runs the tool only when allowed, with the approver's edits
   assert.equal(await pending, "sent 100");
 
   pending = transfer({ to: "Mallory", amount: 9999 });
+  // Handled from the start: the denial may settle before decide() returns,
+  // and a rejection with no handler yet fails the run as unhandled.
+  const denied = assert.rejects(pending, (e) => e instanceof GatehouseDenied && /who is Mallory\?/.test(e.message) && e.result.allow === false);
   card = await gh.relay.next((m) => m.type === "card" && m.request.tool_name === "transfer" && m.request.tool_args.to === "Mallory");
   await gh.decide(card.request.id, "reject", "alice", "who is Mallory?");
-  await assert.rejects(pending, (e) => e instanceof GatehouseDenied && /who is Mallory\?/.test(e.message) && e.result.allow === false);
+  await denied;
   assert.deepEqual(ran, [{ to: "ACME", amount: 100 }], "the rejected call did not run");
 });
 
