@@ -137,10 +137,7 @@ func (p *People) asked(r *Request) [][]string {
 	var out [][]string
 	seen := map[string]bool{}
 	for _, a := range r.Approvers {
-		name, isPerson := strings.CutPrefix(a, PersonPrefix)
-		if !isPerson && p != nil {
-			name, isPerson = p.byIdentity[a]
-		}
+		name, isPerson := p.personOf(a)
 		key := a
 		if isPerson {
 			key = PersonPrefix + name
@@ -174,11 +171,18 @@ func (p *People) votedAs(entry string, v Votes) bool {
 	if slices.Contains(v.Voters, entry) || slices.Contains(v.Tappers, entry) {
 		return true
 	}
-	name, isPerson := strings.CutPrefix(entry, PersonPrefix)
-	if !isPerson && p != nil {
-		name, isPerson = p.byIdentity[entry]
-	}
+	name, isPerson := p.personOf(entry)
 	return isPerson && slices.Contains(v.Voters, PersonPrefix+name)
+}
+
+// personOf is the person an approvers entry names: "person:<name>", or an
+// identity of a known person.
+func (p *People) personOf(entry string) (name string, ok bool) {
+	if name, ok = strings.CutPrefix(entry, PersonPrefix); ok || p == nil {
+		return name, ok
+	}
+	name, ok = p.byIdentity[entry]
+	return name, ok
 }
 
 // MightDecide is MayDecide for a channel that does not know the people:

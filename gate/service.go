@@ -82,7 +82,6 @@ type Service struct {
 	workers   sync.WaitGroup  // card workers at work, for Drain
 	stopCtx   context.Context // cancelled by Stop
 	stop      context.CancelFunc
-	stopOnce  sync.Once
 	stopMu    sync.Mutex // held to cancel stopCtx, and to start card workers
 
 	idMu sync.Mutex
@@ -223,11 +222,9 @@ func (s *Service) Start(ctx context.Context) {
 // of being cut off, and stops the card worker from taking new work. Drain
 // then waits for the work in flight.
 func (s *Service) Stop() {
-	s.stopOnce.Do(func() {
-		s.stopMu.Lock()
-		s.stop()
-		s.stopMu.Unlock()
-	})
+	s.stopMu.Lock()
+	s.stop()
+	s.stopMu.Unlock()
 }
 
 // Stopping is closed once Stop is called. A wait of its own that loops over

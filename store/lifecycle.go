@@ -174,6 +174,12 @@ func (t *wtx) query(q string, args ...any) (*sql.Rows, error) {
 	return t.tx.StmtContext(t.ctx, t.p.w[q]).QueryContext(t.ctx, args...)
 }
 
+// count runs a prepared SELECT COUNT(*).
+func (t *wtx) count(q string, args ...any) (n int, err error) {
+	err = t.tx.StmtContext(t.ctx, t.p.w[q]).QueryRowContext(t.ctx, args...).Scan(&n)
+	return n, err
+}
+
 // lockRequest reads a request under the transaction's lock (on PostgreSQL,
 // FOR UPDATE; SQLite's write transaction holds the whole database); nil
 // when there is none.
@@ -457,18 +463,9 @@ func (w *wtx) vote(t gate.Transition, at time.Time, quorum int, out *gate.Outcom
 		return false, err
 	}
 	out.Fresh = n == 1
-	rows, err := w.query(qCountVotes, t.ID)
-	if err != nil {
+	if out.Votes, err = w.count(qCountVotes, t.ID); err != nil {
 		return false, err
 	}
-	defer rows.Close()
-	if !rows.Next() {
-		return false, errors.Join(errors.New("counting votes: no row"), rows.Err())
-	}
-	if err := rows.Scan(&out.Votes); err != nil {
-		return false, err
-	}
-	rows.Close()
 	if out.Fresh {
 		detail := fmt.Sprintf("approval %d of %d", out.Votes, quorum)
 		if t.Vote.Voter != t.Vote.Actor {
@@ -498,8 +495,7 @@ func (s *DB) AddOutcome(ctx context.Context, e gate.Event) (added bool, err erro
 		if r == nil {
 			return gate.Errorf(gate.ENOTFOUND, "no request %q", e.RequestID)
 		}
-		var n int
-		if err := t.tx.StmtContext(t.ctx, t.p.w[qCountOutcomes]).QueryRowContext(t.ctx, e.RequestID).Scan(&n); err != nil || n > 0 {
+		if n, err := t.count(qCountOutcomes, e.RequestID); err != nil || n > 0 {
 			return err
 		}
 		added = true

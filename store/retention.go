@@ -89,22 +89,9 @@ func inList(ids []string) (string, []any) {
 }
 
 func (c *chainTx) strings(q string, args ...any) ([]string, error) {
-	return queryStrings(c.ctx, c.tx, q, args...)
+	return queryColumn[string](c.ctx, c.tx, q, args...)
 }
 
 func (c *chainTx) int64s(q string, args ...any) ([]int64, error) {
-	rows, err := c.tx.QueryContext(c.ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var v int64
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return queryColumn[int64](c.ctx, c.tx, q, args...)
 }

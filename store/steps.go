@@ -135,16 +135,16 @@ type querier interface {
 	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
 }
 
-// queryStrings runs a query of one text column and returns its values.
-func queryStrings(ctx context.Context, db querier, q string, args ...any) ([]string, error) {
+// queryColumn runs a query of one column and returns its values.
+func queryColumn[T any](ctx context.Context, db querier, q string, args ...any) ([]T, error) {
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []string
+	var out []T
 	for rows.Next() {
-		var v string
+		var v T
 		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
@@ -156,10 +156,10 @@ func queryStrings(ctx context.Context, db querier, q string, args ...any) ([]str
 // votes are a request's approvals so far toward its quorum: who each
 // counts for, and the identities that tapped them (their vote events).
 func votes(ctx context.Context, db querier, id string) (v gate.Votes, err error) {
-	if v.Voters, err = queryStrings(ctx, db, qVoters, id); err != nil {
+	if v.Voters, err = queryColumn[string](ctx, db, qVoters, id); err != nil {
 		return v, err
 	}
-	v.Tappers, err = queryStrings(ctx, db, qTappers, id)
+	v.Tappers, err = queryColumn[string](ctx, db, qTappers, id)
 	return v, err
 }
 
