@@ -49,18 +49,31 @@ func (c *Channel) PostDirect(ctx context.Context, r *gate.Request, identity stri
 // Remind replies in the thread of the card behind ref that the request
 // still waits, mentioning the Slack users among mention (a mention in a
 // thread notifies them). Only trusted text is written unescaped: the tool's
-// name is escaped, the mentions are built from identities.
-func (c *Channel) Remind(ctx context.Context, r *gate.Request, ref string, _ int, mention []string) (string, error) {
+// name is escaped, the mentions are built from identities. Like a card, a
+// reminder carries metadata naming its request and step, and a post that
+// may repeat an earlier one looks for it in the thread first (recover.go).
+func (c *Channel) Remind(ctx context.Context, r *gate.Request, ref string, step int, mention []string) (string, error) {
 	ch, ts, ok := strings.Cut(ref, ":")
 	if !ok || ch == "" || ts == "" {
 		return "", fmt.Errorf("slack: reminder: bad card reference %q", ref)
 	}
 	msg := reminderText(r, mention, c.requestURL(r))
+	meta := c.reminderMetadata(r, step)
+	unsure := gate.CardAttempt(ctx) > 1
 	var replyCh, replyTS string
-	err := channel.Retry(ctx, retryPolicy, func(ctx context.Context) error {
+	err := channel.Retry(ctx, retryPolicy, func(tctx context.Context) error {
+		if unsure {
+			if found := c.earlierReminder(ctx, ch, ts, r, step); found != "" {
+				replyCh, replyTS = ch, found
+				return nil
+			}
+		}
 		var err error
-		replyCh, replyTS, err = c.api.PostMessageContext(ctx, ch, slack.MsgOptionText(msg, false), slack.MsgOptionTS(ts),
-			slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
+		replyCh, replyTS, err = c.api.PostMessageContext(tctx, ch, slack.MsgOptionText(msg, false), slack.MsgOptionTS(ts),
+			slack.MsgOptionMetadata(meta), slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
+		if err != nil && uncertain(err) {
+			unsure = true
+		}
 		return classify(err)
 	})
 	if err != nil {

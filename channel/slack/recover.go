@@ -95,22 +95,83 @@ func uncertain(err error) bool {
 // since a second card is better than none.
 func (c *Channel) earlierCard(ctx context.Context, to string, r *gate.Request) string {
 	ts, err := c.searchCard(ctx, to, r)
+	return c.searched("card", to, r, ts, err)
+}
+
+// searched logs the outcome of a search for a message (what: "card",
+// "reminder") an earlier post may have left in conversation to, and
+// returns the ts found, or "" when the search failed.
+func (c *Channel) searched(what, to string, r *gate.Request, ts string, err error) string {
 	if err != nil {
 		var se slack.SlackErrorResponse
-		if errors.As(err, &se) && (se.Err == "missing_scope" || se.Err == "not_in_channel") {
-			c.warnOnce(se.Err+":"+kind(to), "cannot read the conversation to find a card whose post may have landed; "+
-				"posting it again may show two cards (add the channels:history, groups:history and im:history scopes, and invite the bot)",
+		if errors.As(err, &se) && (se.Err == "missing_scope" || se.Err == "not_in_channel" || se.Err == "not_allowed_token_type") {
+			c.warnOnce(se.Err+":"+what+":"+kind(to), "cannot read the conversation to find a "+what+" whose post may have landed; "+
+				"posting it again may show it twice (add the channels:history, groups:history and im:history scopes, and invite the bot)",
 				"conversation", to, "err", err)
 		} else {
-			c.log.Warn("searching for a card whose post may have landed failed; posting it again",
+			c.log.Warn("searching for a "+what+" whose post may have landed failed; posting it again",
 				"request_id", r.ID, "conversation", to, "err", err)
 		}
 		return ""
 	}
 	if ts != "" {
-		c.log.Info("found the card an earlier post left; not posting it again", "request_id", r.ID, "conversation", to, "ts", ts)
+		c.log.Info("found the "+what+" an earlier post left; not posting it again", "request_id", r.ID, "conversation", to, "ts", ts)
 	}
 	return ts
+}
+
+// reminderEvent is the event_type of a reminder's message metadata.
+const reminderEvent = "gatehouse_reminder"
+
+// reminderMetadata tags a reminder with its request, this channel's name
+// and its step: a request's reminders share a thread, one per step.
+func (c *Channel) reminderMetadata(r *gate.Request, step int) slack.SlackMetadata {
+	return slack.SlackMetadata{EventType: reminderEvent,
+		EventPayload: map[string]any{"request_id": r.ID, "channel": c.name, "step": strconv.Itoa(step)}}
+}
+
+// isReminder reports whether m is the reminder of step this channel
+// posted for r, by this app (see isCard).
+func (c *Channel) isReminder(m slack.Message, r *gate.Request, step int, bot string) bool {
+	p := m.Metadata.EventPayload
+	return m.BotID == bot && m.Metadata.EventType == reminderEvent && p["request_id"] == r.ID && p["channel"] == c.name &&
+		p["step"] == strconv.Itoa(step)
+}
+
+// earlierReminder looks in the thread of the card (conversation to, ts
+// parent) for the reminder of step an earlier attempt posted for r and
+// returns its ts, or "" when there is none or the search failed (then the
+// caller posts: a reminder twice is better than none).
+func (c *Channel) earlierReminder(ctx context.Context, to, parent string, r *gate.Request, step int) string {
+	ts, err := c.searchReminder(ctx, to, parent, r, step)
+	return c.searched("reminder", to, r, ts, err)
+}
+
+// searchReminder reads the card's thread, oldest first, a page at a time,
+// at most historyCalls pages. A thread holds the card and its reminders,
+// and whatever people wrote under it.
+func (c *Channel) searchReminder(ctx context.Context, to, parent string, r *gate.Request, step int) (string, error) {
+	bot, err := c.ownBotID(ctx)
+	if err != nil {
+		return "", err
+	}
+	p := &slack.GetConversationRepliesParameters{ChannelID: to, Timestamp: parent, Limit: historyPage, IncludeAllMetadata: true}
+	for range historyCalls {
+		msgs, more, next, err := c.api.GetConversationRepliesContext(ctx, p)
+		if err != nil {
+			return "", err
+		}
+		for _, m := range msgs {
+			if c.isReminder(m, r, step, bot) {
+				return m.Timestamp, nil
+			}
+		}
+		if !more || next == "" {
+			return "", nil
+		}
+		p.Cursor = next
+	}
+	return "", fmt.Errorf("not found in %d calls of %d messages", historyCalls, historyPage)
 }
 
 // searchCard reads the conversation's history since r was made. One call

@@ -229,3 +229,90 @@ func TestSearchIgnoresAnotherAppsMetadata(t *testing.T) {
 		t.Fatalf("ref %q, posts %d: want this app's own card posted, not the other app's message adopted", ref, len(posts))
 	}
 }
+
+// A reminder whose post landed but whose answer was lost is not posted
+// again: the retry finds it in the card's thread by its metadata (request,
+// channel, step). The reminder of another step in the same thread is not
+// mistaken for it.
+func TestLostReminderIsNotPostedTwice(t *testing.T) {
+	fastRetries(t)
+	tests := []struct {
+		name string
+		lose func(t *testing.T, f *slacktest.Server, c *Channel, r *gate.Request, card string)
+		try  int // the claim under test
+	}{
+		{name: "the reply hangs past the timeout, within one Remind",
+			lose: func(t *testing.T, f *slacktest.Server, _ *Channel, _ *gate.Request, _ string) {
+				f.Inject(fakefault.Fault{Hang: true, Landed: true, Methods: []string{"chat.postMessage"}, Calls: 1})
+			},
+			try: 1},
+		{name: "an earlier claim posted it and died before recording it",
+			lose: func(t *testing.T, _ *slacktest.Server, c *Channel, r *gate.Request, card string) {
+				if _, err := c.Remind(gate.WithCardAttempt(context.Background(), 1), r, card, 2, nil); err != nil {
+					t.Fatal(err)
+				}
+			},
+			try: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, c, r, card := remindedCard(t) // step 1's reminder is in the thread already
+			tt.lose(t, f, c, r, card)
+			ref, err := c.Remind(gate.WithCardAttempt(context.Background(), tt.try), r, card, 2, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var step2 []slacktest.Call
+			for _, p := range f.Posts() {
+				if strings.Contains(p.Form.Get("metadata"), `"step":"2"`) {
+					step2 = append(step2, p)
+				}
+			}
+			if len(step2) != 1 {
+				t.Fatalf("%d reminders of step 2 in the thread, want 1", len(step2))
+			}
+			if want := slackCh + ":" + step2[0].TS; ref != want {
+				t.Fatalf("ref %q, want the landed reminder's %q", ref, want)
+			}
+			if len(f.CallsOf("conversations.replies")) == 0 {
+				t.Fatal("the thread was never searched")
+			}
+		})
+	}
+	t.Run("the search finds only another step's reminder, so it posts", func(t *testing.T) {
+		f, c, r, card := remindedCard(t)
+		if _, err := c.Remind(gate.WithCardAttempt(context.Background(), 2), r, card, 2, nil); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(f.Posts()); n != 3 || len(f.CallsOf("conversations.replies")) != 1 {
+			t.Fatalf("%d messages, %d searches: want the card and two reminders after one search", n, len(f.CallsOf("conversations.replies")))
+		}
+	})
+	t.Run("a thread the search cannot read is posted to", func(t *testing.T) {
+		f, c, r, card := remindedCard(t)
+		f.FailNext("conversations.replies", slacktest.Error("missing_scope"))
+		if _, err := c.Remind(gate.WithCardAttempt(context.Background(), 2), r, card, 2, nil); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(f.Posts()); n != 3 || len(f.CallsOf("conversations.replies")) != 1 {
+			t.Fatalf("%d messages, want the card and both reminders", n)
+		}
+	})
+}
+
+// remindedCard posts a request's card and its reminder of step 1, and
+// returns the card's reference.
+func remindedCard(t *testing.T) (*slacktest.Server, *Channel, *gate.Request, string) {
+	t.Helper()
+	f := newFakeSlack(t)
+	c := newTestChannel(t, f, newFakeDecider(time.Now), time.Now)
+	r := testRequest("01JREQ", time.Now())
+	card, err := c.Post(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Remind(context.Background(), r, card, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	return f, c, r, card
+}

@@ -66,15 +66,9 @@ func (s *Server) history(f url.Values) map[string]any {
 	if channel == "" {
 		return map[string]any{"ok": false, "error": "channel_not_found"}
 	}
-	limit := 100
-	if f.Has("limit") {
-		n, err := strconv.Atoi(f.Get("limit"))
-		if err != nil || n < 0 {
-			return map[string]any{"ok": false, "error": "invalid_limit"}
-		}
-		if n > 0 {
-			limit = min(n, 999)
-		}
+	limit, before, fail := paging(f, 100, 999) // before: only messages older than this ts
+	if fail != nil {
+		return fail
 	}
 	oldest, ok := unixTS(f.Get("oldest"), time.Time{})
 	if !ok {
@@ -85,15 +79,6 @@ func (s *Server) history(f url.Values) map[string]any {
 		return map[string]any{"ok": false, "error": "invalid_ts_latest"}
 	}
 	inclusive, meta := flag(f.Get("inclusive")), flag(f.Get("include_all_metadata"))
-	before := "" // the cursor: only messages older than this ts
-	if cur := f.Get("cursor"); cur != "" {
-		raw, err := base64.StdEncoding.DecodeString(cur)
-		ts, ok := strings.CutPrefix(string(raw), "next_ts:")
-		if err != nil || !ok {
-			return map[string]any{"ok": false, "error": "invalid_cursor"}
-		}
-		before = ts
-	}
 
 	var in []message
 	for _, m := range s.messages(channel) {
@@ -175,6 +160,31 @@ func (s *Server) messages(channel string) []message {
 	return out
 }
 
+// paging reads a page's limit (def when absent or 0, at most max) and the
+// ts its cursor names ("" without one); fail is Slack's answer to a bad
+// one.
+func paging(f url.Values, def, max int) (limit int, cursor string, fail map[string]any) {
+	limit = def
+	if f.Has("limit") {
+		n, err := strconv.Atoi(f.Get("limit"))
+		if err != nil || n < 0 {
+			return 0, "", map[string]any{"ok": false, "error": "invalid_limit"}
+		}
+		if n > 0 {
+			limit = min(n, max)
+		}
+	}
+	if cur := f.Get("cursor"); cur != "" {
+		raw, err := base64.StdEncoding.DecodeString(cur)
+		ts, ok := strings.CutPrefix(string(raw), "next_ts:")
+		if err != nil || !ok {
+			return 0, "", map[string]any{"ok": false, "error": "invalid_cursor"}
+		}
+		cursor = ts
+	}
+	return limit, cursor, nil
+}
+
 // unixTS parses a Slack time ("1712345678", "1712345678.000100"); "" is def.
 func unixTS(s string, def time.Time) (time.Time, bool) {
 	if s == "" {
@@ -203,4 +213,90 @@ func rawJSON(s string) json.RawMessage {
 		return nil
 	}
 	return json.RawMessage(s)
+}
+
+// replies answers conversations.replies from the record: the message ts
+// names in channel, then the replies posted in its thread, oldest first,
+// each as its last chat.update left it (a message without replies comes
+// alone, as Slack serves an unthreaded message). limit defaults to 10 and
+// is at most 1000; cursor continues where has_more and
+// response_metadata.next_cursor left off. Metadata is returned only with
+// include_all_metadata. A ts that names no message in channel is
+// thread_not_found.
+func (s *Server) replies(f url.Values) map[string]any {
+	channel, parent := f.Get("channel"), f.Get("ts")
+	if channel == "" {
+		return map[string]any{"ok": false, "error": "channel_not_found"}
+	}
+	if parent == "" {
+		return map[string]any{"ok": false, "error": "thread_not_found"}
+	}
+	limit, from, fail := paging(f, 10, 1000) // from: messages from this ts on
+	if fail != nil {
+		return fail
+	}
+	thread, ok := s.thread(channel, parent)
+	if !ok {
+		return map[string]any{"ok": false, "error": "thread_not_found"}
+	}
+	var in []message
+	for _, m := range thread {
+		if m.ts >= from {
+			in = append(in, m)
+		}
+	}
+	next := ""
+	if len(in) > limit {
+		next = base64.StdEncoding.EncodeToString([]byte("next_ts:" + in[limit].ts))
+		in = in[:limit]
+	}
+	meta := flag(f.Get("include_all_metadata"))
+	out := make([]map[string]any, 0, len(in))
+	for _, m := range in {
+		o := map[string]any{"type": "message", "user": "U" + m.bot, "bot_id": m.bot, "app_id": "A" + m.bot, "text": m.text, "ts": m.ts}
+		if len(thread) > 1 {
+			o["thread_ts"] = parent
+		}
+		if m.ts != parent {
+			o["parent_user_id"] = "U" + BotID
+		}
+		if meta && len(m.metadata) > 0 {
+			o["metadata"] = m.metadata
+		}
+		out = append(out, o)
+	}
+	return map[string]any{"ok": true, "messages": out, "has_more": next != "",
+		"response_metadata": map[string]any{"next_cursor": next}}
+}
+
+// thread is the message parent names in channel and the replies in its
+// thread, oldest first, each as its last chat.update left it; false when
+// no message of channel has that ts.
+func (s *Server) thread(channel, parent string) ([]message, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []message
+	at := map[string]int{} // ts → index in out
+	found := false
+	for _, c := range s.calls {
+		if !c.Done || c.Form.Get("channel") != channel {
+			continue
+		}
+		switch c.Method {
+		case "chat.postMessage":
+			in := c.Form.Get("thread_ts")
+			if c.TS != parent && in != parent {
+				continue
+			}
+			found = found || c.TS == parent
+			at[c.TS] = len(out)
+			out = append(out, message{bot: BotID, ts: c.TS, text: c.Form.Get("text"), at: c.At,
+				blocks: rawJSON(c.Form.Get("blocks")), metadata: rawJSON(c.Form.Get("metadata"))})
+		case "chat.update":
+			if i, ok := at[c.Form.Get("ts")]; ok && c.Form.Has("text") {
+				out[i].text = c.Form.Get("text")
+			}
+		}
+	}
+	return out, found
 }

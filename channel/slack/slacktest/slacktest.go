@@ -58,8 +58,8 @@ func (c Call) Blocks(tb testing.TB) []map[string]any {
 // Server is a fake of Slack's Web API: chat.postMessage (in a channel, a
 // direct message or a thread, with thread_ts; with message metadata),
 // chat.update, chat.postEphemeral, conversations.open,
-// conversations.history (served from its record of the messages that took
-// effect), views.open and apps.connections.open. It checks the tokens (the
+// conversations.history and conversations.replies (served from its record
+// of the messages that took effect), views.open and apps.connections.open. It checks the tokens (the
 // app token for apps.connections.open, the bot token for the rest), records
 // every call, and can be told to fail the next calls of a method.
 type Server struct {
@@ -232,6 +232,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch method {
 	case "conversations.history":
 		enc.Encode(s.history(c.Form))
+	case "conversations.replies":
+		enc.Encode(s.replies(c.Form))
 	case "auth.test":
 		enc.Encode(map[string]any{"ok": true, "url": "https://fake.slack.test/", "team": "Fake", "user": "gatehouse",
 			"team_id": "T0FAKE", "user_id": "U" + BotID, "bot_id": BotID})
