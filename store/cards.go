@@ -53,6 +53,8 @@ var never = time.Unix(0, 0).UTC()
 
 // Cards returns a request's cards.
 func (s *DB) Cards(ctx context.Context, requestID string) ([]gate.Card, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	var rows []cardRow
 	if err := s.rdb.WithContext(ctx).Where("request_id = ?", requestID).Order("id").Find(&rows).Error; err != nil {
 		return nil, wrap("list cards", err)

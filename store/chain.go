@@ -103,6 +103,8 @@ func (s *DB) withHead(ctx context.Context, fn func(c *chainTx) error) (held bool
 // Seal links up to limit unsealed events after the chain's head, oldest
 // first, and says how many it sealed (0 when another replica is sealing).
 func (s *DB) Seal(ctx context.Context, limit int) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	// Nothing to seal is the common case between bursts: find it out on the
 	// read pool rather than by taking the write lock every round.
 	var pending int
@@ -194,6 +196,8 @@ func (c *chainTx) sealEvents(driver string, recs []audit.Record) error {
 
 // ChainHead returns the chain's last link as the sealer wrote it.
 func (s *DB) ChainHead(ctx context.Context) (audit.Head, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	var h audit.Head
 	rsql, err := s.rdb.DB()
 	if err != nil {
@@ -208,6 +212,8 @@ func (s *DB) ChainHead(ctx context.Context) (audit.Head, error) {
 
 // ChainRecords returns up to limit links after seq, in order.
 func (s *DB) ChainRecords(ctx context.Context, after int64, limit int) ([]audit.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	rsql, err := s.rdb.DB()
 	if err != nil {
 		return nil, err
@@ -233,6 +239,8 @@ func (s *DB) ChainRecords(ctx context.Context, after int64, limit int) ([]audit.
 
 // Unsealed counts the events the sealer has not reached yet.
 func (s *DB) Unsealed(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	var n int64
 	err := s.rdb.WithContext(ctx).Raw(`SELECT COUNT(*) FROM events WHERE seq IS NULL`).Scan(&n).Error
 	return n, wrap("count unsealed events", err)

@@ -44,6 +44,8 @@ func (s *DB) FindGrant(ctx context.Context, route, caller, tool, argsHash string
 
 // Grants lists grants, newest first.
 func (s *DB) Grants(ctx context.Context, caller *string, active bool, now time.Time) ([]gate.Grant, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	q := `SELECT ` + grantColumns + ` FROM grants WHERE 1 = 1`
 	var args []any
 	if caller != nil {

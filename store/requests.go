@@ -270,6 +270,8 @@ func (s *DB) Events(ctx context.Context, requestID string) ([]gate.Event, error)
 
 // Overdue lists pending requests past their deadline, most overdue first.
 func (s *DB) Overdue(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	var ids []string
 	err := s.rdb.WithContext(ctx).Model(&requestRow{}).Where("status = 'pending' AND expires_at <= ?", utc(now)).
 		Order("expires_at").Limit(limit).Pluck("id", &ids).Error
@@ -278,6 +280,8 @@ func (s *DB) Overdue(ctx context.Context, now time.Time, limit int) ([]string, e
 
 // Settled returns those of ids that have left pending.
 func (s *DB) Settled(ctx context.Context, ids []string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	if len(ids) == 0 {
 		return nil, nil
 	}

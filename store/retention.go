@@ -37,6 +37,8 @@ const (
 // zero requests when there was nothing to cut or another replica holds the
 // chain's head.
 func (s *DB) Prune(ctx context.Context, cutoff, now time.Time, limit int) (audit.Cut, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	var cut audit.Cut
 	_, err := s.withHead(ctx, func(c *chainTx) error {
 		cut = audit.Cut{Cutoff: utc(cutoff)}

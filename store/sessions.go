@@ -26,12 +26,16 @@ var ErrNoSession = errors.New("store: no such session")
 
 // CreateSession stores a new login.
 func (s *DB) CreateSession(ctx context.Context, se Session) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	se.CreatedAt, se.ExpiresAt = utc(se.CreatedAt), utc(se.ExpiresAt)
 	return wrap("create session", s.db.WithContext(ctx).Create(&se).Error)
 }
 
 // GetSession returns a live session by its id.
 func (s *DB) GetSession(ctx context.Context, id string, now time.Time) (Session, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	var se Session
 	err := s.rdb.WithContext(ctx).Where("id = ? AND expires_at > ?", id, utc(now)).Take(&se).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -42,10 +46,14 @@ func (s *DB) GetSession(ctx context.Context, id string, now time.Time) (Session,
 
 // DeleteSession ends a login.
 func (s *DB) DeleteSession(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	return wrap("delete session", s.db.WithContext(ctx).Where("id = ?", id).Delete(&Session{}).Error)
 }
 
 // PurgeSessions deletes expired logins.
 func (s *DB) PurgeSessions(ctx context.Context, now time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	return wrap("purge sessions", s.db.WithContext(ctx).Where("expires_at <= ?", utc(now)).Delete(&Session{}).Error)
 }

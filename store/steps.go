@@ -29,6 +29,8 @@ var errStepTaken = errors.New("step already taken")
 
 // DueSteps returns pending requests whose next step is due at now.
 func (s *DB) DueSteps(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
 	var ids []string
 	err := s.rdb.WithContext(ctx).Raw(qDueSteps, utc(now), limit).Scan(&ids).Error
 	return ids, wrap("list due steps", err)

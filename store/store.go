@@ -29,15 +29,19 @@ const (
 	Postgres = "postgres"
 )
 
-// opTimeout bounds each transaction of store.write (the life cycle's
-// writes: create, decide, expire, cards, steps, grants, rate counts) and
-// each read a gate call makes (a request by id or key, a grant, a list, a
-// trail, votes): a database that stops answering (packets to PostgreSQL dropped,
-// where its port neither closes nor refuses) fails the gate call that needs
-// it within this time, and the gate answers deny, rather than holding the
-// call for as long as TCP retries, a quarter of an hour. It is above
-// SQLite's 10 s busy timeout, so a write waiting for another process's
-// lock keeps that chance. Tests change it.
+// opTimeout bounds every operation of the store but a migration: each
+// transaction of store.write (the life cycle's writes: create, decide,
+// expire, cards, steps, grants, rate counts), each read a gate call makes
+// (a request by id or key, a grant, a list, a trail, votes), and what the
+// background loops do (the sweeper's and the steps' scans, the safety
+// re-read, sealing, retention, the audit chain's reads, sign-in sessions).
+// A database that stops answering (packets to PostgreSQL dropped, where its
+// port neither closes nor refuses) fails the gate call that needs it within
+// this time, and the gate answers deny, rather than holding the call for as
+// long as TCP retries, a quarter of an hour; a loop fails its round and
+// tries again at the next, on a fresh connection. It is above SQLite's 10 s
+// busy timeout, so a write waiting for another process's lock keeps that
+// chance. Tests change it.
 var opTimeout = 30 * time.Second
 
 // sqliteDriver is the database/sql driver SQLite is opened with (tests
