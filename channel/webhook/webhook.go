@@ -121,22 +121,32 @@ func (c *Channel) Name() string { return c.name }
 // CallbackPath is where the channel takes verdicts, under /callbacks/.
 func (c *Channel) CallbackPath() string { return "webhook/" + c.name }
 
-// Message types: the card of a pending request, and its final state.
+// Message types: the card of a pending request, a reminder that it still
+// waits, and its final state.
 const (
-	TypeCard  = "card"
-	TypeFinal = "final"
+	TypeCard     = "card"
+	TypeReminder = "reminder"
+	TypeFinal    = "final"
 )
 
 // Message is the JSON body of every POST to the relay.
 type Message struct {
-	// Type is "card" for a request waiting for a verdict, "final" once it
+	// Type is "card" for a request waiting for a verdict, "reminder" when
+	// its route reminds its approvers that it still waits, "final" once it
 	// has one (approved, rejected, expired or cancelled).
 	Type    string `json:"type"`
 	Channel string `json:"channel"`
-	// Ref is, on a final message, what the relay answered to the card's
-	// POST as {"ref": "..."} (its message id, say), or the request id.
-	Ref     string  `json:"ref,omitempty"`
-	Request Request `json:"request"`
+	// Ref is, on a reminder or a final message, what the relay answered to
+	// the card's POST as {"ref": "..."} (its message id, say), or the
+	// request id.
+	Ref string `json:"ref,omitempty"`
+	// Step numbers a reminder among the request's reminders and
+	// escalations: a retried POST of one reminder carries the same step.
+	Step int `json:"step,omitempty"`
+	// Mention names, on a reminder, the approvers of this relay (actors, in
+	// its own terms) who have not approved yet.
+	Mention []string `json:"mention,omitempty"`
+	Request Request  `json:"request"`
 	// Text is one line for people. It holds what the agent wrote: show it
 	// as plain text, never as markup.
 	Text string `json:"text"`
@@ -204,35 +214,69 @@ var retryPolicy = channel.RetryPolicy{Attempts: 3, Budget: 25 * time.Second}
 func (c *Channel) Post(ctx context.Context, r *gate.Request) (string, error) {
 	v := c.present.View(r)
 	m := Message{Type: TypeCard, Channel: c.name, Request: requestOf(v), Text: cardText(v)}
-	if c.publicURL != "" {
-		m.URL = c.publicURL + "/approvals/" + r.ID
-		m.CallbackURL = c.publicURL + "/callbacks/" + c.CallbackPath()
-	}
+	c.link(&m, r.ID, true)
 	answer, err := c.deliver(ctx, m)
 	if err != nil {
 		return "", fmt.Errorf("webhook: post card: %w", err)
 	}
-	var a struct {
-		Ref string `json:"ref"`
-	}
-	if json.Unmarshal(answer, &a) == nil && a.Ref != "" {
-		ref, _ := text.CutBytes(text.Clean(a.Ref), maxRef)
-		return ref, nil
-	}
-	return r.ID, nil
+	return refOf(answer, r.ID), nil
 }
 
 // Update sends the request's final state, with the card's reference.
 func (c *Channel) Update(ctx context.Context, r *gate.Request, ref string) error {
 	v := c.present.View(r)
 	m := Message{Type: TypeFinal, Channel: c.name, Ref: ref, Request: requestOf(v), Text: text.UpperFirst(v.Explain(c.now()))}
-	if c.publicURL != "" {
-		m.URL = c.publicURL + "/approvals/" + r.ID
-	}
+	c.link(&m, r.ID, false)
 	if _, err := c.deliver(ctx, m); err != nil {
 		return fmt.Errorf("webhook: send final state: %w", err)
 	}
 	return nil
+}
+
+// Remind tells the relay that the request behind the card ref still
+// waits, naming the approvers among mention who are this relay's actors
+// (webhook:<channel>/<actor>), and returns the relay's "ref" for the
+// reminder, or the card's ref with the step.
+func (c *Channel) Remind(ctx context.Context, r *gate.Request, ref string, step int, mention []string) (string, error) {
+	v := c.present.View(r)
+	m := Message{Type: TypeReminder, Channel: c.name, Ref: ref, Step: step, Request: requestOf(v),
+		Text: text.Ellipsis("Still waiting for approval: "+v.Sentence+" ("+v.Who()+"; tool "+v.ToolName+"), expires "+
+			r.ExpiresAt.UTC().Format(time.RFC3339), 500)}
+	for _, id := range mention {
+		if actor, ok := strings.CutPrefix(id, "webhook:"+c.name+"/"); ok {
+			m.Mention = append(m.Mention, actor)
+		}
+	}
+	c.link(&m, r.ID, true)
+	answer, err := c.deliver(ctx, m)
+	if err != nil {
+		return "", fmt.Errorf("webhook: reminder: %w", err)
+	}
+	return refOf(answer, fmt.Sprintf("%s#%d", ref, step)), nil
+}
+
+// link sets m's links to the request's page and, when asked, to where
+// verdicts go; none without a public URL.
+func (c *Channel) link(m *Message, requestID string, callback bool) {
+	if c.publicURL == "" {
+		return
+	}
+	m.URL = c.publicURL + "/approvals/" + requestID
+	if callback {
+		m.CallbackURL = c.publicURL + "/callbacks/" + c.CallbackPath()
+	}
+}
+
+// refOf is the "ref" of a relay's JSON answer, cleaned and cut, or def.
+func refOf(answer []byte, def string) string {
+	var a struct {
+		Ref string `json:"ref"`
+	}
+	if json.Unmarshal(answer, &a) == nil && a.Ref != "" {
+		ref, _ := text.CutBytes(text.Clean(a.Ref), maxRef)
+		return ref
+	}
+	return def
 }
 
 // cardText is the card's one line: what will happen, who asks, the tool.

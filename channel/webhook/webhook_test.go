@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -301,6 +302,47 @@ func TestApproversList(t *testing.T) {
 	body = verdict(r.ID, "approve", "bob@example.com", "")
 	if code, answer := webhooktest.Post(t, e.urlA, body, webhooktest.Signed(secret, time.Now(), body)); code != 200 || !strings.Contains(answer, "approved") {
 		t.Fatalf("bob: %d %s", code, answer)
+	}
+}
+
+// TestReminders: a route that reminds sends the relay a signed reminder
+// per step, with the card's ref, the step, and the approvers of this relay
+// who have not approved yet; the trail records it like any reminder.
+func TestReminders(t *testing.T) {
+	e := newEnv(t, gate.Route{Name: "deploys", Tool: "deploy", Channels: []string{"relay"}, Quorum: 2, Timeout: time.Hour,
+		Approvers: []string{"webhook:relay/alice@example.com", "webhook:relay/bob@example.com", "webhook:other/carol", "slack:T1/U1"},
+		Plan:      gate.Plan{Remind: 100 * time.Millisecond}})
+	r := e.submit(t, "deploy")
+	e.relay.Wait(1, webhooktest.OfType("card", r.ID))
+	body := verdict(r.ID, "approve", "alice@example.com", "")
+	if code, answer := webhooktest.Post(t, e.urlA, body, webhooktest.Signed(secret, time.Now(), body)); code != 200 || !strings.Contains(answer, `"status":"pending"`) {
+		t.Fatalf("alice: %d %s", code, answer)
+	}
+	// Reminders keep coming every 100ms; one after alice's approval was
+	// recorded names only bob.
+	var after webhooktest.Delivery
+	e.relay.Wait(1, func(d webhooktest.Delivery) bool {
+		if d.Message.Type == "reminder" && d.Message.Request["id"] == r.ID && !slices.Contains(d.Message.Mention, "alice@example.com") {
+			after = d
+			return true
+		}
+		return false
+	})
+	m := after.Message
+	if !after.SignatureOK || m.Channel != "relay" || m.Ref != "msg-1" || m.Step < 1 || !slices.Equal(m.Mention, []string{"bob@example.com"}) ||
+		m.Request["status"] != "pending" || m.URL != public+"/approvals/"+r.ID || m.CallbackURL != public+"/callbacks/webhook/relay" ||
+		!strings.HasPrefix(m.Text, "Still waiting for approval: Deploy <b>prod</b> (") || !strings.Contains(m.Text, "tool deploy), expires ") {
+		t.Fatalf("reminder: %s", after.Body)
+	}
+	evs, err := e.svc.Events(context.Background(), r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasEvent(evs, gate.EventReminded, "in the thread of 1 card(s)") {
+		t.Fatalf("no reminder on the trail: %+v", evs)
+	}
+	if n := len(e.other.Deliveries()); n != 0 {
+		t.Fatalf("the other relay got %d POSTs for a request not sent to it", n)
 	}
 }
 

@@ -24,8 +24,8 @@ import (
 type Delivery struct {
 	Header http.Header
 	Body   []byte
-	// Message is the body decoded (type, channel, ref, request, text, url,
-	// callback_url).
+	// Message is the body decoded (type, channel, ref, step, mention,
+	// request, text, url, callback_url).
 	Message Message
 	// SignatureOK says the signature matched the relay's secret and the
 	// timestamp was within five minutes of the relay's clock.
@@ -39,6 +39,8 @@ type Message struct {
 	Type        string         `json:"type"`
 	Channel     string         `json:"channel"`
 	Ref         string         `json:"ref"`
+	Step        int            `json:"step"`
+	Mention     []string       `json:"mention"`
 	Request     map[string]any `json:"request"`
 	Text        string         `json:"text"`
 	URL         string         `json:"url"`
