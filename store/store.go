@@ -29,7 +29,9 @@ const (
 	Postgres = "postgres"
 )
 
-// opTimeout bounds every operation of the store but a migration: each
+// opTimeout bounds every operation of the store but those at startup
+// (migrations, the schema's version), Ping (its callers bound it) and
+// PostgreSQL's LISTEN connection, which waits by design: each
 // transaction of store.write (the life cycle's writes: create, decide,
 // expire, cards, steps, grants, rate counts), each read a gate call makes
 // (a request by id or key, a grant, a list, a trail, votes), and what the

@@ -106,7 +106,7 @@ func (c *Channel) searched(what, to string, r *gate.Request, ts string, err erro
 		var se slack.SlackErrorResponse
 		if errors.As(err, &se) && (se.Err == "missing_scope" || se.Err == "not_in_channel" || se.Err == "not_allowed_token_type") {
 			c.warnOnce(se.Err+":"+what+":"+kind(to), "cannot read the conversation to find a "+what+" whose post may have landed; "+
-				"posting it again may show it twice (add the channels:history, groups:history and im:history scopes, and invite the bot)",
+				"posting it again may show it twice (use a bot token, xoxb-, with the channels:history, groups:history and im:history scopes, and invite the bot)",
 				"conversation", to, "err", err)
 		} else {
 			c.log.Warn("searching for a "+what+" whose post may have landed failed; posting it again",

@@ -288,6 +288,43 @@ func TestLostReminderIsNotPostedTwice(t *testing.T) {
 			t.Fatalf("%d messages, %d searches: want the card and two reminders after one search", n, len(f.CallsOf("conversations.replies")))
 		}
 	})
+	t.Run("another app's reply with the same metadata is not taken for it", func(t *testing.T) {
+		f, c, r, card := remindedCard(t)
+		meta, err := json.Marshal(c.reminderMetadata(r, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.ReplyAs(slackCh, strings.TrimPrefix(card, slackCh+":"), "not the reminder", string(meta))
+		ref, err := c.Remind(gate.WithCardAttempt(context.Background(), 2), r, card, 2, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		posts := f.Posts()
+		if len(posts) != 3 || ref != slackCh+":"+posts[2].TS || len(f.CallsOf("conversations.replies")) != 1 {
+			t.Fatalf("ref %q, %d messages: want this app's own reminder posted after one search", ref, len(posts))
+		}
+	})
+	t.Run("a long thread is read page by page", func(t *testing.T) {
+		f, c, r, card := remindedCard(t)
+		parent := strings.TrimPrefix(card, slackCh+":")
+		for i := range historyPage + 20 {
+			f.ReplyAs(slackCh, parent, fmt.Sprintf("comment %d", i), "")
+		}
+		if _, err := c.Remind(gate.WithCardAttempt(context.Background(), 1), r, card, 2, nil); err != nil {
+			t.Fatal(err)
+		}
+		before := len(f.Posts())
+		ref, err := c.Remind(gate.WithCardAttempt(context.Background(), 2), r, card, 2, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(f.Posts()) != before || ref != slackCh+":"+f.Posts()[before-1].TS {
+			t.Fatalf("ref %q: want the reminder past the first page adopted, not posted again", ref)
+		}
+		if n := len(f.CallsOf("conversations.replies")); n < 2 || n > historyCalls {
+			t.Fatalf("%d pages read, want 2 to %d", n, historyCalls)
+		}
+	})
 	t.Run("a thread the search cannot read is posted to", func(t *testing.T) {
 		f, c, r, card := remindedCard(t)
 		f.FailNext("conversations.replies", slacktest.Error("missing_scope"))

@@ -67,7 +67,10 @@ type Channel struct {
 	replays   *channel.ReplayCache
 }
 
-var _ gate.Channel = (*Channel)(nil)
+var (
+	_ gate.Channel = (*Channel)(nil)
+	_ gate.Replier = (*Channel)(nil)
+)
 
 // New builds a webhook channel. It does not call the relay: an unreachable
 // relay shows up as failed posts in the audit trail, not as a failed boot.
@@ -235,8 +238,8 @@ func (c *Channel) Update(ctx context.Context, r *gate.Request, ref string) error
 
 // Remind tells the relay that the request behind the card ref still
 // waits, naming the approvers among mention who are this relay's actors
-// (webhook:<channel>/<actor>), and returns the relay's "ref" for the
-// reminder, or the card's ref with the step.
+// (webhook:<channel>/<actor>), and returns the card's ref with the step
+// (reminders are never updated, so nothing reads it back).
 func (c *Channel) Remind(ctx context.Context, r *gate.Request, ref string, step int, mention []string) (string, error) {
 	v := c.present.View(r)
 	m := Message{Type: TypeReminder, Channel: c.name, Ref: ref, Step: step, Request: requestOf(v),
@@ -248,11 +251,10 @@ func (c *Channel) Remind(ctx context.Context, r *gate.Request, ref string, step 
 		}
 	}
 	c.link(&m, r.ID, true)
-	answer, err := c.deliver(ctx, m)
-	if err != nil {
+	if _, err := c.deliver(ctx, m); err != nil {
 		return "", fmt.Errorf("webhook: reminder: %w", err)
 	}
-	return refOf(answer, fmt.Sprintf("%s#%d", ref, step)), nil
+	return fmt.Sprintf("%s#%d", ref, step), nil
 }
 
 // link sets m's links to the request's page and, when asked, to where

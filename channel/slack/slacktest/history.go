@@ -38,8 +38,19 @@ func (s *Server) PostAs(channel, text, metadata string) {
 		message: message{ts: fmt.Sprintf("1700000000.%06d", s.seq), text: text, at: time.Now(), bot: OtherBotID, metadata: rawJSON(metadata)}})
 }
 
+// ReplyAs adds a reply another app (bot_id OtherBotID) posted in the
+// thread of the message parent in channel, with metadata.
+func (s *Server) ReplyAs(channel, parent, text, metadata string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	s.others = append(s.others, otherMessage{channel: channel, thread: parent,
+		message: message{ts: fmt.Sprintf("1700000000.%06d", s.seq), text: text, at: time.Now(), bot: OtherBotID, metadata: rawJSON(metadata)}})
+}
+
 type otherMessage struct {
 	channel string
+	thread  string // the parent's ts, for a reply
 	message
 }
 
@@ -152,7 +163,7 @@ func (s *Server) messages(channel string) []message {
 		}
 	}
 	for _, o := range s.others {
-		if o.channel == channel {
+		if o.channel == channel && o.thread == "" {
 			out = append(out, o.message)
 		}
 	}
@@ -216,9 +227,10 @@ func rawJSON(s string) json.RawMessage {
 }
 
 // replies answers conversations.replies from the record: the message ts
-// names in channel, then the replies posted in its thread, oldest first,
-// each as its last chat.update left it (a message without replies comes
-// alone, as Slack serves an unthreaded message). limit defaults to 10 and
+// names in channel, then the replies posted in its thread (by this app or
+// another, ReplyAs), oldest first, each as its last chat.update left it (a
+// message without replies comes alone, as Slack serves an unthreaded
+// message); every later page starts with the parent again, as Slack's do. limit defaults to 10 and
 // is at most 1000; cursor continues where has_more and
 // response_metadata.next_cursor left off. Metadata is returned only with
 // include_all_metadata. A ts that names no message in channel is
@@ -249,6 +261,9 @@ func (s *Server) replies(f url.Values) map[string]any {
 	if len(in) > limit {
 		next = base64.StdEncoding.EncodeToString([]byte("next_ts:" + in[limit].ts))
 		in = in[:limit]
+	}
+	if from != "" && len(thread) > 0 && thread[0].ts == parent {
+		in = append([]message{thread[0]}, in...) // Slack repeats the parent atop every page
 	}
 	meta := flag(f.Get("include_all_metadata"))
 	out := make([]map[string]any, 0, len(in))
@@ -298,5 +313,11 @@ func (s *Server) thread(channel, parent string) ([]message, bool) {
 			}
 		}
 	}
+	for _, o := range s.others {
+		if o.channel == channel && o.thread == parent {
+			out = append(out, o.message)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b message) int { return a.at.Compare(b.at) })
 	return out, found
 }

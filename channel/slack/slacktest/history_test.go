@@ -66,7 +66,8 @@ func TestHistory(t *testing.T) {
 
 // conversations.replies serves a thread as Slack does: the parent, then
 // its replies oldest first, updates applied, metadata only on request,
-// paged by cursor; an unthreaded message alone; an unknown ts refused.
+// paged by cursor with the parent atop each page; an unthreaded message
+// alone; an unknown ts refused.
 func TestReplies(t *testing.T) {
 	f := slacktest.NewServer(t, "xoxb-t", "")
 	api := slack.New("xoxb-t", slack.OptionAPIURL(f.APIURL()))
@@ -98,8 +99,8 @@ func TestReplies(t *testing.T) {
 		t.Fatalf("first page: %+v %v %q %v", msgs, more, next, err)
 	}
 	msgs, more, _, err = api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: parent, Limit: 2, Cursor: next})
-	if err != nil || len(msgs) != 2 || more || msgs[0].Timestamp != replies[1] || msgs[1].Timestamp != replies[2] {
-		t.Fatalf("second page: %+v %v %v", msgs, more, err)
+	if err != nil || len(msgs) != 3 || more || msgs[0].Timestamp != parent || msgs[1].Timestamp != replies[1] || msgs[2].Timestamp != replies[2] {
+		t.Fatalf("second page (the parent, then the rest): %+v %v %v", msgs, more, err)
 	}
 	msgs, _, _, err = api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: parent})
 	if err != nil || len(msgs) != 4 || msgs[1].Metadata.EventType != "" {
