@@ -303,6 +303,44 @@ func TestRateLimitsAcrossReplicas(t *testing.T) {
 	})
 }
 
+// On a record: false route, where an allow is never stored, a call the
+// rate limit denied stays denied when it is retried under its key (the
+// rejection the key holds is the answer, and nothing is counted again),
+// and the key of another call is refused rather than lifting the limit.
+func TestRateLimitRetryOnUnrecordedRoute(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		routes := []gate.Route{{Name: "reads", Tool: "Read", Action: policy.Allow, NoRecord: true,
+			Rate: &gate.Rate{Limit: 2, Per: time.Hour, By: "agent"}}}
+		svc := newService(t, db, svcOpts{routes: routes})
+		ctx := context.Background()
+		read := func(key, file string) (*gate.Request, bool, error) {
+			return svc.Submit(ctx, gate.Submission{ToolName: "Read", ToolArgs: json.RawMessage(`{"file_path":"` + file + `"}`),
+				Caller: "bot", IdempotencyKey: key})
+		}
+		for _, k := range []string{"k1", "k2"} {
+			if r, _, err := read(k, "/a"); err != nil || !r.Allowed() {
+				t.Fatalf("%s, within the limit: %+v %v", k, r, err)
+			}
+		}
+		denied, _, err := read("k3", "/a")
+		if err != nil || denied.Allowed() || !strings.Contains(denied.Reason, "over the rate limit of route reads") {
+			t.Fatalf("the third call: %+v %v", denied, err)
+		}
+		for range 3 {
+			r, created, err := read("k3", "/a")
+			if err != nil || r.Allowed() || created || r.ID != denied.ID {
+				t.Fatalf("a retry of the denied call: %+v created %v err %v; want its rejection again", r, created, err)
+			}
+		}
+		if _, _, err := read("k3", "/b"); gate.ErrorCode(err) != gate.EIDEMPOTENCY {
+			t.Fatalf("another call under the denied call's key: %v, want an idempotency conflict", err)
+		}
+		if r, _, err := read("k4", "/a"); err != nil || r.Allowed() {
+			t.Fatalf("a new call, still over the limit: %+v %v", r, err)
+		}
+	})
+}
+
 // A reload puts new routes in force at once; routes that do not compile are
 // refused and the old ones stay.
 func TestReloadRoutes(t *testing.T) {

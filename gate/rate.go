@@ -11,16 +11,10 @@ import (
 // overRate counts the call against its route's rate limit and, when the
 // count is over it, says why the call is denied. Counts live in the
 // database, so every replica shares them; windows are fixed, `per` long,
-// aligned to the Unix epoch. A retry of a call already made (its caller
-// used its idempotency key before) is not counted again.
+// aligned to the Unix epoch. Submit answers a retry of a call already
+// made (its caller used its idempotency key before) before it gets here,
+// so a retry is not counted again.
 func (s *Service) overRate(ctx context.Context, in *Submission, rt Route, now time.Time) (string, error) {
-	if in.IdempotencyKey != "" {
-		if _, err := s.store.ByKey(ctx, in.Caller, in.IdempotencyKey); err == nil {
-			return "", nil // Create finds it and attaches
-		} else if ErrorCode(err) != ENOTFOUND {
-			return "", err
-		}
-	}
 	who := ""
 	switch rt.Rate.By {
 	case "user":
