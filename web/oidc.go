@@ -196,8 +196,10 @@ func (s *Server) ssoClaims(idt *oidc.IDToken) (string, []string, error) {
 	if email == "" || !strings.Contains(email, "@") || strings.ContainsAny(email, " \t\r\n") {
 		return "", nil, errors.New("the identity provider sent no usable email; ask it to release the email claim (scope email)")
 	}
-	if v, ok := claims["email_verified"].(bool); ok && !v {
-		return "", nil, fmt.Errorf("the identity provider says %s is not verified", email)
+	if v, ok := claims["email_verified"]; ok && v != true && v != "true" {
+		// false, and anything else a provider writes there ("false" as a
+		// string, as some do): only a plain yes counts as verified.
+		return "", nil, fmt.Errorf("the identity provider says %s is not verified (email_verified: %v)", email, v)
 	}
 	name := s.sso.cfg.GroupsClaim
 	if name == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -260,6 +261,22 @@ func TestSingleSignOn(t *testing.T) {
 	t.Run("an email the provider has not verified", func(t *testing.T) {
 		f := e.signIn(oidctest.Identity{Subject: "u10", Email: "mallory@example.com", EmailVerified: no()}, "/")
 		refused(t, f, "is not verified")
+	})
+	// Some providers write the claim as a string: "false" (or anything but
+	// true) is not verified.
+	for _, v := range []any{"false", "False", "", 0, nil} {
+		t.Run(fmt.Sprintf("email_verified %#v", v), func(t *testing.T) {
+			e.idp.SignIn(oidctest.Identity{Subject: "u10", Email: "mallory@example.com"})
+			e.idp.Tamper(func(_, c map[string]any) any { c["email_verified"] = v; return nil })
+			refused(t, e.start(e.browser(), "/").finish(), "is not verified")
+		})
+	}
+	t.Run(`email_verified "true"`, func(t *testing.T) {
+		e.idp.SignIn(oidctest.Identity{Subject: "u12", Email: "alice@example.com", Groups: []string{"platform-admins"}})
+		e.idp.Tamper(func(_, c map[string]any) any { c["email_verified"] = "true"; return nil })
+		if f := e.start(e.browser(), "/").finish(); !f.signedIn() {
+			t.Fatal(`email_verified "true" was refused`)
+		}
 	})
 	t.Run("no email", func(t *testing.T) {
 		f := e.signIn(oidctest.Identity{Subject: "u11", Groups: []string{"platform-admins"}}, "/")
