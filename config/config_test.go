@@ -446,6 +446,9 @@ routes:
 			[]string{"channels[0].bot_token: unknown key"}},
 		{"a name that is no path segment", "channels:\n  - {name: 'ops/relay', type: webhook, url: 'https://r', secret: 0123456789abcdef}\n",
 			[]string{`channels[0].name: "ops/relay" cannot be a webhook channel's name`}},
+		{"two channels sharing a secret", "channels:\n  - {name: teams, type: webhook, url: 'https://r', secret: 0123456789abcdef}\n" +
+			"  - {name: discord, type: webhook, url: 'https://r', secret: 0123456789abcdef}\n",
+			[]string{`channels[1].secret: the same as channel "teams"'s: a verdict signed for one would be taken by the other as another approver's`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.yaml), t.TempDir(), env(nil))

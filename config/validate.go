@@ -222,6 +222,7 @@ func (c *Config) validateOIDC(o *OIDC, errs *Errors) {
 // routes may use (the built-in web channel included).
 func (c *Config) validateChannels(errs *Errors) map[string]bool {
 	names := map[string]bool{"web": true}
+	webhookSecrets := map[string]string{} // secret → the first webhook channel with it
 	for i := range c.Channels {
 		ch := &c.Channels[i]
 		p := fmt.Sprintf("channels[%d]", i)
@@ -241,6 +242,15 @@ func (c *Config) validateChannels(errs *Errors) map[string]bool {
 			ch.Feishu.validate(p, errs)
 		case TypeWebhook:
 			ch.Webhook.validate(p, ch.Name, errs)
+			// A verdict's signature names no channel, and a relay's actors
+			// are recorded per channel (webhook:<channel>/<actor>): a verdict
+			// signed for one channel and sent again to another with the
+			// same secret would count as a second approver.
+			if other, ok := webhookSecrets[ch.Webhook.Secret]; ok && ch.Webhook.Secret != "" {
+				errs.add(p+".secret", "the same as channel %q's: a verdict signed for one would be taken by the other as another approver's; give each webhook channel its own secret", other)
+			} else {
+				webhookSecrets[ch.Webhook.Secret] = ch.Name
+			}
 		case "":
 			errs.add(p+".type", "required (slack, feishu or webhook)")
 		default:
