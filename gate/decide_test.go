@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -146,6 +147,32 @@ func TestApproversAndQuorum(t *testing.T) {
 		evs := events(t, svc, r.ID)
 		if countEvents(evs, gate.EventVote) != 2 || countEvents(evs, gate.EventRefused) != 2 || countEvents(evs, gate.EventDecided) != 1 {
 			t.Fatalf("trail: %+v", evs)
+		}
+	})
+}
+
+// A request whose stored approvers list does not read (a row edited by
+// hand, a bad restore) is decided by nobody, listed or not: read as an
+// empty list, it would have meant anyone who sees its card.
+func TestUnreadableApproversDecideNothing(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: []gate.Route{{Name: "payments", Tool: "oa__purchase_*",
+			Channels: []string{"fake"}, Approvers: []string{"feishu:ou_abc"}}}})
+		ctx := context.Background()
+		r := submit(t, svc, gate.Submission{})
+		for _, bad := range []string{`not json`, `null`, `{"a":1}`} {
+			if err := db.Gorm().Exec("UPDATE requests SET approvers = ? WHERE id = ?", bad, r.ID).Error; err != nil {
+				t.Fatal(err)
+			}
+			for _, actor := range []string{"feishu:ou_abc", "feishu:ou_zzz"} {
+				_, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: actor, Via: "fake"})
+				if gate.ErrorCode(err) != gate.EFORBIDDEN {
+					t.Fatalf("approvers %s, %s approving: %v, want refused", bad, actor, err)
+				}
+			}
+		}
+		if got, err := svc.Get(ctx, r.ID); err != nil || got.Status != gate.StatusPending || !slices.Equal(got.Approvers, []string{store.UnreadableApprovers}) {
+			t.Fatalf("after the refusals: %+v %v", got, err)
 		}
 	})
 }

@@ -94,7 +94,7 @@ func (row *requestRow) toRequest() *gate.Request {
 		ID: row.ID, Status: gate.Status(row.Status), ToolName: row.ToolName, ToolArgs: json.RawMessage(row.ToolArgs),
 		RequiresConfirmation: row.RequiresConfirmation, Summary: row.Summary, AgentID: row.AgentID, UserID: row.UserID,
 		SessionID: row.SessionID, ToolCallID: row.ToolCallID, Metadata: json.RawMessage(row.Metadata), Route: row.Route,
-		Caller: row.Caller, Channels: parseList(row.Channels), Approvers: parseList(row.Approvers), Quorum: row.Quorum,
+		Caller: row.Caller, Channels: parseList(row.Channels), Approvers: parseApprovers(row.Approvers), Quorum: row.Quorum,
 		OnTimeout: gate.Verdict(row.OnTimeout), CreatedAt: row.CreatedAt.UTC(), ExpiresAt: row.ExpiresAt.UTC(),
 		DecidedBy: row.DecidedBy, DecidedVia: row.DecidedVia, Reason: row.Reason,
 		RememberSeconds: row.RememberSeconds, RememberAnyArgs: row.RememberAny, Person: row.Person, Plan: parsePlan(row.Plan),
@@ -149,6 +149,21 @@ func parseList(s string) []string {
 	_ = json.Unmarshal([]byte(s), &out)
 	if out == nil {
 		out = []string{}
+	}
+	return out
+}
+
+// UnreadableApprovers stands for an approvers list that does not read as
+// one (it never should: jsonList writes it). No identity is this string,
+// so nobody may decide the request and it expires: read as an empty list,
+// it would mean anyone who sees a card may.
+const UnreadableApprovers = "(unreadable approvers list)"
+
+// parseApprovers reads a request's approvers; see UnreadableApprovers.
+func parseApprovers(s string) []string {
+	var out []string
+	if err := json.Unmarshal([]byte(s), &out); err != nil || out == nil {
+		return []string{UnreadableApprovers}
 	}
 	return out
 }
