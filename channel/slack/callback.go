@@ -239,6 +239,17 @@ func (a *action) UnmarshalJSON(b []byte) error {
 // pick prefers, among channels whose secret verified (one app may serve
 // several channels), the one whose Slack channel the tap came from.
 func pick(chs []*Channel, ic slack.InteractionCallback) *Channel {
+	if ic.Type == slack.InteractionTypeViewSubmission {
+		// The reason modal names the channel whose card was tapped.
+		var meta reasonMeta
+		if json.Unmarshal([]byte(ic.View.PrivateMetadata), &meta) == nil && meta.Via != "" {
+			for _, c := range chs {
+				if c.name == meta.Via {
+					return c
+				}
+			}
+		}
+	}
 	from := tapChannel(ic)
 	for _, c := range chs {
 		if from != "" && c.cfg.ChannelID == from {

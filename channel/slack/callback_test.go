@@ -291,6 +291,40 @@ func TestCallbackPicksChannelBySecret(t *testing.T) {
 	}
 }
 
+// Two channels of one Slack app (one signing secret): a reason modal
+// opened from the second channel's card is submitted with no conversation
+// to tell them apart, and its reject still goes through that channel,
+// which the modal names; credited to the first, the gate would refuse it
+// for a request sent only to the second.
+func TestReasonSubmissionKeepsItsChannel(t *testing.T) {
+	f := newFakeSlack(t)
+	d := newFakeDecider(fixed(t0), testRequest("01JREQ", t0))
+	a := newTestChannel(t, f, d, fixed(t0))
+	b := newTestChannel(t, f, d, fixed(t0), func(o *Options) { o.Name, o.Config.ChannelID = "eng-slack", "C999" })
+	h := NewCallbackHandler([]*Channel{a, b})
+	tap := slacktest.Form(slacktest.BlockActions(slacktest.Tap{Team: "T123", User: "U456", Channel: "C999", ActionID: actionReason,
+		Value: "reason:01JREQ", TriggerID: "trig.1"}))
+	if code := post(h, tap, slacktest.Sign(secret, t0, tap)); code != http.StatusOK {
+		t.Fatalf("tap: status %d", code)
+	}
+	b.Flush()
+	views := f.CallsOf("views.open")
+	if len(views) != 1 {
+		t.Fatalf("%d views.open calls, want 1", len(views))
+	}
+	view, _ := views[0].Body["view"].(map[string]any)
+	sub := slacktest.Form(slacktest.ViewSubmission(slacktest.Submission{Team: "T123", User: "U456", CallbackID: reasonCallback,
+		Metadata: fmt.Sprint(view["private_metadata"]), Block: reasonBlock, Action: reasonAction, Value: "not now"}))
+	if code := post(h, sub, slacktest.Sign(secret, t0, sub)); code != http.StatusOK {
+		t.Fatalf("submission: status %d", code)
+	}
+	a.Flush()
+	b.Flush()
+	if got := d.taken(); len(got) != 1 || got[0].Via != "eng-slack" || got[0].Approve || got[0].Reason != "not now" {
+		t.Errorf("decisions %+v, want one reject via eng-slack", got)
+	}
+}
+
 func TestCallbackOnlyPost(t *testing.T) {
 	f := newFakeSlack(t)
 	c := newTestChannel(t, f, newFakeDecider(fixed(t0)), fixed(t0))

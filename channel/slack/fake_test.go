@@ -32,6 +32,8 @@ type fakeDecider struct {
 	reqs      map[string]*gate.Request
 	decisions []gate.Decision // every Decide call
 	refusals  []string        // "id|actor|detail"
+	// calls, when set, gets every Decide call as it is made (buffered).
+	calls chan gate.Decision
 }
 
 func newFakeDecider(now func() time.Time, reqs ...*gate.Request) *fakeDecider {
@@ -57,6 +59,9 @@ func (d *fakeDecider) Decide(_ context.Context, dec gate.Decision) (*gate.Reques
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.decisions = append(d.decisions, dec)
+	if d.calls != nil {
+		d.calls <- dec
+	}
 	r, ok := d.reqs[dec.RequestID]
 	if !ok {
 		return nil, gate.Errorf(gate.ENOTFOUND, "no request %s", dec.RequestID)

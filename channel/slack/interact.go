@@ -17,11 +17,14 @@ import (
 // afterAckTimeout bounds the work done after a tap has been acked.
 const afterAckTimeout = 30 * time.Second
 
-// reasonMeta is the reason modal's private_metadata: which request, and
-// where to answer the submitter.
+// reasonMeta is the reason modal's private_metadata: which request, where
+// to answer the submitter, and the Gatehouse channel whose card was
+// tapped (a submission names no conversation, and several channels may
+// share one Slack app).
 type reasonMeta struct {
 	ID      string `json:"id"`
 	Channel string `json:"ch,omitempty"`
+	Via     string `json:"via,omitempty"`
 }
 
 // interact handles one verified interaction, from HTTP or Socket Mode, and
@@ -194,15 +197,15 @@ func (c *Channel) openReason(ctx context.Context, ic slack.InteractionCallback, 
 		c.ephemeral(ctx, from, user, refusal(gate.Errorf(gate.EFORBIDDEN, "not an approver")))
 		return
 	}
-	if _, err := c.api.OpenViewContext(ctx, ic.TriggerID, reasonModal(c.present.View(r), from)); err != nil {
+	if _, err := c.api.OpenViewContext(ctx, ic.TriggerID, reasonModal(c.present.View(r), from, c.name)); err != nil {
 		c.log.Warn("opening the reason modal failed", "request_id", id, "err", err)
 		c.ephemeral(ctx, from, user, ":warning: The reason form did not open (Slack allows 3 seconds); tap *Reject with reason* again.")
 	}
 }
 
 // reasonModal asks for the reason of a rejection.
-func reasonModal(r present.View, from string) slack.ModalViewRequest {
-	meta, _ := json.Marshal(reasonMeta{ID: r.ID, Channel: from})
+func reasonModal(r present.View, from, via string) slack.ModalViewRequest {
+	meta, _ := json.Marshal(reasonMeta{ID: r.ID, Channel: from, Via: via})
 	input := slack.NewPlainTextInputBlockElement(plain("Why is this rejected?", 150), reasonAction)
 	input.Multiline = true
 	input.MaxLength = maxSection

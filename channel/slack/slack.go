@@ -54,6 +54,10 @@ type Channel struct {
 
 	botMu sync.Mutex
 	botID string // the bot_id of this app's messages, once auth.test told it (recover.go)
+
+	// peers are the channels whose Socket Mode events this one's connection
+	// receives, itself first (SocketRunners); set before Run.
+	peers []*Channel
 }
 
 var (

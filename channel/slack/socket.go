@@ -6,6 +6,8 @@ import (
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
 )
 
 // Run receives interactions over Socket Mode until ctx ends, for channels
@@ -35,6 +37,30 @@ func (c *Channel) Run(ctx context.Context) error {
 	}
 	c.Flush()
 	return nil
+}
+
+// SocketRunners are the Socket Mode connections chs need: one per Slack
+// app (app_token). Slack hands each event to one of an app's open
+// connections, so channels that share an app share one connection, run by
+// the first of them, which passes each interaction to the channel whose
+// card it came from, as the HTTP handler does. Call it once, before any
+// runs.
+func SocketRunners(chs []*Channel) []gate.Runner {
+	var out []gate.Runner
+	first := map[string]*Channel{} // app token → the channel that connects
+	for _, c := range chs {
+		if !c.SocketMode() {
+			continue
+		}
+		if f, ok := first[c.cfg.AppToken]; ok {
+			f.peers = append(f.peers, c)
+			continue
+		}
+		c.peers = []*Channel{c}
+		first[c.cfg.AppToken] = c
+		out = append(out, c)
+	}
+	return out
 }
 
 // runSocket runs one socketmode client until it gives up or ctx ends.
@@ -78,7 +104,11 @@ func (c *Channel) events(ctx context.Context, sm *socketmode.Client) {
 			ic, ok := evt.Data.(slack.InteractionCallback)
 			c.ack(ctx, sm, evt)
 			if ok {
-				c.interact(ctx, ic)
+				target := c
+				if len(c.peers) > 1 {
+					target = pick(c.peers, ic) // the channel whose card it was, as over HTTP
+				}
+				target.interact(ctx, ic)
 			}
 		default:
 			c.ack(ctx, sm, evt)

@@ -44,9 +44,6 @@ func buildChannels(cfg *config.Config, d gate.Decider, p *present.Presenter, log
 			slacks = append(slacks, ch)
 			out.channels = append(out.channels, ch)
 			out.flushers = append(out.flushers, ch)
-			if ch.SocketMode() {
-				out.runners = append(out.runners, ch)
-			}
 		case config.TypeFeishu:
 			ch, err := feishu.New(feishu.Options{Name: c.Name, Config: *c.Feishu, PublicURL: cfg.PublicURL, Decider: d, Present: p, Logger: clog,
 				Conns: cfg.Cards.Workers})
@@ -74,6 +71,7 @@ func buildChannels(cfg *config.Config, d gate.Decider, p *present.Presenter, log
 	}
 	if len(slacks) > 0 {
 		out.callbacks["slack"] = slack.NewCallbackHandler(slacks)
+		out.runners = append(out.runners, slack.SocketRunners(slacks)...)
 	}
 	if len(feishus) > 0 {
 		out.callbacks["feishu"] = feishu.NewCallbackHandler(feishus)
