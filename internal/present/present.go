@@ -11,8 +11,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	bigmath "math/big"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -196,21 +198,29 @@ func big(args map[string]any) (string, string) {
 	return "", ""
 }
 
-var numeric = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
+// number is a decimal number as JSON writes it, exponent and all.
+var number = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
 
 // amount is the first amount among the arguments, with its currency:
-// "¥60,000", "$1,200.50", "300 CHF".
+// "¥60,000", "$1,200.50", "300 CHF". The first amount key the arguments
+// hold decides: when its value does not read as a number, no amount is
+// shown, rather than the next key's ("amount": 6e6 beside "price": 10
+// must never show ¥10). An exponent is written out in full (6e6 is
+// 6,000,000).
 func amount(args map[string]any) string {
 	for _, k := range amountKeys {
 		var n string
 		switch v := args[k].(type) {
+		case nil:
+			continue
 		case json.Number:
 			n = v.String()
 		case string:
 			n = strings.TrimSpace(v)
 		}
-		if !numeric.MatchString(n) {
-			continue
+		n, ok := plainDecimal(n)
+		if !ok {
+			return ""
 		}
 		n = thousands(n)
 		cur := strings.ToUpper(str(args, "currency", "ccy"))
@@ -229,6 +239,32 @@ func amount(args map[string]any) string {
 		return n + " " + text.Ellipsis(cur, 8)
 	}
 	return ""
+}
+
+// plainDecimal writes a number in plain decimal notation, exactly: "6e6"
+// is "6000000", "1.5e-2" is "0.015"; one without an exponent is kept as
+// written ("1200.50"). It refuses what is not a number, and exponents
+// beyond ±100, which no amount has.
+func plainDecimal(s string) (string, bool) {
+	m := number.FindStringSubmatch(s)
+	if m == nil {
+		return "", false
+	}
+	if m[2] == "" {
+		return s, true
+	}
+	exp, err := strconv.Atoi(m[2][1:])
+	if err != nil || exp < -100 || exp > 100 {
+		return "", false
+	}
+	r, ok := new(bigmath.Rat).SetString(s)
+	if !ok {
+		return "", false
+	}
+	if r.IsInt() {
+		return r.Num().String(), true
+	}
+	return r.FloatString(max(len(strings.TrimPrefix(m[1], "."))-exp, 0)), true
 }
 
 // thousands groups the whole part of a decimal number: 60000 → 60,000.
