@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -149,6 +150,35 @@ func TestHostileArgumentsRenderAsText(t *testing.T) {
 	res, _ := b.get("/approvals/" + r.ID)
 	if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || strings.Contains(csp, "unsafe-inline") {
 		t.Errorf("CSP %q", csp)
+	}
+}
+
+// A command with a right-to-left override runs as `rm -rf ~` but is drawn
+// as `rm -rf # ~`, a comment. Pages show each hidden character as a mark
+// (escaped in the raw arguments), so what an approver reads is what runs;
+// the Slack, Feishu and webhook cards read the same view.
+func TestHiddenCharactersAreShown(t *testing.T) {
+	e := newEnv(t)
+	r := e.submit(`{"tool_name":"Bash","summary":"tidy up\u202e","tool_args":{"command":"rm -rf \u202e ~ #"}}`)
+	b := e.login("alice")
+	const mark = "⟨U&#43;202E⟩" // ⟨U+202E⟩, as the page's HTML writes it
+	for _, path := range []string{"/", "/live/queue", "/history?status=pending", "/approvals/" + r.ID} {
+		_, page := b.get(path)
+		if strings.ContainsRune(page, '\u202e') {
+			t.Errorf("%s carries the raw U+202E", path)
+		}
+		if !strings.Contains(page, "tidy up"+mark) {
+			t.Errorf("%s does not show the summary with its hidden character marked", path)
+		}
+	}
+	_, page := b.get("/approvals/" + r.ID)
+	if !strings.Contains(page, "rm -rf "+mark+" ~ #") || !strings.Contains(page, `rm -rf \u202e ~ #`) {
+		t.Errorf("the request's page does not show the command marked, and its raw arguments escaped")
+	}
+	got, err := e.svc.Get(context.Background(), r.ID)
+	var args struct{ Command string }
+	if err != nil || json.Unmarshal(got.ToolArgs, &args) != nil || args.Command != "rm -rf \u202e ~ #" {
+		t.Errorf("the stored arguments changed: %s %v", got.ToolArgs, err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gatehouse-dev/gatehouse/internal/text"
 	"io"
 	"strconv"
 )
@@ -154,7 +155,9 @@ func (w *rewriter) array() error {
 
 // Pretty indents JSON for people to read, keys in their order and strings
 // as written: an em dash is "—", not "\u2014", and "<" is "<", not
-// "\u003c" (whoever shows it escapes it for its own medium). Input that is
+// "\u003c" (whoever shows it escapes it for its own medium). Only the
+// characters that would be drawn unseen or reorder what is drawn
+// (text.RevealJSON) are written as escapes. Input that is
 // not one JSON value is returned as it came.
 func Pretty(raw []byte) string {
 	if len(bytes.TrimSpace(raw)) == 0 {
@@ -162,11 +165,11 @@ func Pretty(raw []byte) string {
 	}
 	plain, _, err := Rewrite(raw, nil, nil, "")
 	if err != nil {
-		return string(raw)
+		return text.RevealJSON(string(raw))
 	}
 	var buf bytes.Buffer
 	if err := json.Indent(&buf, plain, "", "  "); err != nil {
-		return string(raw)
+		return text.RevealJSON(string(raw))
 	}
-	return buf.String()
+	return text.RevealJSON(buf.String())
 }

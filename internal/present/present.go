@@ -73,6 +73,18 @@ func (p *Presenter) View(r *gate.Request) View {
 		v.Sentence = text.Ellipsis(sentence(v.ToolName, args, object(v.Metadata)), maxSentence)
 	}
 	v.Big = text.Ellipsis(v.Big, maxBig)
+	// What people read is what is there: hidden characters (bidirectional
+	// controls, zero-width ones) are written as visible marks, on a copy.
+	c := *v.Request
+	for _, s := range []*string{&v.Sentence, &v.Big, &c.ToolName, &c.Summary, &c.AgentID, &c.UserID, &c.SessionID, &c.Reason, &c.DecidedBy} {
+		*s = text.Reveal(*s)
+	}
+	for _, j := range []*json.RawMessage{&c.ToolArgs, &c.ModifiedArgs, &c.Metadata} {
+		if len(*j) > 0 {
+			*j = json.RawMessage(text.RevealJSON(string(*j)))
+		}
+	}
+	v.Request = &c
 	return v
 }
 
@@ -87,7 +99,11 @@ func (p *Presenter) redactor() *redact.Redactor {
 }
 
 // Event is e as people see it: its detail redacted.
-func (p *Presenter) Event(e gate.Event) gate.Event { return p.redactor().Event(e) }
+func (p *Presenter) Event(e gate.Event) gate.Event {
+	e = p.redactor().Event(e)
+	e.Detail = text.Reveal(e.Detail)
+	return e
+}
 
 // Critical reports whether approving asks for a confirmation.
 func (v View) Critical() bool { return v.Severity == gate.Critical }

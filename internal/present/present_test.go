@@ -102,3 +102,22 @@ func TestLongValuesAreCutOnCharacters(t *testing.T) {
 		t.Errorf("big %d characters", n)
 	}
 }
+
+// A View marks hidden characters in everything it shows (the cards of every
+// channel read it) and escapes them in the arguments, on a copy: the
+// request itself keeps what the agent sent.
+func TestViewRevealsHiddenCharacters(t *testing.T) {
+	r := req("Bash", `{"command":"rm -rf `+"\u202e"+` ~ #"}`, "")
+	r.AgentID = "bot\u2066"
+	v := (*Presenter)(nil).View(r)
+	if v.Big != "rm -rf ⟨U+202E⟩ ~ #" || v.Sentence != "Run `rm -rf ⟨U+202E⟩ ~ #` in /repo" || v.AgentID != "bot⟨U+2066⟩" ||
+		string(v.ToolArgs) != `{"command":"rm -rf \u202e ~ #"}` {
+		t.Fatalf("view: big %q sentence %q agent %q args %s", v.Big, v.Sentence, v.AgentID, v.ToolArgs)
+	}
+	if r.AgentID != "bot\u2066" || !strings.ContainsRune(string(r.ToolArgs), '\u202e') {
+		t.Fatalf("the request was changed: %q %s", r.AgentID, r.ToolArgs)
+	}
+	if e := (*Presenter)(nil).Event(gate.Event{Detail: "why\u202e"}); e.Detail != "why⟨U+202E⟩" {
+		t.Fatalf("event detail %q", e.Detail)
+	}
+}

@@ -5,6 +5,7 @@
 package text
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -100,4 +101,52 @@ func Duration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// hidden reports whether r is a format character that changes how the
+// text around it is drawn, or hides in it, without being seen itself:
+// the bidirectional controls (with U+202E, `rm -rf ~ #` can be drawn for a
+// command that runs as `rm -rf ~`) and the zero-width characters but the
+// joiner, which emoji need.
+func hidden(r rune) bool {
+	switch {
+	case r == 0x061C, r == 0x200B, r == 0x200C, r == 0x200E, r == 0x200F, r == 0xFEFF:
+		return true
+	case r >= 0x202A && r <= 0x202E, r >= 0x2060 && r <= 0x2064, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
+}
+
+// hasHidden reports whether s holds a hidden character.
+func hasHidden(s string) bool {
+	return strings.IndexFunc(s, hidden) >= 0
+}
+
+// Reveal writes each hidden character of s as a visible mark, "⟨U+202E⟩",
+// for text shown to people: what they see is then what is there.
+func Reveal(s string) string {
+	return reveal(s, func(r rune) string { return fmt.Sprintf("⟨U+%04X⟩", r) })
+}
+
+// RevealJSON writes each hidden character of JSON text as an escape
+// ("\u202e"). In valid JSON such a character can only be inside a string,
+// where the escape reads back as the same value.
+func RevealJSON(s string) string {
+	return reveal(s, func(r rune) string { return fmt.Sprintf(`\u%04x`, r) })
+}
+
+func reveal(s string, mark func(rune) string) string {
+	if !hasHidden(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if hidden(r) {
+			b.WriteString(mark(r))
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -1,6 +1,7 @@
 package text
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -62,5 +63,29 @@ func TestDuration(t *testing.T) {
 		if got := Duration(d); got != want {
 			t.Errorf("Duration(%s) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// Hidden characters are written as marks in text and as escapes in JSON;
+// text without them comes back as it was, emoji joiners included.
+func TestReveal(t *testing.T) {
+	for in, want := range map[string]string{
+		"rm -rf \u202e ~ #":     "rm -rf ⟨U+202E⟩ ~ #",
+		"a\u200bb\u2066c\ufeff": "a⟨U+200B⟩b⟨U+2066⟩c⟨U+FEFF⟩",
+		"plain — 日本語":           "plain — 日本語",
+		"👨\u200d👩\u200d👧":       "👨\u200d👩\u200d👧",
+	} {
+		if got := Reveal(in); got != want {
+			t.Errorf("Reveal(%q) = %q, want %q", in, got, want)
+		}
+	}
+	raw := `{"command":"rm -rf ` + "\u202e" + ` ~ #"}`
+	got := RevealJSON(raw)
+	if got != `{"command":"rm -rf \u202e ~ #"}` {
+		t.Fatalf("RevealJSON: %s", got)
+	}
+	var a, b map[string]string
+	if json.Unmarshal([]byte(raw), &a) != nil || json.Unmarshal([]byte(got), &b) != nil || a["command"] != b["command"] {
+		t.Fatalf("the escaped JSON reads back as another value: %q against %q", b, a)
 	}
 }
