@@ -265,6 +265,13 @@ func (c *Client) post(ctx context.Context, target string, body []byte, timeout t
 	if err := json.Unmarshal(data, &res); err != nil {
 		return Result{}, fmt.Errorf("gatehouse: unreadable answer: %w", err)
 	}
+	if res.Allow && res.Status != "approved" && res.Status != "expired" {
+		// Only an approval (or an expiry its route lets through) allows:
+		// an "allow" beside anything else is not the gate's answer (a wrong
+		// GATEHOUSE_URL, a stub on the port).
+		return Result{}, &APIError{Status: http.StatusOK, Code: "bad_answer",
+			Message: fmt.Sprintf("the answer from %s allows with status %q, which is not the gate's (check GATEHOUSE_URL)", c.URL, res.Status)}
+	}
 	return res, nil
 }
 

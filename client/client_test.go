@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -76,6 +77,32 @@ func TestGateGivesUpAsDeny(t *testing.T) {
 	res, err = (&Client{URL: srv.URL, MaxOutage: 300 * time.Millisecond}).Gate(context.Background(), Request{ToolName: "deploy"})
 	if err == nil || res.Allow || !strings.Contains(err.Error(), "unreachable") {
 		t.Fatalf("server gone: res %+v err %v", res, err)
+	}
+}
+
+// An answer that allows beside a status that is not an approval (or an
+// expiry that allows) is not the gate's: a stub on the port, a wrong
+// GATEHOUSE_URL. It is a deny, at once.
+func TestGateAllowNeedsAnApproval(t *testing.T) {
+	for _, status := range []string{"ok", "", "pending", "rejected"} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, `{"request_id":"r1","status":%q,"allow":true}`, status)
+		}))
+		res, err := (&Client{URL: srv.URL}).Gate(context.Background(), Request{ToolName: "deploy"})
+		srv.Close()
+		if err == nil || res.Allow || res.Status != "error" || !strings.Contains(err.Error(), "not the gate's") {
+			t.Fatalf("allow with status %q: res %+v err %v", status, res, err)
+		}
+	}
+	for _, status := range []string{"approved", "expired"} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, `{"request_id":"r1","status":%q,"allow":true}`, status)
+		}))
+		res, err := (&Client{URL: srv.URL}).Gate(context.Background(), Request{ToolName: "deploy"})
+		srv.Close()
+		if err != nil || !res.Allow {
+			t.Fatalf("allow with status %q: res %+v err %v", status, res, err)
+		}
 	}
 }
 

@@ -1,9 +1,12 @@
 package client
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -70,5 +73,18 @@ func (c *Client) postHook(ctx context.Context, target string, input []byte, time
 		return HookAnswer{}, &APIError{Status: http.StatusOK, Code: "not_gatehouse",
 			Message: "the answer from " + c.URL + " is not a Gatehouse hook answer (no " + hookStatus + " header): check GATEHOUSE_URL"}
 	}
+	if !jsonObject(data) {
+		// The answer is printed for the agent client to read as its
+		// verdict; one it cannot read (cut short, or rewritten by a proxy
+		// on the way) would let the call through.
+		return HookAnswer{}, &APIError{Status: http.StatusOK, Code: "bad_answer",
+			Message: "the hook answer from " + c.URL + " is not a JSON object: " + strconv.Quote(string(data[:min(len(data), 80)]))}
+	}
 	return HookAnswer{Status: status, RequestID: h.Get("Gatehouse-Request-Id"), Body: data}, nil
+}
+
+// jsonObject reports whether data is one JSON object.
+func jsonObject(data []byte) bool {
+	trimmed := bytes.TrimSpace(data)
+	return len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed)
 }

@@ -588,6 +588,31 @@ func TestHookNotAGatehouseServer(t *testing.T) {
 	}
 }
 
+// TestHookAnswerThatDoesNotRead: an answer with Gatehouse's header whose
+// body the client could not read as a verdict (empty, an HTML page, JSON
+// cut short, as a proxy on the way may leave it) is a deny that says so:
+// printed as it came, it would have let the call through.
+func TestHookAnswerThatDoesNotRead(t *testing.T) {
+	for name, body := range map[string]string{
+		"empty":         "",
+		"html":          "<html>502 Bad Gateway</html>",
+		"cut short":     `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny"`,
+		"not an object": `"allow"`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Gatehouse-Status", "approved")
+				_, _ = io.WriteString(w, body)
+			}))
+			defer bad.Close()
+			out, _, code := hookRun(t, bad.URL, hookToken, ccPre, "claude-code")
+			if code != 0 || !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "is not a JSON object") {
+				t.Fatalf("exit %d: %s", code, out)
+			}
+		})
+	}
+}
+
 var hookVerdict = regexp.MustCompile(`"(?:permissionDecision|behavior|permission|decision)":"(allow|deny)"`)
 
 // TestHookPolicyEveryClient: the policy decides every client's shell call
