@@ -326,6 +326,8 @@ func ResultOf(r *gate.Request, now time.Time) HookResult {
 	}
 	line := r.Explain(now)
 	switch {
+	case r.Status == gate.StatusPending && r.IdempotencyKey == "":
+		res.Error = "still pending: wait on GET /api/v1/approvals/" + r.ID + "?wait=55s (send an idempotency_key to re-attach by calling again)"
 	case r.Status == gate.StatusPending:
 		res.Error = "still pending: call again with the same idempotency_key to keep waiting"
 	case !res.Allow:
@@ -351,9 +353,10 @@ func (s *Server) gate(c echo.Context) error {
 	if err := decodeJSON(c, &b); err != nil {
 		return c.JSON(statusOf(gate.ErrorCode(err)), denied("", err))
 	}
-	if b.IdempotencyKey == "" {
-		b.IdempotencyKey = b.ToolCallID
-	}
+	// No idempotency key, no re-attaching: tool_call_id does not stand in
+	// for one. Some frameworks number calls afresh in every session
+	// (call_0, call_1, ...), and an identical call under a reused id would
+	// get an approval given days before.
 	wait, err := s.parseWait(c, 55*time.Second)
 	if err != nil {
 		return c.JSON(statusOf(gate.ErrorCode(err)), denied("", err))

@@ -72,13 +72,30 @@ func TestGateEndpoint(t *testing.T) {
 	})
 	t.Run("still pending", func(t *testing.T) {
 		e := newEnv(t)
-		code, hr := gateCall(t, e, "?wait=200ms", `{"tool_name":"oa__purchase_pay","tool_call_id":"call_7"}`)
+		code, hr := gateCall(t, e, "?wait=200ms", `{"tool_name":"oa__purchase_pay","idempotency_key":"k7"}`)
 		if code != 200 || hr.Allow || hr.Status != "pending" || !strings.Contains(hr.Error, "call again with the same idempotency_key") {
 			t.Fatalf("%d %+v", code, hr)
 		}
-		r, _ := e.svc.Get(context.Background(), hr.RequestID)
-		if r.IdempotencyKey != "call_7" {
-			t.Fatalf("tool_call_id should stand in for a missing idempotency key, got %q", r.IdempotencyKey)
+		// Without a key, the answer says where to wait instead.
+		code, hr = gateCall(t, e, "?wait=200ms", `{"tool_name":"oa__purchase_pay"}`)
+		if code != 200 || hr.Allow || hr.Status != "pending" || !strings.Contains(hr.Error, "wait on GET /api/v1/approvals/"+hr.RequestID) {
+			t.Fatalf("%d %+v", code, hr)
+		}
+	})
+	// A tool_call_id is not an idempotency key: frameworks that number
+	// calls afresh in every session (call_0, call_1, ...) reuse them, and an
+	// identical call under a reused id must not get an approval given before.
+	t.Run("a reused tool_call_id", func(t *testing.T) {
+		e := newEnv(t)
+		decideWhenPending(e, true, "")
+		body := `{"tool_name":"oa__purchase_pay","tool_args":{"amount":1},"tool_call_id":"call_0"}`
+		_, first := gateCall(t, e, "?wait=10s", body)
+		if !first.Allow {
+			t.Fatalf("first: %+v", first)
+		}
+		_, again := gateCall(t, e, "?wait=200ms", body)
+		if again.Allow || again.Status != "pending" || again.RequestID == first.RequestID {
+			t.Fatalf("a later call under the same tool_call_id: %+v, want a request of its own, pending", again)
 		}
 	})
 	t.Run("no confirmation needed", func(t *testing.T) {
