@@ -75,9 +75,15 @@ func (p *Presenter) View(r *gate.Request) View {
 	v.Big = text.Ellipsis(v.Big, maxBig)
 	// What people read is what is there: hidden characters (bidirectional
 	// controls, zero-width ones) are written as visible marks, on a copy.
+	// Fields that are one line by nature have their line breaks and other
+	// control characters marked too: an agent id must not draw a line of
+	// its own ("Amount: ¥10") on a card.
 	c := *v.Request
-	for _, s := range []*string{&v.Sentence, &v.Big, &c.ToolName, &c.Summary, &c.AgentID, &c.UserID, &c.SessionID, &c.Reason, &c.DecidedBy} {
+	for _, s := range []*string{&v.Sentence, &v.Big, &c.Summary, &c.Reason} {
 		*s = text.Reveal(*s)
+	}
+	for _, s := range []*string{&c.ToolName, &c.AgentID, &c.UserID, &c.SessionID, &c.DecidedBy} {
+		*s = text.RevealLine(*s)
 	}
 	for _, j := range []*json.RawMessage{&c.ToolArgs, &c.ModifiedArgs, &c.Metadata} {
 		if len(*j) > 0 {

@@ -117,6 +117,11 @@ func TestViewRevealsHiddenCharacters(t *testing.T) {
 	if r.AgentID != "bot\u2066" || !strings.ContainsRune(string(r.ToolArgs), '\u202e') {
 		t.Fatalf("the request was changed: %q %s", r.AgentID, r.ToolArgs)
 	}
+	r = req("deploy\tprod", `{}`, "")
+	r.AgentID = "bot\nAmount: ¥10"
+	if v := (*Presenter)(nil).View(r); v.AgentID != "bot⟨U+000A⟩Amount: ¥10" || v.ToolName != "deploy⟨U+0009⟩prod" {
+		t.Fatalf("one-line fields: agent %q tool %q", v.AgentID, v.ToolName)
+	}
 	if e := (*Presenter)(nil).Event(gate.Event{Detail: "why\u202e"}); e.Detail != "why⟨U+202E⟩" {
 		t.Fatalf("event detail %q", e.Detail)
 	}

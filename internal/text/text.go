@@ -129,6 +129,24 @@ func Reveal(s string) string {
 	return reveal(s, func(r rune) string { return fmt.Sprintf("⟨U+%04X⟩", r) })
 }
 
+// RevealLine is Reveal for text that is one line by nature (a tool's
+// name, an agent's id): control characters, line breaks among them, are
+// marked too, so that no such field can draw lines of its own on a card.
+func RevealLine(s string) string {
+	if !hasHidden(s) && strings.IndexFunc(s, unicode.IsControl) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if hidden(r) || unicode.IsControl(r) {
+			fmt.Fprintf(&b, "⟨U+%04X⟩", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
 // RevealJSON writes each hidden character of JSON text as an escape
 // ("\u202e"). In valid JSON such a character can only be inside a string,
 // where the escape reads back as the same value.
