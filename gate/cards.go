@@ -131,11 +131,17 @@ func (s *Service) workCard(ctx context.Context, c Card) {
 		// Posted; reminders are never updated.
 		res.Have = c.Want
 		return
-	case c.Have == "" && r.Status.Final():
+	case c.Have == "" && r.Status.Final() && (c.Kind == CardReminder || c.Attempts <= 1):
 		// Ended before its card went out: nothing to announce or update.
 		res.Have = string(r.Status)
 		return
 	case c.Have == "":
+		// Not posted yet; or the request ended after a claim that tried to
+		// post the card and never heard back (a timeout, a 5xx, a replica
+		// killed), so the card may be on the platform with its buttons.
+		// Posting under a later claim finds an earlier card where the
+		// platform allows (Slack's search, Feishu's de-duplication) or
+		// posts one, and the final update follows either way.
 		var ref string
 		ref, err = s.guarded(c, op, func() (string, error) { return s.post(ctx, ch, c, r) })
 		res.Have, res.Ref = CardPosted, ref

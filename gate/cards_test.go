@@ -2,6 +2,7 @@ package gate_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -49,6 +50,41 @@ func TestCardsFollowTheRequest(t *testing.T) {
 				}
 			})
 		}
+	})
+}
+
+// landsUnheard is a platform whose first post goes through while its
+// answer is lost (a timeout after the platform took it, a 5xx after
+// posting): the card is there, with its buttons, and the gate does not know.
+type landsUnheard struct {
+	*fakeChannel
+	lost atomic.Bool
+}
+
+func (l *landsUnheard) Post(ctx context.Context, r *gate.Request) (string, error) {
+	ref, err := l.fakeChannel.Post(ctx, r)
+	if err == nil && l.lost.CompareAndSwap(false, true) {
+		return "", errors.New("timeout: the platform posted it, its answer was lost")
+	}
+	return ref, err
+}
+
+// A request that ends after a post whose answer was lost still gets its
+// card updated to the final state: the card may be on the platform, with
+// buttons, so the later claim posts (where a platform allows, finding the
+// earlier card) and the update follows. A card that was never tried is
+// still not posted for a request that ended.
+func TestCardThatMayHaveLandedIsUpdated(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		fake := newFake("fake")
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{&landsUnheard{fakeChannel: fake}}})
+		r := submit(t, svc, gate.Submission{Timeout: time.Hour})
+		fake.await(t, "post "+r.ID) // on the platform; the gate heard a timeout
+		if _, err := svc.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: true, Actor: "web:a", Via: "fake"}); err != nil {
+			t.Fatal(err)
+		}
+		fake.await(t, "update "+r.ID+" approved")
+		cardsSettle(t, svc, r.ID, string(gate.StatusApproved))
 	})
 }
 

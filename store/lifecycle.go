@@ -55,8 +55,10 @@ const (
 	qExpire = casSet + ` AND expires_at <= $2 RETURNING ` + requestColumns
 	// qFinalCards queues the final update of a request's cards. A reminder
 	// is never updated: one that went out stays as it is, and one that did
-	// not is not needed any more.
-	qFinalCards = `UPDATE cards SET want = $1, attempts = 0, last_error = '', abandoned = FALSE, next_attempt_at = $2, updated_at = $2
+	// not is not needed any more. A card not posted yet keeps its count of
+	// claims: one that was tried may be on the platform (gate's workCard).
+	qFinalCards = `UPDATE cards SET want = $1, attempts = CASE WHEN have = '' THEN attempts ELSE 0 END, last_error = '', abandoned = FALSE,
+		next_attempt_at = $2, updated_at = $2
 		WHERE request_id = $3 AND (kind <> 'reminder' OR have = '')`
 	// qInlineCard marks the card a callback's answer replaced (by its
 	// reference; without one, the channel's own card) as showing the verdict.
