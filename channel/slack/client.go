@@ -26,36 +26,47 @@ func (c *Channel) Post(ctx context.Context, r *gate.Request) (string, error) {
 
 // postTo posts the card of a pending request to a conversation: the
 // configured channel, or a direct message. The card carries metadata
-// naming its request (recover.go). When an earlier post of it may have
-// landed unseen (an earlier claim of the card, gate.CardAttempt > 1, or a
-// try of this call that failed without Slack's answer), the conversation
-// is searched for it first, and a card found there is adopted rather than
-// posted twice.
+// naming its request, by which a repeated post finds it in the
+// conversation's history (postOnce).
 func (c *Channel) postTo(ctx context.Context, to string, r *gate.Request) (string, error) {
 	blocks, text := c.openCard(r)
-	meta := c.cardMetadata(r)
+	ref, err := c.postOnce(ctx, to, func() string { return c.earlierCard(ctx, to, r) },
+		slack.MsgOptionText(text, true), slack.MsgOptionBlocks(blocks...), slack.MsgOptionMetadata(c.cardMetadata(r)))
+	if err != nil {
+		return "", fmt.Errorf("slack: post card: %w", err)
+	}
+	return ref, nil
+}
+
+// postOnce posts a message to conversation to with opts (links and media
+// not unfurled), retrying within retryPolicy, and returns its reference,
+// "CHANNEL:TS". Slack has no idempotency key, so when an earlier post of
+// it may have landed unseen (an earlier claim, gate.CardAttempt > 1, or a
+// try of this call that failed without Slack's answer) it asks earlier
+// first (a search by the message's metadata, recover.go) and adopts the
+// ts found rather than posting twice.
+func (c *Channel) postOnce(ctx context.Context, to string, earlier func() string, opts ...slack.MsgOption) (string, error) {
+	opts = append(opts, slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
 	unsure := gate.CardAttempt(ctx) > 1
 	var ch, ts string
 	err := channel.Retry(ctx, retryPolicy, func(tctx context.Context) error {
 		if unsure {
 			// Searched under ctx, not the try's timeout, which is the
 			// post's.
-			if found := c.earlierCard(ctx, to, r); found != "" {
+			if found := earlier(); found != "" {
 				ch, ts = to, found
 				return nil
 			}
 		}
 		var err error
-		ch, ts, err = c.api.PostMessageContext(tctx, to,
-			slack.MsgOptionText(text, true), slack.MsgOptionBlocks(blocks...), slack.MsgOptionMetadata(meta),
-			slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
+		ch, ts, err = c.api.PostMessageContext(tctx, to, opts...)
 		if err != nil && uncertain(err) {
 			unsure = true
 		}
 		return classify(err)
 	})
 	if err != nil {
-		return "", fmt.Errorf("slack: post card: %w", err)
+		return "", err
 	}
 	if ch == "" {
 		ch = to

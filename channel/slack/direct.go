@@ -57,32 +57,13 @@ func (c *Channel) Remind(ctx context.Context, r *gate.Request, ref string, step 
 	if !ok || ch == "" || ts == "" {
 		return "", fmt.Errorf("slack: reminder: bad card reference %q", ref)
 	}
-	msg := reminderText(r, mention, c.requestURL(r))
-	meta := c.reminderMetadata(r, step)
-	unsure := gate.CardAttempt(ctx) > 1
-	var replyCh, replyTS string
-	err := channel.Retry(ctx, retryPolicy, func(tctx context.Context) error {
-		if unsure {
-			if found := c.earlierReminder(ctx, ch, ts, r, step); found != "" {
-				replyCh, replyTS = ch, found
-				return nil
-			}
-		}
-		var err error
-		replyCh, replyTS, err = c.api.PostMessageContext(tctx, ch, slack.MsgOptionText(msg, false), slack.MsgOptionTS(ts),
-			slack.MsgOptionMetadata(meta), slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
-		if err != nil && uncertain(err) {
-			unsure = true
-		}
-		return classify(err)
-	})
+	reply, err := c.postOnce(ctx, ch, func() string { return c.earlierReminder(ctx, ch, ts, r, step) },
+		slack.MsgOptionText(reminderText(r, mention, c.requestURL(r)), false), slack.MsgOptionTS(ts),
+		slack.MsgOptionMetadata(c.reminderMetadata(r, step)))
 	if err != nil {
 		return "", fmt.Errorf("slack: reminder: %w", err)
 	}
-	if replyCh == "" {
-		replyCh = ch
-	}
-	return replyCh + ":" + replyTS, nil
+	return reply, nil
 }
 
 // reminderText is a reminder's mrkdwn: who is asked, what, until when.
