@@ -7,9 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/gatehouse-dev/gatehouse/internal/text"
 	"io"
 	"strconv"
+
+	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
 // Marshal encodes v like json.Marshal but without HTML escaping, so an
@@ -163,13 +164,19 @@ func Pretty(raw []byte) string {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return ""
 	}
+	return text.RevealJSON(indent(raw))
+}
+
+// indent is raw re-encoded (Rewrite) and indented, or raw as it came when
+// it is not one JSON value.
+func indent(raw []byte) string {
 	plain, _, err := Rewrite(raw, nil, nil, "")
 	if err != nil {
-		return text.RevealJSON(string(raw))
+		return string(raw)
 	}
 	var buf bytes.Buffer
 	if err := json.Indent(&buf, plain, "", "  "); err != nil {
-		return text.RevealJSON(string(raw))
+		return string(raw)
 	}
-	return text.RevealJSON(buf.String())
+	return buf.String()
 }

@@ -118,50 +118,36 @@ func hidden(r rune) bool {
 	return false
 }
 
-// hasHidden reports whether s holds a hidden character.
-func hasHidden(s string) bool {
-	return strings.IndexFunc(s, hidden) >= 0
-}
-
 // Reveal writes each hidden character of s as a visible mark, "⟨U+202E⟩",
 // for text shown to people: what they see is then what is there.
-func Reveal(s string) string {
-	return reveal(s, func(r rune) string { return fmt.Sprintf("⟨U+%04X⟩", r) })
-}
+func Reveal(s string) string { return reveal(s, hidden, mark) }
 
 // RevealLine is Reveal for text that is one line by nature (a tool's
 // name, an agent's id): control characters, line breaks among them, are
 // marked too, so that no such field can draw lines of its own on a card.
 func RevealLine(s string) string {
-	if !hasHidden(s) && strings.IndexFunc(s, unicode.IsControl) < 0 {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if hidden(r) || unicode.IsControl(r) {
-			fmt.Fprintf(&b, "⟨U+%04X⟩", r)
-		} else {
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
+	return reveal(s, func(r rune) bool { return hidden(r) || unicode.IsControl(r) }, mark)
 }
 
 // RevealJSON writes each hidden character of JSON text as an escape
 // ("\u202e"). In valid JSON such a character can only be inside a string,
 // where the escape reads back as the same value.
 func RevealJSON(s string) string {
-	return reveal(s, func(r rune) string { return fmt.Sprintf(`\u%04x`, r) })
+	return reveal(s, hidden, func(r rune) string { return fmt.Sprintf(`\u%04x`, r) })
 }
 
-func reveal(s string, mark func(rune) string) string {
-	if !hasHidden(s) {
+// mark is a character as people are shown it: "⟨U+202E⟩".
+func mark(r rune) string { return fmt.Sprintf("⟨U+%04X⟩", r) }
+
+// reveal writes the characters of s that show selects as marked.
+func reveal(s string, show func(rune) bool, marked func(rune) string) string {
+	if strings.IndexFunc(s, show) < 0 {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range s {
-		if hidden(r) {
-			b.WriteString(mark(r))
+		if show(r) {
+			b.WriteString(marked(r))
 		} else {
 			b.WriteRune(r)
 		}
