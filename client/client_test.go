@@ -84,23 +84,16 @@ func TestGateGivesUpAsDeny(t *testing.T) {
 // expiry that allows) is not the gate's: a stub on the port, a wrong
 // GATEHOUSE_URL. It is a deny, at once.
 func TestGateAllowNeedsAnApproval(t *testing.T) {
-	for _, status := range []string{"ok", "", "pending", "rejected"} {
+	for status, allows := range map[string]bool{"ok": false, "": false, "pending": false, "rejected": false, "approved": true, "expired": true} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, `{"request_id":"r1","status":%q,"allow":true}`, status)
 		}))
 		res, err := (&Client{URL: srv.URL}).Gate(context.Background(), Request{ToolName: "deploy"})
 		srv.Close()
-		if err == nil || res.Allow || res.Status != "error" || !strings.Contains(err.Error(), "not the gate's") {
+		switch {
+		case allows && (err != nil || !res.Allow):
 			t.Fatalf("allow with status %q: res %+v err %v", status, res, err)
-		}
-	}
-	for _, status := range []string{"approved", "expired"} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			fmt.Fprintf(w, `{"request_id":"r1","status":%q,"allow":true}`, status)
-		}))
-		res, err := (&Client{URL: srv.URL}).Gate(context.Background(), Request{ToolName: "deploy"})
-		srv.Close()
-		if err != nil || !res.Allow {
+		case !allows && (err == nil || res.Allow || res.Status != "error" || !strings.Contains(err.Error(), "not the gate's")):
 			t.Fatalf("allow with status %q: res %+v err %v", status, res, err)
 		}
 	}

@@ -246,9 +246,9 @@ func (c *Config) validateChannels(errs *Errors) map[string]bool {
 			// are recorded per channel (webhook:<channel>/<actor>): a verdict
 			// signed for one channel and sent again to another with the
 			// same secret would count as a second approver.
-			if other, ok := webhookSecrets[ch.Webhook.Secret]; ok && ch.Webhook.Secret != "" {
+			if other, ok := webhookSecrets[ch.Webhook.Secret]; ok {
 				errs.add(p+".secret", "the same as channel %q's: a verdict signed for one would be taken by the other as another approver's; give each webhook channel its own secret", other)
-			} else {
+			} else if ch.Webhook.Secret != "" {
 				webhookSecrets[ch.Webhook.Secret] = ch.Name
 			}
 		case "":
