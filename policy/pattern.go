@@ -23,11 +23,18 @@ type pattern struct {
 	glob   bool
 }
 
-// shellTools are the other agent clients' names for their shell tool
-// (Cursor, Copilot CLI, Gemini CLI), whose calls carry the command in
-// "command" as Bash's do: a Bash(...) pattern covers them too, so one
-// rule holds whichever client runs the command.
-var shellTools = map[string]bool{"Shell": true, "bash": true, "run_shell_command": true}
+// shellTool says a tool is Bash or another agent client's name for its
+// shell tool (Cursor, Copilot CLI, Gemini CLI), whose calls carry the
+// command in "command" as Bash's do: a Bash(...) pattern covers them too,
+// so one rule holds whichever client runs the command. (A switch, not a
+// map: it is asked for every Bash pattern on every call.)
+func shellTool(tool string) bool {
+	switch tool {
+	case "Bash", "Shell", "bash", "run_shell_command":
+		return true
+	}
+	return false
+}
 
 func parsePattern(s string) (pattern, error) {
 	p := pattern{src: s}
@@ -83,7 +90,7 @@ func (p *pattern) match(c *Call, action Action) bool {
 	if p.bare {
 		return globMatch(p.tool, c.Tool)
 	}
-	if c.Tool != p.tool && !(p.tool == "Bash" && shellTools[c.Tool]) {
+	if c.Tool != p.tool && !(p.tool == "Bash" && shellTool(c.Tool)) {
 		return false
 	}
 	switch p.tool {
@@ -272,7 +279,18 @@ func globMatch(pattern, s string) bool {
 	if strings.IndexByte(pattern, '*') < 0 && strings.IndexByte(pattern, '?') < 0 {
 		return pattern == s
 	}
-	pi, si, star, mark := 0, 0, -1, 0
+	// The pattern's ASCII text before its first wildcard must begin s:
+	// compared as bytes (an ASCII rune is its one byte in both strings),
+	// which turns most tools away before the walk, and the walk starts
+	// after it.
+	lit := 0
+	for lit < len(pattern) && pattern[lit] != '*' && pattern[lit] != '?' && pattern[lit] < utf8.RuneSelf {
+		lit++
+	}
+	if len(s) < lit || s[:lit] != pattern[:lit] {
+		return false
+	}
+	pi, si, star, mark := lit, lit, -1, 0
 	for si < len(s) {
 		if pi < len(pattern) {
 			pr, pw := utf8.DecodeRuneInString(pattern[pi:])

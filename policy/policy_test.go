@@ -310,6 +310,52 @@ func TestGlob(t *testing.T) {
 	}
 }
 
+// TestGlobAgainstReference compares globMatch, with its byte-wise test of
+// the pattern's ASCII text before the first wildcard, with a plain
+// recursive matcher over runes, on every pattern and string up to four
+// symbols from an alphabet holding the wildcards, an ASCII letter, a
+// two-byte letter and U+FFFD. (Names are valid UTF-8: they arrive in JSON,
+// whose decoding replaces an invalid byte with U+FFFD.)
+func TestGlobAgainstReference(t *testing.T) {
+	var ref func(p, s []rune) bool
+	ref = func(p, s []rune) bool {
+		switch {
+		case len(p) == 0:
+			return len(s) == 0
+		case p[0] == '*':
+			return ref(p[1:], s) || len(s) > 0 && ref(p, s[1:])
+		case len(s) == 0:
+			return false
+		case p[0] == '?' || p[0] == s[0]:
+			return ref(p[1:], s[1:])
+		}
+		return false
+	}
+	alphabet := []string{"*", "?", "a", "é", "\uFFFD"}
+	var all []string
+	var grow func(prefix string, n int)
+	grow = func(prefix string, n int) {
+		all = append(all, prefix)
+		if n == 0 {
+			return
+		}
+		for _, a := range alphabet {
+			grow(prefix+a, n-1)
+		}
+	}
+	grow("", 4)
+	for _, p := range all {
+		for _, s := range all {
+			if strings.ContainsAny(s, "*?") {
+				continue
+			}
+			if got, want := globMatch(p, s), ref([]rune(p), []rune(s)); got != want {
+				t.Fatalf("globMatch(%q, %q) = %v, the reference says %v", p, s, got, want)
+			}
+		}
+	}
+}
+
 // TestBashPatternsCoverEveryClientsShell: Cursor's Shell, Copilot CLI's
 // bash and Gemini CLI's run_shell_command carry a shell command as Bash
 // does, and a Bash(...) rule holds for them, compound commands and all;

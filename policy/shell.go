@@ -70,8 +70,9 @@ func (s *shellCmd) read(code string, depth int) bool {
 		return false
 	}
 	ok := true
-	// Statements whose standard input is code: a shell at the end of a pipe.
-	piped := map[*syntax.Stmt]bool{}
+	// Statements whose standard input is code: a shell at the end of a
+	// pipe (made at the first pipe; most commands have none).
+	var piped map[*syntax.Stmt]bool
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if !ok {
 			return false
@@ -79,6 +80,9 @@ func (s *shellCmd) read(code string, depth int) bool {
 		switch x := n.(type) {
 		case *syntax.BinaryCmd:
 			if x.Op == syntax.Pipe || x.Op == syntax.PipeAll {
+				if piped == nil {
+					piped = map[*syntax.Stmt]bool{}
+				}
 				piped[x.Y] = true
 			}
 		case *syntax.Stmt:
@@ -116,6 +120,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		return true
 	}
 	dynamic := false
+	p.words = make([]string, 0, len(c.Args))
 	for i, w := range c.Args {
 		lit, ok := literal(w)
 		if !ok {
@@ -225,6 +230,11 @@ func hasOperand(words []string) bool {
 func literal(w *syntax.Word) (string, bool) {
 	if w == nil || !static(w.Parts) {
 		return "", false
+	}
+	if len(w.Parts) == 1 {
+		if lit, ok := w.Parts[0].(*syntax.Lit); ok {
+			return unescape(lit.Value), true // most words: no copy
+		}
 	}
 	var b strings.Builder
 	for _, wp := range w.Parts {
