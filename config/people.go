@@ -3,6 +3,8 @@ package config
 import (
 	"cmp"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -90,12 +92,12 @@ func (c *Config) validatePeople(errs *Errors) {
 		for j, id := range p.Identities {
 			ip := fmt.Sprintf("%s.identities[%d]", path, j)
 			switch {
-			case !strings.Contains(id, ":") || strings.HasPrefix(id, ":"):
-				errs.add(ip, "%q is not an identity such as slack:T123/U456, feishu:ou_xxx, feishu:union:on_xxx or web:alice", id)
 			case strings.HasPrefix(id, PersonPrefix):
 				errs.add(ip, "%q names a person; a person's identities are channel identities", id)
 			case strings.ContainsAny(id, "*?"):
 				errs.add(ip, "%q is a glob; a person's identities are exact (a glob would make strangers this person)", id)
+			case identityProblem(id) != "":
+				errs.add(ip, "%q %s", id, identityProblem(id))
 			case identities[id] != "":
 				errs.add(ip, "%q is already %s: an identity belongs to one person", id, identities[id])
 			default:
@@ -145,8 +147,10 @@ func (c *Config) checkApprovers(list []string, path string, errs *Errors) {
 			errs.add(p, "no person named %q%s", name, c.didYouMeanPerson(name))
 		case isPerson && len(ix.byName[name].Identities) == 0:
 			errs.add(p, "person %q has no identities, so nobody could approve as them", name)
-		case !strings.Contains(a, ":"):
-			errs.add(p, "%q is not an identity such as slack:T123/U456, feishu:ou_xxx, web:alice or person:alice", a)
+		case !isPerson:
+			if why := identityProblem(a); why != "" {
+				errs.add(p, "%q %s", a, why)
+			}
 		}
 	}
 }
@@ -253,6 +257,41 @@ func (r *Route) validateDirect(c *Config, p string, errs *Errors) {
 		}
 	}
 	errs.add(p+".notify", "%s: no approver has an identity the route's channels can send a direct card to (slack:TEAM/USER through a slack channel, feishu:ou_…, feishu:union:… or feishu:user:… through a feishu channel)", r.Notify)
+}
+
+// identityKinds are the channels' identities, as the gate compares them
+// with a tap's: an entry of another shape matches nobody, and a route
+// whose approvers are all such entries could never be decided.
+var identityKinds = []string{"slack", "feishu", "web", "webhook"}
+
+// slackIdentity is slack:TEAM/USER as Slack writes its ids.
+var slackIdentity = regexp.MustCompile(`^slack:[A-Z0-9]+/[A-Z0-9]+$`)
+
+// identityProblem says why an approvers entry or a person's identity
+// cannot be anyone's identity; "" when it can. Globs are checked for
+// their kind only.
+func identityProblem(id string) string {
+	const forms = "slack:TEAM/USER, feishu:<open_id>, feishu:union:<union_id>, feishu:user:<user_id>, web:<user>, webhook:<channel>/<actor> or person:<name>"
+	kind, rest, ok := strings.Cut(id, ":")
+	switch {
+	case !ok || kind == "":
+		return "is not an identity: write " + forms
+	case !slices.Contains(identityKinds, kind):
+		hint := ""
+		if m := closest(kind, append(identityKinds, strings.TrimSuffix(PersonPrefix, ":"))); m != "" {
+			hint = fmt.Sprintf(" (did you mean %s:?)", m)
+		}
+		return fmt.Sprintf("has no known kind %q%s: write %s", kind, hint, forms)
+	case rest == "":
+		return "names nobody: write " + forms
+	case strings.ContainsAny(id, "*?"):
+		return ""
+	case kind == "slack" && !slackIdentity.MatchString(id):
+		return "is not slack:TEAM/USER with Slack's upper-case ids (slack:T0123/U0456): a tap never matches it"
+	case kind == "webhook" && !strings.Contains(strings.Trim(rest, "/"), "/"):
+		return "is not webhook:<channel>/<actor>: a verdict never matches it"
+	}
+	return ""
 }
 
 // DirectType is the type of channel that can send a direct card to an

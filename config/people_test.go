@@ -91,6 +91,22 @@ routes:
 			`routes[0].approvers[0]: no person named "alise" (did you mean alice?)`,
 			`routes[0].quorum: needs 3 approvals but only 2 approvers are listed`,
 		}},
+		{"an identity no tap could ever have", `
+people:
+  - name: carol
+    identities: ["slak:T1/U1", "slack:U0456"]
+routes:
+  - name: r
+    approvers: ["slak:T1/U2", "slack:t1/u2", "webhook:relay", "fieshu:ou_1", "web:", "slack:T1/*", "feishu:ou_x", "webhook:relay/bob"]
+`, []string{
+			`people[0].identities[0]: "slak:T1/U1" has no known kind "slak" (did you mean slack:?)`,
+			`people[0].identities[1]: "slack:U0456" is not slack:TEAM/USER`,
+			`routes[0].approvers[0]: "slak:T1/U2" has no known kind "slak" (did you mean slack:?)`,
+			`routes[0].approvers[1]: "slack:t1/u2" is not slack:TEAM/USER with Slack's upper-case ids`,
+			`routes[0].approvers[2]: "webhook:relay" is not webhook:<channel>/<actor>`,
+			`routes[0].approvers[3]: "fieshu:ou_1" has no known kind "fieshu" (did you mean feishu:?)`,
+			`routes[0].approvers[4]: "web:" names nobody`,
+		}},
 		{"a person with no identities cannot approve", `
 people:
   - name: dave
@@ -229,5 +245,21 @@ routes:
 		if got := strings.Contains(w, "routes[0].self_approval: forbid, but no API token names a person"); got != tc.warn {
 			t.Errorf("warned %v, want %v: %s", got, tc.warn, w)
 		}
+	}
+}
+
+// TestEveryIdentityKindPasses: the identity check refuses misspellings,
+// not the identities taps really have.
+func TestEveryIdentityKindPasses(t *testing.T) {
+	yaml := `
+people:
+  - name: carol
+    identities: ["slack:T0123/U0456", "feishu:ou_abc", "feishu:union:on_abc", "feishu:user:u1", "web:carol", "webhook:relay/carol"]
+routes:
+  - name: r
+    approvers: ["slack:T1/*", "slack:*", "feishu:*", "web:*", "webhook:relay/*", "person:carol", "slack:E0AB/W012"]
+`
+	if _, err := Parse([]byte(yaml), t.TempDir(), env(nil)); err != nil {
+		t.Fatal(err)
 	}
 }
