@@ -4,21 +4,33 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
 )
 
 // argsHash identifies a call's arguments for a grant: SHA-256 of their
-// canonical JSON, so that key order and spacing do not matter.
-func argsHash(args []byte) string {
+// canonical JSON, so that key order and spacing do not matter, and of the
+// working directory an agent client reported (metadata.cwd), where a
+// relative path such as `rm -rf build` points: the same arguments in
+// another directory are another call.
+func argsHash(args, metadata []byte) string {
 	canon, err := jsonx.Canonical(args)
 	if err != nil {
 		canon = args // validated JSON always canonicalises; never match on garbage otherwise
 	}
-	sum := sha256.Sum256(canon)
-	return hex.EncodeToString(sum[:])
+	h := sha256.New()
+	h.Write(canon)
+	var md struct {
+		Cwd string `json:"cwd"`
+	}
+	if json.Unmarshal(metadata, &md) == nil && md.Cwd != "" {
+		h.Write([]byte("\x00cwd\x00" + md.Cwd))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // grantFor is the grant an approval of r by who gives ("approve for"). It
@@ -31,11 +43,31 @@ func (s *Service) grantFor(r *Request, who, via string, at time.Time) (*Grant, E
 	if r.RememberAnyArgs {
 		scope = "any arguments"
 	} else {
-		g.ArgsHash = argsHash(r.ToolArgs)
+		g.ArgsHash = argsHash(r.ToolArgs, r.Metadata)
 	}
 	return g, Event{RequestID: r.ID, At: at, Type: EventGrantGiven, Actor: who, Channel: via,
 		Detail: fmt.Sprintf("grant %s: %s may run %s with %s on route %s until %s", g.ID, orAnyone(g.Caller), r.ToolName, scope,
 			r.Route, g.ExpiresAt.Format(time.RFC3339))}
+}
+
+// grantHolds says a grant found for a call still holds under the route as
+// the config has it now: a reload that shortens remember, raises the
+// quorum, or takes the giver off the approvers (or, with no approvers
+// list, the channel the grant came through off the route) ends the
+// grants given under the old rules. A grant that no longer holds is
+// passed over and the call asks a person.
+func (s *Service) grantHolds(g *Grant, rt Route, now time.Time) bool {
+	if !g.CreatedAt.Add(rt.Remember).After(now) || rt.Quorum > 1 {
+		return false
+	}
+	if len(rt.Approvers) == 0 {
+		return slices.Contains(rt.Channels, g.GivenVia)
+	}
+	ids := []string{g.GivenBy}
+	for _, p := range s.people.Load().of(g.GivenBy) {
+		ids = append(ids, PersonPrefix+p)
+	}
+	return MayDecide(rt.Approvers, ids...)
 }
 
 func orAnyone(s string) string {

@@ -232,13 +232,13 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 	if rt.Remember > 0 {
 		hash := ""
 		if !rt.RememberAny {
-			hash = argsHash(in.ToolArgs)
+			hash = argsHash(in.ToolArgs, in.Metadata)
 		}
 		g, err := s.store.FindGrant(ctx, rt.Name, agentKey(in.Caller, in.AgentID), in.ToolName, hash, now)
 		if err != nil {
 			return nil, false, err
 		}
-		if g != nil {
+		if g != nil && s.grantHolds(g, rt, now) {
 			events = append(events, Event{Type: EventGrantUsed, At: now, Actor: g.GivenBy, Channel: ViaGrant,
 				Detail: fmt.Sprintf("grant %s, given by %s via %s on request %s, until %s", g.ID, g.GivenBy, g.GivenVia, g.RequestID,
 					g.ExpiresAt.Format(time.RFC3339))})

@@ -1,0 +1,103 @@
+package gate_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/storetest"
+)
+
+// TestGrantsHoldOnlyUnderTheRouteAsItIsNow: a grant is given under one
+// config and used under the next. A reload that narrows what a route
+// remembers, shortens it, or takes the giver off the approvers ends the
+// grants given before; so does a pending request approved-for after the
+// reload (it was made under the old rules). Found by a second reader.
+func TestGrantsHoldOnlyUnderTheRouteAsItIsNow(t *testing.T) {
+	deploys := func(r gate.Route) []gate.Route {
+		r.Name, r.Tool, r.Channels = "deploys", "deploy", []string{"fake"}
+		return []gate.Route{r}
+	}
+	staging, prod := json.RawMessage(`{"env":"staging"}`), json.RawMessage(`{"env":"prod"}`)
+	for _, tc := range []struct {
+		name          string
+		before, after gate.Route
+		later         time.Duration // after the reload, before the call
+		reloadFirst   bool          // the reload comes before the approval (of a request made before it)
+		call          json.RawMessage
+	}{
+		{name: "any arguments narrowed to the same", before: gate.Route{Remember: time.Hour, RememberAny: true},
+			after: gate.Route{Remember: time.Hour}, call: prod},
+		{name: "a pending request approved-for after the narrowing", before: gate.Route{Remember: time.Hour, RememberAny: true},
+			after: gate.Route{Remember: time.Hour}, reloadFirst: true, call: prod},
+		{name: "remember shortened", before: gate.Route{Remember: 720 * time.Hour},
+			after: gate.Route{Remember: time.Hour}, later: 2 * time.Hour, call: staging},
+		{name: "the giver is no longer an approver", before: gate.Route{Remember: time.Hour, Approvers: []string{"web:alice", "web:cfo"}},
+			after: gate.Route{Remember: time.Hour, Approvers: []string{"web:cfo"}}, call: staging},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				clk := newClock()
+				svc := newService(t, db, svcOpts{clock: clk, chans: []gate.Channel{newFake("fake")}, routes: deploys(tc.before)})
+				ctx := context.Background()
+				reload := func() {
+					if err := svc.SetRoutes(deploys(tc.after), gate.Defaults{Channels: []string{"fake"}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				first := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: staging, Caller: "bot"})
+				if tc.reloadFirst {
+					reload()
+				}
+				if _, err := svc.Decide(ctx, gate.Decision{RequestID: first.ID, Approve: true, Actor: "web:alice", Via: "fake", Remember: true}); err != nil {
+					t.Fatal(err)
+				}
+				if !tc.reloadFirst {
+					reload()
+				}
+				clk.Add(tc.later)
+				if r := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: tc.call, Caller: "bot"}); r.Allowed() {
+					t.Errorf("approved %s by %s: the grant was given under rules the route no longer has", r.DecidedVia, r.DecidedBy)
+				}
+			})
+		})
+	}
+	t.Run("a grant that still holds is used", func(t *testing.T) {
+		db := storetest.SQLite(t)
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: deploys(gate.Route{Remember: 720 * time.Hour})})
+		first := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: staging, Caller: "bot"})
+		if _, err := svc.Decide(context.Background(), gate.Decision{RequestID: first.ID, Approve: true, Actor: "web:alice", Via: "fake", Remember: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.SetRoutes(deploys(gate.Route{Remember: time.Hour}), gate.Defaults{Channels: []string{"fake"}}); err != nil {
+			t.Fatal(err)
+		}
+		if r := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: staging, Caller: "bot"}); r.DecidedVia != gate.ViaGrant {
+			t.Errorf("within the shortened hour: %s via %s, want approved via grant", r.Status, r.DecidedVia)
+		}
+	})
+}
+
+// TestGrantIsForOneWorkingDirectory: hooks report the working directory
+// in metadata.cwd, where a relative path points; approving `rm -rf build`
+// for an hour in one checkout does not approve it in another.
+func TestGrantIsForOneWorkingDirectory(t *testing.T) {
+	db := storetest.SQLite(t)
+	svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: []gate.Route{
+		{Name: "shell", Tool: "Bash", Channels: []string{"fake"}, Remember: time.Hour}}})
+	args := json.RawMessage(`{"command":"rm -rf build"}`)
+	app := json.RawMessage(`{"cwd":"/home/dev/app"}`)
+	first := submit(t, svc, gate.Submission{ToolName: "Bash", ToolArgs: args, Metadata: app, Caller: "bot"})
+	if _, err := svc.Decide(context.Background(), gate.Decision{RequestID: first.ID, Approve: true, Actor: "web:alice", Via: "fake", Remember: true}); err != nil {
+		t.Fatal(err)
+	}
+	if r := submit(t, svc, gate.Submission{ToolName: "Bash", ToolArgs: args, Metadata: json.RawMessage(`{"cwd":"/srv/prod"}`), Caller: "bot"}); r.Allowed() {
+		t.Errorf("the same command in /srv/prod approved via %s", r.DecidedVia)
+	}
+	if r := submit(t, svc, gate.Submission{ToolName: "Bash", ToolArgs: args, Metadata: app, Caller: "bot"}); r.DecidedVia != gate.ViaGrant {
+		t.Errorf("the same command in the same directory: %s via %s, want approved via grant", r.Status, r.DecidedVia)
+	}
+}
