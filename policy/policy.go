@@ -27,6 +27,12 @@ const (
 	Agent Action = "agent"
 )
 
+// mayAllow says a route with this action can end in an allow: an allow
+// route, or a legacy one where the agent's requires_confirmation false
+// allows. Its patterns are read strictly and a failed condition does not
+// match, as on an allow route.
+func (a Action) mayAllow() bool { return a == Allow || a == Agent }
+
 // Route is what the policy needs of one configured route.
 type Route struct {
 	Name   string
@@ -276,7 +282,7 @@ func (r *rule) matches(c *Call, res *Result, explain bool) (bool, string) {
 			}
 		}
 		switch {
-		case hit < 0 && r.Action == Allow:
+		case hit < 0 && r.Action.mayAllow():
 			return false, "no call pattern covers every part of the call"
 		case hit < 0:
 			return false, "no call pattern matches"
@@ -289,7 +295,7 @@ func (r *rule) matches(c *Call, res *Result, explain bool) (bool, string) {
 		switch {
 		case err != nil:
 			res.Errors = append(res.Errors, fmt.Sprintf("route %s: when %s: %v", r.Name, r.When, err))
-			if r.Action == Allow {
+			if r.Action.mayAllow() {
 				if !explain {
 					return false, ""
 				}
