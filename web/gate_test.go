@@ -3,12 +3,14 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/web"
 )
 
@@ -176,5 +178,24 @@ func TestAnonymousServerRefusesCrossSiteWrites(t *testing.T) {
 	rs, _, _ := e.svc.List(context.Background(), gate.Filter{})
 	if len(rs) != 1 {
 		t.Fatalf("%d requests recorded, want only the local one", len(rs))
+	}
+}
+
+// TestHookOnUnrecordedRoute: a call a record: false route allows is never
+// stored, and the hook endpoint answers it at once rather than waiting on
+// a request that does not exist (which denied every such call).
+func TestHookOnUnrecordedRoute(t *testing.T) {
+	e := newEnvWith(t, []gate.Route{{Name: "reads", Tool: "Read", Action: policy.Allow, NoRecord: true}}, nil)
+	for _, wait := range []string{"2s", "0s"} {
+		body := `{"hook_event_name":"PreToolUse","session_id":"s1","tool_name":"Read","tool_input":{"file_path":"/etc/hosts"},"tool_use_id":"t1"}`
+		res, err := http.Post(e.srv.URL+"/hooks/claude-code?wait="+wait, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if !strings.Contains(string(b), `"permissionDecision":"allow"`) {
+			t.Errorf("wait=%s: hook on a record: false allow route: %s %s", wait, res.Header.Get(web.HookStatusHeader), b)
+		}
 	}
 }

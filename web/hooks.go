@@ -138,6 +138,9 @@ func (s *Server) hookSettle(ctx context.Context, call hook.Call, agent, caller s
 			continue
 		}
 		id := r.ID
+		if r.Status.Final() {
+			return outcomeOf(r, s.now()), nil // also a record: false allow, which is never stored
+		}
 		if r, err = s.svc.Wait(ctx, id, wait); err != nil {
 			return hook.Outcome{RequestID: id}, err
 		}
