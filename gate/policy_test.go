@@ -162,6 +162,24 @@ func TestUnrecordedAllows(t *testing.T) {
 	})
 }
 
+// TestUnrecordedAllowAfterAFailedCondition: a condition that failed on
+// the way to a record: false route is written to a trail, so that call is
+// recorded (its error would otherwise be written nowhere).
+func TestUnrecordedAllowAfterAFailedCondition(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		svc := newService(t, db, svcOpts{routes: []gate.Route{
+			{Name: "cheap", Tool: "pay", When: `args.amount < 100`, Action: policy.Allow},
+			{Name: "reads", Action: policy.Allow, NoRecord: true}}})
+		r, _, err := svc.Submit(context.Background(), gate.Submission{ToolName: "pay", ToolArgs: json.RawMessage(`{"amount":"lots"}`)})
+		if err != nil || r.Route != "reads" || !r.Allowed() {
+			t.Fatalf("%+v %v", r, err)
+		}
+		if evs := events(t, svc, r.ID); countEvents(evs, gate.EventPolicyError) != 1 {
+			t.Fatalf("the failed condition is in no trail: %+v", evs)
+		}
+	})
+}
+
 // Grants: "approve for 1h" covers the same agent, tool, route and
 // arguments, and nothing else; it is written with the approval, audited at
 // every use, revocable, and gone at its end.

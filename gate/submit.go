@@ -224,7 +224,9 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 			return s.record(ctx, r, events, StatusApproved, ActorAgent, ViaPolicy,
 				"no confirmation required: the agent sent requires_confirmation false and route "+rt.Name+" does not ask")
 		}
-		if rt.NoRecord {
+		if rt.NoRecord && len(events) == 0 {
+			// Unless a condition failed on the way: its error belongs in
+			// a trail, so that call is recorded.
 			return s.unrecorded(r, rt), true, nil
 		}
 		return s.record(ctx, r, events, StatusApproved, ActorSystem, ViaPolicy, routeReason("allowed", rt))
