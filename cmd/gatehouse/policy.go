@@ -84,6 +84,9 @@ func policyCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		in.RequiresConfirmation = confirm
 	}
 	in.Caller, in.AgentID, in.UserID = *agent, *label, *user
+	if in.AgentID == "" {
+		in.AgentID = *agent // as the server labels a call that names no agent_id
+	}
 	if *session != "" {
 		in.SessionID = *session
 	}

@@ -8,6 +8,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/config"
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/web"
 )
 
 // policyConfig is the contract's example policy, with a catch-all allow
@@ -110,6 +115,37 @@ func TestPolicyTest(t *testing.T) {
 				t.Fatalf("no line of why says %q: %q", tc.why, ex.Why)
 			}
 		})
+	}
+}
+
+// TestPolicyTestLabelsAsTheServerDoes: the server gives a call that names
+// no agent_id its token's name as agent_label; the dry run left it empty,
+// so a condition over agent_label decided otherwise (a second reader).
+func TestPolicyTestLabelsAsTheServerDoes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "g.yaml")
+	cfgText := "routes:\n  - name: ci-ok\n    match: { when: 'agent_label == agent' }\n    action: allow\n  - name: rest\n    match: { tool: \"*\" }\n"
+	if err := os.WriteFile(path, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"policy", "test", "--config", path, "--tool", "deploy", "--agent", "ci-bot"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatal(errb.String())
+	}
+	var dry gate.Explanation
+	if err := json.Unmarshal(out.Bytes(), &dry); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := web.SubmitBody{ToolName: "deploy"}
+	server, err := gate.Explain(routes(cfg), defaults(cfg), body.Submission("ci-bot"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dry.Route != "ci-ok" || dry.Route != server.Route || dry.Action != server.Action {
+		t.Errorf("policy test says %s/%s; the server decides %s/%s", dry.Route, dry.Action, server.Route, server.Action)
 	}
 }
 
