@@ -24,6 +24,7 @@ require (
 
 require (
 	cel.dev/cel-go v0.33.2
+	golang.org/x/net v0.60.0
 	mvdan.cc/sh/v3 v3.14.1
 )
 
@@ -54,7 +55,6 @@ require (
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/exp v0.0.0-20240823005443-9b4947da3948 // indirect
-	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect

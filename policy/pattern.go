@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 )
 
 // pattern is one Claude Code permission rule: `Bash(git push:*)`,
@@ -88,7 +90,7 @@ func parsePattern(s string) (pattern, error) {
 func (p *pattern) match(c *Call, action Action) bool {
 	strict, unknown := action.mayAllow(), !action.mayAllow() && action != Deny
 	if p.bare {
-		return globMatch(p.tool, c.Tool)
+		return globMatch(p.tool, c.Tool) || p.tool == "Bash" && shellTool(c.Tool)
 	}
 	if c.Tool != p.tool && !(p.tool == "Bash" && shellTool(c.Tool)) {
 		return false
@@ -117,7 +119,13 @@ func (p *pattern) match(c *Call, action Action) bool {
 		if !ok && p.tool == "NotebookEdit" {
 			fp, ok = c.stringArg("notebook_path")
 		}
-		return ok && pathMatch(p.arg, fp, c.cwd())
+		if !ok {
+			return false
+		}
+		if !path.IsAbs(fp) && c.cwd() == "" {
+			return unknown // a relative path with nowhere to be relative to
+		}
+		return pathMatch(p.arg, fp, c.cwd())
 	case "WebFetch":
 		u, ok := c.stringArg("url")
 		if !ok {
@@ -127,7 +135,14 @@ func (p *pattern) match(c *Call, action Action) bool {
 		if err != nil || parsed.Host == "" {
 			return unknown // a URL we cannot read is asked about
 		}
-		host := strings.ToLower(strings.TrimSuffix(parsed.Hostname(), "."))
+		// The host as a URL parser (WHATWG, as the clients' fetch uses)
+		// reads it: EVIL.com, fullwidth letters and ideographic full
+		// stops (evil。com) are evil.com.
+		host, err := idna.Lookup.ToASCII(strings.TrimSuffix(parsed.Hostname(), "."))
+		if err != nil {
+			return unknown
+		}
+		host = strings.ToLower(strings.TrimSuffix(host, "."))
 		return host == p.arg || strings.HasSuffix(host, "."+p.arg)
 	}
 	v, ok := c.singleString()
@@ -164,7 +179,9 @@ func (p *pattern) lineMatch(line string) bool {
 func (p *pattern) broadMatch(q *part) bool {
 	if p.glob {
 		for i, w := range q.words {
-			if (strings.IndexByte(p.words[0], '*') >= 0 || globMatch(p.words[0], w)) && p.lineMatch(strings.Join(q.words[i:], " ")) {
+			w = p.named(w)
+			if (strings.IndexByte(p.words[0], '*') >= 0 || globMatch(p.words[0], w)) &&
+				p.lineMatch(strings.Join(append([]string{w}, q.words[i+1:]...), " ")) {
 				return true
 			}
 		}
@@ -172,7 +189,7 @@ func (p *pattern) broadMatch(q *part) bool {
 	}
 	var f *follower
 	for i, w := range q.words {
-		if w != p.words[0] {
+		if p.named(w) != p.words[0] {
 			continue
 		}
 		if f == nil {
@@ -183,6 +200,16 @@ func (p *pattern) broadMatch(q *part) bool {
 		}
 	}
 	return false
+}
+
+// named is a word as an ask or deny rule's command name reads it: a
+// command run by its path (/usr/bin/git) is the command (git), unless the
+// rule names a path itself.
+func (p *pattern) named(w string) string {
+	if strings.IndexByte(p.words[0], '/') >= 0 {
+		return w
+	}
+	return path.Base(w)
 }
 
 // follower decides whether the rule's words p.words[j:] come next in
@@ -245,10 +272,14 @@ func pathMatch(pat, p, cwd string) bool {
 		if cwd == "" {
 			return false
 		}
-		pat = path.Join(cwd, pat)
+		// The caller's cwd is a place, not a pattern: its *, ? and [
+		// must not widen the rule.
+		pat = path.Join(globEscaper.Replace(cwd), pat)
 	}
 	return segmentsMatch(strings.Split(strings.Trim(pat, "/"), "/"), strings.Split(strings.Trim(p, "/"), "/"))
 }
+
+var globEscaper = strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`)
 
 func segmentsMatch(pat, segs []string) bool {
 	for len(pat) > 0 {
