@@ -92,3 +92,31 @@ func TestKeysAndCheckpointFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestCallDigest: a call's digest is SHA-256 of its canonical JSON, every
+// value a string, keys sorted, nothing escaped that JSON does not need;
+// this vector was computed with Python's json.dumps(sort_keys=True,
+// separators=(',', ':'), ensure_ascii=False) and hashlib, apart from
+// Gatehouse. MarkedCall finds the digest at the end of a detail.
+func TestCallDigest(t *testing.T) {
+	c := Call{Tool: "oa__purchase_pay", Args: `{"vendor":"ACME","amount":60000}`, Summary: "Pay <ACME> ¥60,000", Metadata: `{}`,
+		Agent: "procurement-bot", User: "u_42", Session: "s_9", ToolCallID: "call_7", Caller: "tok", Route: "payments",
+		CreatedAt: time.Date(2026, 3, 1, 20, 0, 0, 123456789, time.FixedZone("CST", 8*3600))}
+	const want = "0c6849f34e16fc53a71c44a2b1b2dfb46590151f7e46300e8ca8ce61e12209c1"
+	if got := c.Digest(); got != want {
+		t.Fatalf("digest %s, want %s", got, want)
+	}
+	detail := "route payments; channels ops; " + c.Mark()
+	if got, ok := MarkedCall(detail); !ok || got != want {
+		t.Fatalf("MarkedCall(%q) = %q %v", detail, got, ok)
+	}
+	for _, d := range []string{"route payments", CallMark + want[:63], CallMark + strings.ToUpper(want)} {
+		if got, ok := MarkedCall(d); ok {
+			t.Errorf("MarkedCall(%q) found %q", d, got)
+		}
+	}
+	c.Args = `{"vendor":"ACME","amount":1}`
+	if c.Digest() == want {
+		t.Fatal("other arguments, the same digest")
+	}
+}

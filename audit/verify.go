@@ -67,8 +67,10 @@ type CutAt struct {
 // 3 … without a gap or a repeat; each link's prev_hash is the previous
 // link's hash; each link with content hashes to its hash; each link whose
 // content retention cut is named by a later retention record; the chain
-// ends at the head the sealer wrote; and, given a checkpoint (already
-// checked for its signature), the chain holds the checkpoint's link. It
+// ends at the head the sealer wrote; given a checkpoint (already checked
+// for its signature), the chain holds the checkpoint's link; and, when
+// src also reads requests (Calls), each request whose trail sealed its
+// call still holds that call in its row. It
 // returns a *Broken naming the first seq that fails, or another error
 // when the chain could not be read.
 //
@@ -123,7 +125,55 @@ type verifier struct {
 	rep        Report
 	prev       Head
 	undeclared []int64 // cut links no retention record has named yet
+	marked     []marked
 	broken     *Broken
+}
+
+// marked is an event that sealed its request's call, still to be checked
+// against the request's row.
+type marked struct {
+	seq             int64
+	request, digest string
+}
+
+// checkCalls checks the events read since the last check that sealed a
+// call against their requests' rows, when the source can read them: a
+// row changed since (its tool, arguments, …) or deleted without a
+// retention cut breaks the chain at that event.
+func (v *verifier) checkCalls(ctx context.Context, src Source) error {
+	calls, ok := src.(Calls)
+	if !ok || len(v.marked) == 0 {
+		v.marked = nil
+		return nil
+	}
+	ids := make([]string, 0, len(v.marked))
+	for _, m := range v.marked {
+		ids = append(ids, m.request)
+	}
+	got, err := calls.Calls(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, m := range v.marked {
+		c, found := got[m.request]
+		switch {
+		case !found:
+			// Retention may have cut it since the walk read the event;
+			// then the event is a cut link now.
+			now, err := src.ChainRecords(ctx, m.seq-1, 1)
+			if err != nil {
+				return err
+			}
+			if len(now) == 1 && now[0].Seq == m.seq && now[0].Kind == KindCut {
+				continue
+			}
+			v.fail(m.seq, "request %s: its row is gone, and no retention cut its trail", m.request)
+		case c.Digest() != m.digest:
+			v.fail(m.seq, "request %s: its row no longer holds the call this event sealed (its tool, arguments, summary, agent, user, session, metadata, caller, route or time was changed)", m.request)
+		}
+	}
+	v.marked = nil
+	return nil
 }
 
 // fail records a break; the first seq wins.
@@ -155,8 +205,11 @@ func (v *verifier) walk(ctx context.Context, src Source) error {
 		}
 		for i := range recs {
 			if !v.link(&recs[i]) {
-				return nil
+				return v.checkCalls(ctx, src)
 			}
+		}
+		if err := v.checkCalls(ctx, src); err != nil || v.broken != nil {
+			return err
 		}
 		if len(recs) < page {
 			return nil
@@ -195,6 +248,11 @@ func (v *verifier) link(r *Record) bool {
 	}
 	if v.broken != nil {
 		return false
+	}
+	if r.Kind == KindEvent {
+		if d, ok := MarkedCall(r.Detail); ok {
+			v.marked = append(v.marked, marked{seq: r.Seq, request: r.RequestID, digest: d})
+		}
 	}
 	if v.cp != nil && r.Seq == v.cp.Seq {
 		if r.Hash != v.cp.Hash {

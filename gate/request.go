@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/audit"
 )
 
 // Status is where a request stands in its life cycle.
@@ -337,4 +339,12 @@ func (r *Request) Explain(now time.Time) string {
 		return withReason(fmt.Sprintf("cancelled by %s after %s", r.DecidedBy, after))
 	}
 	return fmt.Sprintf("waiting for approval (expires in %s)", max(r.ExpiresAt.Sub(now), 0).Round(time.Second))
+}
+
+// Call is what the request asked for, as the audit chain seals it in the
+// event that records its creation (audit.Call).
+func (r *Request) Call() audit.Call {
+	return audit.Call{Tool: r.ToolName, Args: string(r.ToolArgs), Summary: r.Summary, Metadata: string(r.Metadata),
+		Agent: r.AgentID, User: r.UserID, Session: r.SessionID, ToolCallID: r.ToolCallID, Caller: r.Caller, Route: r.Route,
+		CreatedAt: r.CreatedAt}
 }

@@ -259,6 +259,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		events[len(events)-1].Detail += "; " + note
 	}
 	r.NextStepAt = nextStep(r, nil)
+	sealCall(r, events)
 	got, created, err := s.store.Create(ctx, r, events)
 	if err != nil {
 		return nil, false, err
@@ -294,6 +295,7 @@ func (s *Service) record(ctx context.Context, r *Request, events []Event, status
 		events = append(events, Event{Type: EventPolicy, At: r.CreatedAt, Actor: ActorSystem, Channel: ViaPolicy,
 			Detail: string(status) + ": " + reason})
 	}
+	sealCall(r, events)
 	got, created, err := s.store.Create(ctx, r, events)
 	if err != nil {
 		return nil, false, err
@@ -364,4 +366,15 @@ func actorOf(r *Request) string {
 		return "agent:" + r.AgentID
 	}
 	return "agent"
+}
+
+// sealCall puts the digest of what r asks for (audit.Call) into the detail
+// of the last event its creation writes, the one that says what became of
+// it: the audit chain then holds the call, and `gatehouse audit verify`
+// finds a row whose arguments were changed afterwards.
+func sealCall(r *Request, events []Event) {
+	if len(events) > 0 {
+		e := &events[len(events)-1]
+		e.Detail += "; " + r.Call().Mark()
+	}
 }

@@ -237,6 +237,26 @@ func (s *DB) ChainRecords(ctx context.Context, after int64, limit int) ([]audit.
 	return out, wrap("read the chain", rows.Err())
 }
 
+// Calls returns the calls of the requests that exist among ids, as
+// their rows hold them, for Verify to check against the digests their
+// trails sealed.
+func (s *DB) Calls(ctx context.Context, ids []string) (map[string]audit.Call, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	out := map[string]audit.Call{}
+	const batch = 500
+	for start := 0; start < len(ids); start += batch {
+		var rows []requestRow
+		if err := s.rdb.WithContext(ctx).Where("id IN ?", ids[start:min(start+batch, len(ids))]).Find(&rows).Error; err != nil {
+			return nil, wrap("read requests' calls", err)
+		}
+		for i := range rows {
+			out[rows[i].ID] = rows[i].toRequest().Call()
+		}
+	}
+	return out, nil
+}
+
 // Unsealed counts the events the sealer has not reached yet.
 func (s *DB) Unsealed(ctx context.Context) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)

@@ -383,3 +383,48 @@ func testKey(t testing.TB) ed25519.PrivateKey {
 	}
 	return k
 }
+
+// TestVerifyFindsChangedCalls: the event that records a request's creation
+// seals a digest of its call (gate.Request.Call), so a row changed after
+// the fact — its arguments, tool, summary, agent or time — breaks the
+// chain at that event, though no event changed.
+func TestVerifyFindsChangedCalls(t *testing.T) {
+	for _, tc := range []struct{ name, sql string }{
+		{"the arguments", `UPDATE requests SET tool_args = '{"amount":1}' WHERE id = 'r2'`},
+		{"the tool", `UPDATE requests SET tool_name = 'read_docs' WHERE id = 'r2'`},
+		{"the summary", `UPDATE requests SET summary = 'nothing to see' WHERE id = 'r2'`},
+		{"the agent", `UPDATE requests SET agent_id = 'intern' WHERE id = 'r2'`},
+		{"the time", `UPDATE requests SET created_at = @then WHERE id = 'r2'`},
+		{"the route", `UPDATE requests SET route = 'small-payments' WHERE id = 'r2'`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				now := time.Now().UTC().Truncate(time.Microsecond)
+				for _, id := range []string{"r1", "r2"} {
+					r := &gate.Request{ID: id, Status: gate.StatusPending, ToolName: "oa__purchase_pay", ToolArgs: []byte(`{"amount":60000}`),
+						Summary: "Pay ACME", AgentID: "procurement-bot", Metadata: []byte(`{}`), Route: "payments", Quorum: 1,
+						OnTimeout: gate.VerdictDeny, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+					ev := gate.Event{Type: gate.EventCreated, At: now, Actor: "agent:bot", Detail: "route payments; " + r.Call().Mark()}
+					if _, _, err := db.Create(context.Background(), r, []gate.Event{ev}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				addEvent(t, db, "r2", "later")
+				sealAll(t, db)
+				if _, broken, why := verify(t, db, nil); broken != 0 {
+					t.Fatalf("untouched: broken at %d: %s", broken, why)
+				}
+				var args []any
+				if strings.Contains(tc.sql, "@then") {
+					args = append(args, map[string]any{"then": time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)})
+				}
+				if err := db.Gorm().Exec(tc.sql, args...).Error; err != nil {
+					t.Fatal(err)
+				}
+				if _, broken, why := verify(t, db, nil); broken != 2 || !strings.Contains(why, "request r2: its row no longer holds the call") {
+					t.Fatalf("broken at %d (%s), want seq 2 and the call changed", broken, why)
+				}
+			})
+		})
+	}
+}

@@ -162,6 +162,16 @@ func TestAuditChainThroughTheBinary(t *testing.T) {
 	if code, out := verifyCmd(t, cfg, "--checkpoint", last); code != 1 || !strings.Contains(out, fmt.Sprintf("BROKEN at seq %d", lastCP.Seq)) {
 		t.Fatalf("a truncation after the checkpoint: %d\n%s", code, out)
 	}
+	// A request's arguments changed in its row: the event that recorded it
+	// sealed its call.
+	exec1(`UPDATE requests SET tool_args = '{"path":"/etc/shadow"}' WHERE tool_name = 'read_file'`)
+	if code, out := verifyCmd(t, cfg); code != 1 || !strings.Contains(out, "BROKEN at seq 1: request") || !strings.Contains(out, "no longer holds the call") {
+		t.Fatalf("a changed call: %d\n%s", code, out)
+	}
+	exec1(`UPDATE requests SET tool_args = '{}' WHERE tool_name = 'read_file'`)
+	if code, out := verifyCmd(t, cfg); code != 0 {
+		t.Fatalf("the call put back: %d\n%s", code, out)
+	}
 	// A changed row.
 	exec1(`UPDATE events SET detail = 'approved by nobody' WHERE seq = 1`)
 	if code, out := verifyCmd(t, cfg); code != 1 || !strings.Contains(out, "BROKEN at seq 1: its content does not hash") {
