@@ -16,8 +16,8 @@ type Store interface {
 	// many; 0 when another replica is sealing.
 	Seal(ctx context.Context, limit int) (int, error)
 	// Prune cuts up to limit final requests created before cutoff and
-	// links the record of the cut at now.
-	Prune(ctx context.Context, cutoff, now time.Time, limit int) (Cut, error)
+	// links the record of the cut at now, signed with key when it is set.
+	Prune(ctx context.Context, cutoff, now time.Time, limit int, key ed25519.PrivateKey) (Cut, error)
 }
 
 // Options configure a Keeper. Store is required.
@@ -29,7 +29,8 @@ type Options struct {
 	Keep time.Duration
 	// PruneInterval is how often retention runs when Keep is set. 1h when zero.
 	PruneInterval time.Duration
-	// Key signs checkpoints; without it there are none.
+	// Key signs checkpoints and the records of retention's cuts; without
+	// it there are no checkpoints and the records are unsigned.
 	Key ed25519.PrivateKey
 	// CheckpointDir, with Key, receives a checkpoint every
 	// CheckpointInterval (1h when zero) when the head has moved.
@@ -147,7 +148,7 @@ func (k *Keeper) Prune(ctx context.Context) error {
 	now := k.o.Now()
 	cutoff := now.Add(-k.o.Keep)
 	for {
-		cut, err := k.o.Store.Prune(ctx, cutoff, now, pruneBatch)
+		cut, err := k.o.Store.Prune(ctx, cutoff, now, pruneBatch, k.o.Key)
 		if err != nil {
 			return err
 		}

@@ -63,7 +63,7 @@ func TestKeeper(t *testing.T) {
 		if err != nil || cp.Seq != head.Seq || cp.Check(key.Public().(ed25519.PublicKey)) != nil {
 			t.Fatalf("the last checkpoint %+v (head %+v): %v", cp, head, err)
 		}
-		if rep, err := audit.Verify(context.Background(), db, cp); err != nil || len(rep.Cuts) != 1 {
+		if rep, err := audit.Verify(context.Background(), db, cp, nil); err != nil || len(rep.Cuts) != 1 {
 			t.Fatalf("verify: %+v %v", rep, err)
 		}
 		if path, err := k.WriteCheckpoint(context.Background()); path != "" || err != nil {

@@ -2,6 +2,8 @@ package audit
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,12 +32,42 @@ type Cut struct {
 	Events   int       `json:"events"`
 	// Seqs are the links whose content went, as Ranges writes them.
 	Seqs string `json:"seqs"`
+	// Signature is the Ed25519 signature of Message() by the server's
+	// audit key (base64), when it has one: without the key, a record of a
+	// cut cannot be forged to pass deleted events off as retention's.
+	Signature string `json:"signature,omitempty"`
 }
 
 // Detail is the cut as its chain record's detail.
 func (c Cut) Detail() string {
 	b, _ := json.Marshal(c)
 	return string(b)
+}
+
+// Message is what a cut's signature covers: "gatehouse audit retention
+// v1\ncutoff=T\nrequests=N\nevents=M\nseqs=S\n", T as in TimeFormat.
+func (c *Cut) Message() []byte {
+	return fmt.Appendf(nil, "gatehouse audit retention v1\ncutoff=%s\nrequests=%d\nevents=%d\nseqs=%s\n",
+		c.Cutoff.UTC().Format(TimeFormat), c.Requests, c.Events, c.Seqs)
+}
+
+// Sign signs the cut with the audit key; a nil key leaves it unsigned.
+func (c *Cut) Sign(key ed25519.PrivateKey) {
+	if key != nil {
+		c.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(key, c.Message()))
+	}
+}
+
+// CheckSignature says whether the cut is signed by trusted.
+func (c *Cut) CheckSignature(trusted ed25519.PublicKey) error {
+	if c.Signature == "" {
+		return errors.New("it is not signed (written before Gatehouse signed retention records, or forged): compare it with your retention.keep")
+	}
+	sig, err := base64.StdEncoding.DecodeString(c.Signature)
+	if err != nil || !ed25519.Verify(trusted, c.Message(), sig) {
+		return fmt.Errorf("its signature is not the audit key's (%s): it was forged or changed", Fingerprint(trusted))
+	}
+	return nil
 }
 
 // Broken says where a chain stops being whole: the first seq that is
@@ -68,7 +100,8 @@ type CutAt struct {
 // link's hash; each link with content hashes to its hash; each link whose
 // content retention cut is named by a later retention record; the chain
 // ends at the head the sealer wrote; given a checkpoint (already checked
-// for its signature), the chain holds the checkpoint's link; and, when
+// for its signature), the chain holds the checkpoint's link; given the
+// audit key, every retention record is signed by it; and, when
 // src also reads requests (Calls), each request whose trail sealed its
 // call still holds that call in its row. It
 // returns a *Broken naming the first seq that fails, or another error
@@ -78,8 +111,8 @@ type CutAt struct {
 // and only then reads the head, which the sealer writes in the transaction
 // that adds the links. A head beyond the walk means either links sealed
 // since (the walk resumes) or links cut off the end (none follow).
-func Verify(ctx context.Context, src Source, cp *Checkpoint) (Report, error) {
-	v := verifier{cp: cp, prev: EmptyHead}
+func Verify(ctx context.Context, src Source, cp *Checkpoint, key ed25519.PublicKey) (Report, error) {
+	v := verifier{cp: cp, key: key, prev: EmptyHead}
 	for {
 		if err := v.walk(ctx, src); err != nil || v.broken != nil {
 			return v.rep, v.result(err)
@@ -122,6 +155,7 @@ func Verify(ctx context.Context, src Source, cp *Checkpoint) (Report, error) {
 // verifier is the state of one Verify.
 type verifier struct {
 	cp         *Checkpoint
+	key        ed25519.PublicKey // the audit key retention records must be signed by; nil: not checked
 	rep        Report
 	prev       Head
 	undeclared []int64 // cut links no retention record has named yet
@@ -242,6 +276,12 @@ func (v *verifier) link(r *Record) bool {
 		if err != nil {
 			v.fail(r.Seq, "a retention record that does not say what it cut: %v", err)
 			break
+		}
+		if v.key != nil {
+			if err := c.CheckSignature(v.key); err != nil {
+				v.fail(r.Seq, "a retention record whose cut cannot be trusted: %v", err)
+				break
+			}
 		}
 		v.undeclared = declare(v.undeclared, seqs)
 		v.rep.Cuts = append(v.rep.Cuts, CutAt{Seq: r.Seq, Cut: c})

@@ -59,7 +59,7 @@ func sealAll(t testing.TB, db *store.DB) int {
 // verify runs the verifier and returns the seq it says is broken (0: whole).
 func verify(t testing.TB, db *store.DB, cp *audit.Checkpoint) (audit.Report, int64, string) {
 	t.Helper()
-	rep, err := audit.Verify(context.Background(), db, cp)
+	rep, err := audit.Verify(context.Background(), db, cp, nil)
 	var b *audit.Broken
 	switch {
 	case errors.As(err, &b):
@@ -167,7 +167,7 @@ func TestVerifyFindsTampering(t *testing.T) {
 						t.Fatalf("%s: %v", q, err)
 					}
 				}
-				_, err := audit.Verify(context.Background(), db, nil)
+				_, err := audit.Verify(context.Background(), db, nil, nil)
 				var b *audit.Broken
 				if tc.broken == 0 {
 					// A clean cut at the end, head and all, is what only a

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"strings"
 	"time"
@@ -36,7 +37,7 @@ const (
 // Prune runs one retention pass (see above) and returns what it cut:
 // zero requests when there was nothing to cut or another replica holds the
 // chain's head.
-func (s *DB) Prune(ctx context.Context, cutoff, now time.Time, limit int) (audit.Cut, error) {
+func (s *DB) Prune(ctx context.Context, cutoff, now time.Time, limit int, key ed25519.PrivateKey) (audit.Cut, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	var cut audit.Cut
@@ -68,6 +69,7 @@ func (s *DB) Prune(ctx context.Context, cutoff, now time.Time, limit int) (audit
 			}
 		}
 		cut.Requests, cut.Events, cut.Seqs = len(ids), len(seqs), audit.Ranges(seqs)
+		cut.Sign(key)
 		rec := audit.Record{Kind: audit.KindRetention, At: now, Type: audit.KindRetention, Actor: gate.ActorSystem, Detail: cut.Detail()}
 		c.head = c.head.Seal(&rec)
 		_, err = c.tx.ExecContext(ctx, qInsertChainRecord, rec.Seq, rec.Kind, rec.At, rec.Type, rec.Actor, rec.Detail, rec.PrevHash, rec.Hash)

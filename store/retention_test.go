@@ -2,7 +2,10 @@ package store_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +62,7 @@ func TestRetentionCutsAndTheChainSaysSo(t *testing.T) {
 		oldRequest(t, db, "old3", old, true) // final and old, but its events are not sealed yet
 		linksBefore, _, _ := verify(t, db, nil)
 
-		cut, err := db.Prune(ctx, now.Add(-400*24*time.Hour), now, 100)
+		cut, err := db.Prune(ctx, now.Add(-400*24*time.Hour), now, 100, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +97,7 @@ func TestRetentionCutsAndTheChainSaysSo(t *testing.T) {
 			t.Fatalf("verify after retention: %+v broken at %d: %s", rep, broken, why)
 		}
 		// A second pass, once old3 is sealed, cuts it and is recorded too.
-		if cut, err := db.Prune(ctx, now.Add(-400*24*time.Hour), now, 100); err != nil || cut.Requests != 1 {
+		if cut, err := db.Prune(ctx, now.Add(-400*24*time.Hour), now, 100, nil); err != nil || cut.Requests != 1 {
 			t.Fatalf("second pass: %+v %v", cut, err)
 		}
 		if rep, broken, why := verify(t, db, nil); broken != 0 || len(rep.Cuts) != 2 {
@@ -107,13 +110,13 @@ func TestRetentionCutsAndTheChainSaysSo(t *testing.T) {
 			t.Fatal(err)
 		}
 		var b *audit.Broken
-		if _, err := audit.Verify(ctx, db, nil); !errors.As(err, &b) || !strings.Contains(b.Reason, "changed") {
+		if _, err := audit.Verify(ctx, db, nil, nil); !errors.As(err, &b) || !strings.Contains(b.Reason, "changed") {
 			t.Fatalf("an edited retention record: %v", err)
 		}
 		if err := db.Gorm().Exec(`DELETE FROM audit_records WHERE seq = ?`, firstCut).Error; err != nil {
 			t.Fatal(err)
 		}
-		if _, err := audit.Verify(ctx, db, nil); !errors.As(err, &b) || b.Seq != firstCut {
+		if _, err := audit.Verify(ctx, db, nil, nil); !errors.As(err, &b) || b.Seq != firstCut {
 			t.Fatalf("a cut link deleted (seq %d): %v", firstCut, err)
 		}
 	})
@@ -126,11 +129,72 @@ func TestRetentionWithNothingToCut(t *testing.T) {
 		oldRequest(t, db, "young", time.Now().Add(-time.Hour), true)
 		sealAll(t, db)
 		before, _ := db.ChainHead(ctx)
-		if cut, err := db.Prune(ctx, time.Now().Add(-24*time.Hour), time.Now(), 100); err != nil || cut.Requests != 0 {
+		if cut, err := db.Prune(ctx, time.Now().Add(-24*time.Hour), time.Now(), 100, nil); err != nil || cut.Requests != 0 {
 			t.Fatalf("prune: %+v %v", cut, err)
 		}
 		if after, _ := db.ChainHead(ctx); after != before {
 			t.Fatalf("the head moved from %+v to %+v", before, after)
+		}
+	})
+}
+
+// TestSignedRetentionRecords: with the audit key, retention signs the
+// record of each cut, and verify given the key refuses a record it did
+// not sign. Without it, a writer of the database could pass a deleted
+// event off as cut: move the event's content out (leaving its link) and
+// append a well-formed record of a cut that names it.
+func TestSignedRetentionRecords(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		_, key, _ := ed25519.GenerateKey(rand.Reader)
+		_, other, _ := ed25519.GenerateKey(rand.Reader)
+		pub := key.Public().(ed25519.PublicKey)
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		oldRequest(t, db, "old", now.Add(-500*24*time.Hour), true)
+		oldRequest(t, db, "young", now.Add(-time.Hour), true)
+		sealAll(t, db)
+		if cut, err := db.Prune(ctx, now.Add(-400*24*time.Hour), now, 100, key); err != nil || cut.Requests != 1 || cut.Signature == "" {
+			t.Fatalf("prune: %+v %v", cut, err)
+		}
+		var b *audit.Broken
+		if rep, err := audit.Verify(ctx, db, nil, pub); err != nil || len(rep.Cuts) != 1 {
+			t.Fatalf("a signed cut, verified with its key: %+v %v", rep, err)
+		}
+		if _, err := audit.Verify(ctx, db, nil, other.Public().(ed25519.PublicKey)); !errors.As(err, &b) || !strings.Contains(b.Reason, "not the audit key's") {
+			t.Fatalf("verified with another key: %v", err)
+		}
+
+		// The forgery: young's first event becomes a cut link, and a record
+		// of a cut naming it is appended at the head, hashed as the sealer
+		// would.
+		seq := int64(count(t, db, `SELECT MIN(seq) FROM events WHERE request_id = 'young'`))
+		for _, q := range []string{
+			`INSERT INTO audit_records (seq, kind, prev_hash, hash) SELECT seq, 'cut', prev_hash, hash FROM events WHERE seq = ?`,
+			`DELETE FROM events WHERE seq = ?`,
+		} {
+			if err := db.Gorm().Exec(q, seq).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		head, err := db.ChainHead(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		forged := audit.Cut{Cutoff: now, Requests: 1, Events: 1, Seqs: fmt.Sprint(seq)}
+		rec := audit.Record{Kind: audit.KindRetention, At: now, Type: audit.KindRetention, Actor: gate.ActorSystem, Detail: forged.Detail()}
+		newHead := head.Seal(&rec)
+		if err := db.Gorm().Exec(`INSERT INTO audit_records (seq, kind, at, type, actor, detail, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			rec.Seq, rec.Kind, rec.At, rec.Type, rec.Actor, rec.Detail, rec.PrevHash, rec.Hash).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Gorm().Exec(`UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1`, newHead.Seq, newHead.Hash).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := audit.Verify(ctx, db, nil, nil); err != nil {
+			t.Fatalf("without the key the forgery is not caught, as docs/security.md says; verify: %v", err)
+		}
+		if _, err := audit.Verify(ctx, db, nil, pub); !errors.As(err, &b) || b.Seq != rec.Seq || !strings.Contains(b.Reason, "not signed") {
+			t.Fatalf("a forged record of a cut, verified with the key: %v; want broken at seq %d", err, rec.Seq)
 		}
 	})
 }

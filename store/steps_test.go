@@ -78,7 +78,7 @@ func TestAdvanceTakesAStepOnce(t *testing.T) {
 			t.Fatalf("after the verdict: %+v %v", w, err)
 		}
 		sealAll(t, db)
-		if cut, err := db.Prune(ctx, time.Now().Add(-24*time.Hour), time.Now(), 10); err != nil || cut.Requests != 1 ||
+		if cut, err := db.Prune(ctx, time.Now().Add(-24*time.Hour), time.Now(), 10, nil); err != nil || cut.Requests != 1 ||
 			count(t, db, `SELECT COUNT(*) FROM steps`) != 0 {
 			t.Fatalf("retention: %+v %v", cut, err)
 		}

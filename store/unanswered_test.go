@@ -157,7 +157,7 @@ func TestPostgresThatStopsAnsweringFailsInTime(t *testing.T) {
 		{"due steps", func() error { _, err := db.DueSteps(ctx, now, 10); return err }},
 		{"cards", func() error { _, err := db.Cards(ctx, "01JBEFORE"); return err }},
 		{"seal", func() error { _, err := db.Seal(ctx, 10); return err }},
-		{"retention", func() error { _, err := db.Prune(ctx, now, now, 10); return err }},
+		{"retention", func() error { _, err := db.Prune(ctx, now, now, 10, nil); return err }},
 		{"chain head", func() error { _, err := db.ChainHead(ctx); return err }},
 		{"chain records", func() error { _, err := db.ChainRecords(ctx, 0, 10); return err }},
 		{"unsealed", func() error { _, err := db.Unsealed(ctx); return err }},

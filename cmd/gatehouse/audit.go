@@ -36,17 +36,19 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gatehouse: invalid config:\n%s\n", indent(err))
 		return 2
 	}
+	// The server's audit key, when its config has one: checkpoints and
+	// the records of retention's cuts must be signed by it.
+	var trusted ed25519.PublicKey
+	if cfg.Audit.SigningKey != "" {
+		if k, err := audit.ParseKey([]byte(cfg.Audit.SigningKey)); err == nil {
+			trusted = k.Public().(ed25519.PublicKey)
+		}
+	}
 	var cp *audit.Checkpoint
 	if *cpPath != "" {
 		if cp, err = audit.ReadCheckpoint(*cpPath); err != nil {
 			fmt.Fprintf(stderr, "gatehouse audit verify: %v\n", err)
 			return 2
-		}
-		var trusted ed25519.PublicKey
-		if cfg.Audit.SigningKey != "" {
-			if k, err := audit.ParseKey([]byte(cfg.Audit.SigningKey)); err == nil {
-				trusted = k.Public().(ed25519.PublicKey)
-			}
 		}
 		if err := cp.Check(trusted); err != nil {
 			fmt.Fprintf(stdout, "%s: %v\n", *cpPath, err)
@@ -60,7 +62,7 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer db.Close()
-	rep, err := audit.Verify(ctx, db, cp)
+	rep, err := audit.Verify(ctx, db, cp, trusted)
 	var broken *audit.Broken
 	if errors.As(err, &broken) {
 		fmt.Fprintf(stdout, "audit chain BROKEN at seq %d: %s\n", broken.Seq, broken.Reason)
@@ -79,6 +81,9 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 	for _, c := range rep.Cuts {
 		fmt.Fprintf(stdout, "  seq %d: retention cut %d requests created before %s (%d events: seq %s)\n",
 			c.Seq, c.Cut.Requests, c.Cut.Cutoff.Format(time.RFC3339), c.Cut.Events, c.Cut.Seqs)
+	}
+	if len(rep.Cuts) > 0 && trusted == nil {
+		fmt.Fprintln(stdout, "  (their signatures are not checked: the config has no audit.signing_key_file)")
 	}
 	if cp != nil {
 		fmt.Fprintf(stdout, "checkpoint of %s (seq %d, key %s): held\n", cp.At.Format(time.RFC3339), cp.Seq, cp.KeyFingerprint())

@@ -189,10 +189,12 @@ func TestAuditChainThroughTheBinary(t *testing.T) {
 // Retention through the binary: two final requests from 500 days ago,
 // written before the server starts, are cut at start under retention.keep:
 // 400d, and a young one is kept; the chain records the cut, and verify
-// shows it.
+// shows it; with the audit key in the config the record is signed, and
+// verify checks the signature.
 func TestRetentionThroughTheBinary(t *testing.T) {
 	dir := t.TempDir()
-	cfg := e2eConfig(t, dir, 0, "retention:\n  keep: 400d\n")
+	writeAuditKey(t, filepath.Join(dir, "audit.key"))
+	cfg := e2eConfig(t, dir, 0, "retention:\n  keep: 400d\naudit:\n  signing_key_file: audit.key\n")
 	if out, err := exec.Command(binPath, "migrate", "--config", cfg).CombinedOutput(); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
@@ -229,7 +231,16 @@ func TestRetentionThroughTheBinary(t *testing.T) {
 		t.Fatalf("%d requests left, want the young one", left)
 	}
 	code, out := verifyCmd(t, cfg)
-	if code != 0 || !strings.Contains(out, "retention cut 2 requests created before") || !strings.Contains(out, "(2 events: seq 1-2)") {
+	if code != 0 || !strings.Contains(out, "retention cut 2 requests created before") || !strings.Contains(out, "(2 events: seq 1-2)") ||
+		strings.Contains(out, "not checked") {
 		t.Fatalf("verify after retention: %d\n%s", code, out)
+	}
+	// The record of the cut, its signature removed: verify with the key
+	// cannot tell it from a forgery.
+	if _, err := db.Exec(`UPDATE audit_records SET detail = REPLACE(detail, '"signature"', '"signaturX"') WHERE kind = 'retention'`); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := verifyCmd(t, cfg); code != 1 || !strings.Contains(out, "BROKEN") {
+		t.Fatalf("verify of an edited record of a cut: %d\n%s", code, out)
 	}
 }
