@@ -2,7 +2,10 @@ package policy
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 // The ways a second reader found to get past call patterns, each now a
@@ -50,6 +53,18 @@ func TestAllowPatternsSeeWhatACommandDoes(t *testing.T) {
 		{"for PATH in /tmp/evilbin; do npm test; done", false},
 		{"npm test ${BASH_CMDS[npm]:=/tmp/evilbin/npm}; npm test", false},
 		{"npm test; (( PATH = 5 ))", false},
+		// Found by a third reader: arithmetic reached through $'…'
+		// escapes, array subscripts and slices, for ((…)), and $_.
+		{`npm test && let $'x[\x24(touch /tmp/pwned)]=1'`, false},
+		{`npm test && (( $'x[\x24(touch /tmp/pwned)]' ))`, false},
+		{`npm test && [[ -v $'x[\x24(touch /tmp/pwned)]' ]]`, false},
+		{`npm test $(( $'x[\x24(touch /tmp/pwned)]' ))`, false},
+		{`echo ${a['$(touch /tmp/pwned)']}`, false},
+		{`echo ${x:'a[$(touch /tmp/pwned)]'}`, false},
+		{`ls -d ${a[$'$(touch /tmp/pwned)']}`, false},
+		{`echo a[\$\(touch\ /tmp/pwned\)]; (( _ ))`, false},
+		{`npm test && for (( ; 'x[$(touch /tmp/pwned)]' ; )); do npm test; done`, false},
+		{`npm test; x='a[$(touch /tmp/pwned)]'; (( x ))`, false},
 		// What stays allowed.
 		{"npm test src/*.js", true},
 		{"ls -la *.go", true},
@@ -61,6 +76,10 @@ func TestAllowPatternsSeeWhatACommandDoes(t *testing.T) {
 		{"npm test ${CI:-}", true},
 		{"echo $((1 + 2))", true},
 		{"git status", true},
+		{"for f in *.go; do echo $f; done", true},
+		{"for i in 1 2 3; do npm test; done", true},
+		{"for PATH in /tmp; do npm test; done", false},
+		{"for http_proxy in http://evil; do npm test; done", false},
 	} {
 		got := routeOf(t, allow, "Bash", map[string]string{"command": tc.cmd}, `{}`)
 		if (got == "ok") != tc.allowed {
@@ -102,12 +121,36 @@ func TestAskAndDenyPatternsFindWhatRuns(t *testing.T) {
 		"sudo bash <<'EOF'\ngit push --force\nEOF",
 		"let 'x[$(git push --force)]=1'",
 		"declare 'a[$(git push --force)]=1'",
+		// Found by a third reader.
+		`{"git",push,--force}`,
+		`/usr/bin/gi["t"] push --force`,
+		`echo 'git push --force' | bash /dev/./stdin`,
+		`echo 'git push --force' | bash //dev/stdin`,
+		`echo 'git push --force' | source /dev/./stdin`,
+		`cd /dev && echo 'git push --force' | bash stdin`,
+		`bash --rcfile <(echo 'git push --force') -i`,
+		`BASH_ENV=<(echo 'git push --force') bash -c true`,
+		`env 'BASH_FUNC_true%%=() { git push --force; }' bash -c true`,
+		"shopt -s expand_aliases\nalias x='git push --force'\nx",
+		`command trap 'git push --force' EXIT`,
+		`trap -- '-true; git push --force' EXIT`,
+		`env -iS'git push --force'`,
+		`env -vS 'git push --force'`,
+		`env --split='git push --force'`,
+		`env -S'git\_push\_--force'`,
+		`x='a[$(git push --force)]'; (( x ))`,
+		`chroot / bash <<< 'git push --force'`,
+		`su -c 'git push --force' deploy`,
+		`flock /tmp/l -c 'git push --force'`,
+		`watch -n 5 git push --force`,
+		`ssh -p 22 build@ci 'git push --force'`,
 	} {
 		if got := routeOf(t, docs, "Bash", map[string]string{"command": cmd}, `{}`); got == "other-shell" {
 			t.Errorf("%q: neither denied nor asked, allowed by %s", cmd, got)
 		}
 	}
-	for _, cmd := range []string{"ps aux | grep bash", "bash scripts/build.sh", "source .venv/bin/activate", "git status"} {
+	for _, cmd := range []string{"ps aux | grep bash", "bash scripts/build.sh", "source .venv/bin/activate", "git status",
+		"cat data.csv | bash scripts/load.sh", "ssh ci uptime", "env FOO=1 make"} {
 		if got := routeOf(t, docs, "Bash", map[string]string{"command": cmd}, `{}`); got != "other-shell" {
 			t.Errorf("%q: route %s, want other-shell", cmd, got)
 		}
@@ -143,5 +186,39 @@ func TestOtherPatternsReadTheirArgumentsAsTheToolDoes(t *testing.T) {
 		if got := routeOf(t, shells, tool, map[string]string{"command": "ls"}, `{}`); got != "ask-shell" {
 			t.Errorf("a bare Bash rule and %s: route %s", tool, got)
 		}
+	}
+}
+
+// TestDenyGlobsSeeCommandsAsWritten: a glob rule matches a command's word
+// as written as well as the command it names (a third reader found that
+// reading /opt/prod/run.sh only as run.sh hid it from Bash(*prod*)).
+func TestDenyGlobsSeeCommandsAsWritten(t *testing.T) {
+	for _, tc := range [][2]string{{"Bash(*prod*)", "/opt/prod/run.sh"}, {"Bash(scripts*)", "scripts/deploy.sh prod"},
+		{"Bash(git push *)", "/usr/bin/git push origin"}} {
+		rs := []Route{{Name: "deny", Calls: []string{tc[0]}, Action: Deny}, {Name: "rest", Tool: "Bash", Action: Allow}}
+		if got := routeOf(t, rs, "Bash", map[string]string{"command": tc[1]}, `{}`); got != "deny" {
+			t.Errorf("%s / %q: route %s", tc[0], tc[1], got)
+		}
+	}
+}
+
+// TestReadingIsBounded: code that makes the reader read it again (each
+// eval after a wrapper reads the rest of the line) spends a budget of
+// bytes proportional to the command and is unreadable when it runs out;
+// without it, 400 bytes took minutes (a third reader).
+func TestReadingIsBounded(t *testing.T) {
+	cmd := "command " + strings.Repeat("eval command ", 30) + "ls"
+	done := make(chan *shellCmd)
+	go func() { done <- readShell(cmd) }()
+	select {
+	case sh := <-done:
+		if !sh.unreadable && !slices.ContainsFunc(sh.parts, func(p part) bool { return p.unreadable }) {
+			t.Errorf("%d bytes of nested evals read as if whole: %+v", len(cmd), sh.parts)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("reading %d bytes took more than 30s", len(cmd))
+	}
+	if sh := readShell("command eval command eval ls"); sh.unreadable || len(sh.parts) == 0 {
+		t.Errorf("a short chain is read: %+v", sh)
 	}
 }

@@ -179,10 +179,13 @@ func (p *pattern) lineMatch(line string) bool {
 func (p *pattern) broadMatch(q *part) bool {
 	if p.glob {
 		for i, w := range q.words {
-			w = p.named(w)
-			if (strings.IndexByte(p.words[0], '*') >= 0 || globMatch(p.words[0], w)) &&
-				p.lineMatch(strings.Join(append([]string{w}, q.words[i+1:]...), " ")) {
-				return true
+			// The word as written (Bash(*prod*) and /opt/prod/run.sh) and
+			// as the command it names (/usr/bin/git is git).
+			for _, name := range []string{w, p.named(w)} {
+				if (strings.IndexByte(p.words[0], '*') >= 0 || globMatch(p.words[0], name)) &&
+					p.lineMatch(strings.Join(append([]string{name}, q.words[i+1:]...), " ")) {
+					return true
+				}
 			}
 		}
 		return false

@@ -19,6 +19,11 @@ type shellCmd struct {
 	parts []part
 	// unreadable says the command could not be parsed; it then has no parts.
 	unreadable bool
+	// budget is how many more bytes of code reading may parse, the
+	// command's own and what it runs (bash -c, eval, …): code that makes
+	// the reader re-read itself (command eval command eval …) runs out
+	// and is unreadable instead of taking seconds.
+	budget int
 }
 
 // part is one simple command.
@@ -42,7 +47,7 @@ const maxShellDepth = 8
 
 // readShell parses a command string into its parts.
 func readShell(cmd string) *shellCmd {
-	s := &shellCmd{}
+	s := &shellCmd{budget: 4*len(cmd) + 1024}
 	if !s.read(cmd, 0) {
 		s.parts, s.unreadable = nil, true
 	}
@@ -60,9 +65,10 @@ var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant
 
 // read adds the parts of a piece of shell code; false means it cannot be parsed.
 func (s *shellCmd) read(code string, depth int) bool {
-	if depth > maxShellDepth {
+	if depth > maxShellDepth || len(code) > s.budget {
 		return false
 	}
+	s.budget -= len(code)
 	parser := parsers.Get().(*syntax.Parser)
 	f, err := parser.Parse(strings.NewReader(code), "")
 	parsers.Put(parser) // done with: the tree it made holds nothing of it
@@ -111,7 +117,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 			s.parts = append(s.parts, p)
 		case *syntax.ForClause:
 			// for NAME in …: an assignment to NAME (for PATH in /tmp/x).
-			if it, isIter := x.Loop.(*syntax.WordIter); isIter && it.Name != nil {
+			if it, isIter := x.Loop.(*syntax.WordIter); isIter && it.Name != nil && mayBeExported(it.Name.Value) {
 				s.parts = append(s.parts, part{words: []string{it.Name.Value}, env: true})
 			}
 		case *syntax.ParamExp:
@@ -119,22 +125,30 @@ func (s *shellCmd) read(code string, depth int) bool {
 			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && x.Param != nil {
 				s.parts = append(s.parts, part{words: []string{x.Param.Value}, env: true})
 			}
+			// ${a[i]} and ${x:off:len} evaluate arithmetic.
+			if x.Index != nil && hidesCode(x.Index) || x.Slice != nil && (x.Slice.Offset != nil && hidesCode(x.Slice.Offset) ||
+				x.Slice.Length != nil && hidesCode(x.Slice.Length)) {
+				s.parts = append(s.parts, part{words: []string{"${ }"}, unreadable: true})
+			}
 		case *syntax.BinaryArithm:
 			switch x.Op {
 			case syntax.Assgn, syntax.AddAssgn, syntax.SubAssgn, syntax.MulAssgn, syntax.QuoAssgn, syntax.RemAssgn,
 				syntax.AndAssgn, syntax.OrAssgn, syntax.XorAssgn, syntax.ShlAssgn, syntax.ShrAssgn, syntax.AndBoolAssgn,
 				syntax.OrBoolAssgn, syntax.XorBoolAssgn, syntax.PowAssgn:
-				s.parts = append(s.parts, part{words: []string{"(( = ))"}, env: true}) // an arithmetic assignment
+				if name := arithName(x.X); mayBeExported(name) {
+					s.parts = append(s.parts, part{words: []string{name}, env: true}) // an arithmetic assignment
+				}
 			}
 		case *syntax.UnaryArithm:
-			if x.Op == syntax.Inc || x.Op == syntax.Dec {
-				s.parts = append(s.parts, part{words: []string{"(( ++ ))"}, env: true})
+			if name := arithName(x.X); (x.Op == syntax.Inc || x.Op == syntax.Dec) && mayBeExported(name) {
+				s.parts = append(s.parts, part{words: []string{name}, env: true})
 			}
-		case *syntax.LetClause, *syntax.ArithmCmd, *syntax.ArithmExp, *syntax.TestClause:
-			// Arithmetic (let, ((…)), $((…)), and the operands of [[ … ]])
-			// expands the subscripts of quoted names as it evaluates them:
-			// let 'x[$(cmd)]=1' runs cmd, which the parse shows as text.
-			if hidesCode(n) {
+		case *syntax.LetClause, *syntax.ArithmCmd, *syntax.ArithmExp, *syntax.TestClause, *syntax.CStyleLoop:
+			// Arithmetic (let, ((…)), $((…)), for ((…)), and the operands
+			// of [[ … ]]) expands the subscripts of quoted names as it
+			// evaluates them: let 'x[$(cmd)]=1' runs cmd, which the parse
+			// shows as text. So does $_ (the last argument) read there.
+			if hidesCode(n) || readsLastArg(n) {
 				s.parts = append(s.parts, part{words: []string{"(( ))"}, unreadable: true})
 			}
 		}
@@ -153,11 +167,85 @@ func hidesCode(n syntax.Node) bool {
 		case *syntax.Lit:
 			hides = hides || codeSyntax(x.Value)
 		case *syntax.SglQuoted:
-			hides = hides || codeSyntax(x.Value)
+			// $'\x24(…)' is $(…) once decoded.
+			hides = hides || codeSyntax(x.Value) || x.Dollar && strings.Contains(x.Value, "\\")
 		}
 		return !hides
 	})
 	return hides
+}
+
+// readsLastArg says arithmetic reads $_ (written _), the last argument of
+// the command before, whose text it evaluates.
+func readsLastArg(n syntax.Node) bool {
+	reads := false
+	syntax.Walk(n, func(n syntax.Node) bool {
+		if w, ok := n.(*syntax.Word); ok && w.Lit() == "_" {
+			reads = true
+		}
+		if p, ok := n.(*syntax.ParamExp); ok && p.Param != nil && p.Param.Value == "_" {
+			reads = true
+		}
+		return !reads
+	})
+	return reads
+}
+
+// mayBeExported says an assignment to name may change what commands
+// run: any name but a plain lower-case one (f, i, file), which the
+// environment does not hold (PATH, IFS, BASH_ENV, http_proxy,
+// npm_config_registry do).
+func mayBeExported(name string) bool {
+	if name == "" {
+		return true
+	}
+	for _, r := range name {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') {
+			return true
+		}
+	}
+	return false
+}
+
+// arithName is the variable an arithmetic assignment sets ("" when it is
+// not a plain name).
+func arithName(x syntax.ArithmExpr) string {
+	if w, ok := x.(*syntax.Word); ok {
+		return w.Lit()
+	}
+	return ""
+}
+
+// wordText is a word's text with its quotes and escapes taken off and its
+// expansions left out: what a builtin that takes a name would see of it.
+func wordText(w *syntax.Word) string {
+	var b strings.Builder
+	var add func(parts []syntax.WordPart)
+	add = func(parts []syntax.WordPart) {
+		for _, p := range parts {
+			switch x := p.(type) {
+			case *syntax.Lit:
+				b.WriteString(unescape(x.Value))
+			case *syntax.SglQuoted:
+				b.WriteString(x.Value)
+			case *syntax.DblQuoted:
+				add(x.Parts)
+			}
+		}
+	}
+	add(w.Parts)
+	return b.String()
+}
+
+// codeVars are variables whose value a shell runs as code or loads
+// (BASH_ENV, ENV, exported functions BASH_FUNC_name%%, PS4 under set -x,
+// PROMPT_COMMAND): setting one is unreadable.
+func codeVar(name string) bool {
+	switch name {
+	case "BASH_ENV", "ENV", "PS4", "PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS3":
+		return true
+	}
+	return strings.HasPrefix(name, "BASH_FUNC_")
 }
 
 func codeSyntax(s string) bool {
@@ -193,11 +281,129 @@ var interpreters = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash"
 // sh, env eval …): a shell or eval after one runs as if it came first.
 var wrappers = map[string]bool{"sudo": true, "doas": true, "nohup": true, "env": true, "exec": true, "command": true,
 	"builtin": true, "nice": true, "ionice": true, "timeout": true, "stdbuf": true, "time": true, "setsid": true,
-	"xargs": true, "chrt": true, "taskset": true, "unbuffer": true}
+	"xargs": true, "chrt": true, "taskset": true, "unbuffer": true, "chroot": true, "sg": true, "flock": true,
+	"firejail": true, "nsenter": true, "unshare": true, "systemd-run": true, "faketime": true, "caffeinate": true}
+
+// codeRunners run a string of shell code they are given: after -c (su,
+// runuser, sg, flock, script), as their operands (watch), or on another
+// machine (ssh, whose remote command still pushes to the same remote).
+var codeRunners = map[string]bool{"su": true, "runuser": true, "sg": true, "flock": true, "script": true, "watch": true, "ssh": true}
+
+// sshValued are ssh's options that take a value.
+const sshValued = "BbcDEeFIiJLlmOoPpQRSWw"
+
+// runnerCode finds the code a code runner is given; found false when it is
+// given none (su alone opens a shell on the terminal).
+func runnerCode(name string, args []string) (code string, found bool) {
+	switch name {
+	case "watch":
+		for j := 0; j < len(args); j++ {
+			a := args[j]
+			switch {
+			case a == "--":
+				return strings.Join(args[j+1:], " "), j+1 < len(args)
+			case a == "-n" || a == "--interval":
+				j++
+			case strings.HasPrefix(a, "-"):
+			default:
+				return strings.Join(args[j:], " "), true
+			}
+		}
+		return "", false
+	case "ssh":
+		host := -1
+		for j := 0; j < len(args) && host < 0; j++ {
+			a := args[j]
+			switch {
+			case len(a) == 2 && a[0] == '-' && strings.IndexByte(sshValued, a[1]) >= 0:
+				j++
+			case strings.HasPrefix(a, "-"):
+			default:
+				host = j
+			}
+		}
+		if host < 0 || host+1 >= len(args) {
+			return "", false
+		}
+		return strings.Join(args[host+1:], " "), true
+	}
+	for j, a := range args {
+		switch {
+		case a == "-c" || a == "--command":
+			if j+1 < len(args) {
+				return args[j+1], true
+			}
+			return "", true // -c with nothing: unreadable
+		case strings.HasPrefix(a, "--command="):
+			return strings.TrimPrefix(a, "--command="), true
+		}
+	}
+	return "", false
+}
+
+// envSplit reads the command env -S (--split-string, or an abbreviation
+// of it) gives as one string; false when it cannot be read. Backslash
+// escapes in it (\_ is a space) are beyond this reading: unreadable.
+func (s *shellCmd) envSplit(args []string, dynamic bool, depth int) bool {
+	for j := 0; j < len(args); j++ {
+		a, split, has := args[j], "", false
+		switch {
+		case a == "--":
+			return true
+		case strings.HasPrefix(a, "--"):
+			name, val, eq := strings.Cut(a[2:], "=")
+			if len(name) >= 2 && strings.HasPrefix("split-string", name) {
+				split, has = val, true
+				if !eq {
+					if j+1 >= len(args) {
+						return false
+					}
+					j++
+					split = args[j]
+				}
+			} else if !eq && (name == "unset" || name == "chdir") {
+				j++
+			}
+		case len(a) > 1 && a[0] == '-':
+			for k := 1; k < len(a); k++ {
+				if a[k] == 'u' || a[k] == 'C' {
+					if k == len(a)-1 {
+						j++ // its value is the next word
+					}
+					break
+				}
+				if a[k] == 'S' {
+					split, has = a[k+1:], true
+					if split == "" {
+						if j+1 >= len(args) {
+							return false
+						}
+						j++
+						split = args[j]
+					}
+					break
+				}
+			}
+		case strings.Contains(a, "="):
+			// NAME=value settings
+		default:
+			return true // the command env runs, read as a word of this part
+		}
+		if has && (dynamic || strings.Contains(split, "\\") || !s.read(split, depth+1)) {
+			return false
+		}
+	}
+	return true
+}
 
 // call adds one simple command (and the shell code it runs, if any).
 func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, depth int) bool {
 	p := part{env: len(c.Assigns) > 0}
+	for _, a := range c.Assigns {
+		if a.Name != nil && codeVar(a.Name.Value) || a.Value != nil && hidesCode(a.Value) {
+			p.unreadable = true // BASH_ENV=<(…) bash, x='a[$(cmd)]'
+		}
+	}
 	if len(c.Args) == 0 {
 		if p.env {
 			p.words = []string{}
@@ -209,17 +415,21 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 	p.words = make([]string, 0, len(c.Args))
 	for i, w := range c.Args {
 		lit, ok := literal(w)
-		switch {
-		case !ok:
+		text := lit // a literal word's text is its value; another's, what its quoted and plain parts say
+		if !ok {
+			text = wordText(w)
+		}
+		if strings.Contains(text, "[") && codeSyntax(text) {
+			// printf -v 'a[$(cmd)]', unset 'a[$(cmd)]', test -v …: a
+			// name whose subscript the builtin expands.
+			p.unreadable = true
+		}
+		if !ok {
 			if i == 0 {
 				p.unreadable = true // the command's name is made at run time
 			}
 			dynamic = true
 			lit = "\x00" // matches no pattern word
-		case strings.Contains(lit, "[") && codeSyntax(lit):
-			// printf -v 'a[$(cmd)]', unset 'a[$(cmd)]', test -v …: a
-			// name whose subscript the builtin expands.
-			p.unreadable = true
 		}
 		p.words = append(p.words, lit)
 	}
@@ -257,42 +467,40 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		case (name == "source" || name == ".") && runs(i):
 			// source FILE runs a file; from standard input or a
 			// substitution, code that is not in the command.
-			if i+1 >= len(p.words) || fedCode(p.words[i+1], c.Args[i+1]) {
+			if i+1 >= len(p.words) || fedCode(p.words[i+1], c.Args[i+1], stdinPiped || stdinFile) {
 				p.unreadable = true
 			}
 		case name == "eval" && runs(i):
 			if dynamic || !s.read(strings.Join(p.words[i+1:], " "), depth+1) {
 				p.unreadable = true
 			}
-		case name == "trap" && i == 0:
-			// trap 'code' SIGNAL runs code later in this shell.
-			args := p.words[1:]
+		case name == "trap" && runs(i):
+			// trap 'code' SIGNAL runs code later in this shell; trap - SIG
+			// and trap -p/-l do not.
+			args := p.words[i+1:]
+			if len(args) > 0 && (args[0] == "-p" || args[0] == "-l" || args[0] == "-P") {
+				break
+			}
 			if len(args) > 0 && args[0] == "--" {
 				args = args[1:]
 			}
-			if len(args) > 1 && !strings.HasPrefix(args[0], "-") && (dynamic || !s.read(args[0], depth+1)) {
+			if len(args) > 1 && args[0] != "-" && (dynamic || !s.read(args[0], depth+1)) {
 				p.unreadable = true
 			}
 		case name == "env" && runs(i):
-			// env -S 'cmd args' splits a string into a command.
-			for j := i + 1; j < len(p.words); j++ {
-				v, split := p.words[j], ""
-				switch {
-				case v == "-S" || v == "--split-string":
-					if j+1 < len(p.words) {
-						split = p.words[j+1]
-					} else {
-						p.unreadable = true
-					}
-				case strings.HasPrefix(v, "-S"):
-					split = v[2:]
-				case strings.HasPrefix(v, "--split-string="):
-					split = strings.TrimPrefix(v, "--split-string=")
-				}
-				if split != "" && (dynamic || !s.read(split, depth+1)) {
-					p.unreadable = true
-				}
+			if !s.envSplit(p.words[i+1:], dynamic, depth) {
+				p.unreadable = true
 			}
+		case name == "alias" && runs(i):
+			p.unreadable = true // what an alias runs is read where it is used, later
+		case codeRunners[name] && runs(i):
+			// su -c 'code', flock f -c 'code', watch 'code', ssh host 'code'.
+			if code, found := runnerCode(name, p.words[i+1:]); found && (dynamic || !s.read(code, depth+1)) {
+				p.unreadable = true
+			}
+		}
+		if k, _, isSetting := strings.Cut(w, "="); isSetting && i > 0 && path.Base(p.words[0]) == "env" && codeVar(k) {
+			p.unreadable = true // env BASH_ENV=… bash, env 'BASH_FUNC_f%%=() { … }' bash
 		}
 	}
 	s.parts = append(s.parts, p)
@@ -306,6 +514,12 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 func (s *shellCmd) shell(p *part, i int, args []*syntax.Word, runs bool, stdin *syntax.Word, stdinCode bool, depth int) bool {
 	words := p.words[i+1:]
 	inline, fromStdin, operand := shellArgs(words)
+	for j, w := range words {
+		// --rcfile <(curl …): a start-up file that is not in the command.
+		if (w == "--rcfile" || w == "--init-file") && j+1 < len(words) && fedCode(words[j+1], args[i+2+j], stdinCode) {
+			return false
+		}
+	}
 	switch {
 	case inline:
 		if operand < 0 {
@@ -313,12 +527,14 @@ func (s *shellCmd) shell(p *part, i int, args []*syntax.Word, runs bool, stdin *
 		}
 		code, known := literal(args[i+1+operand])
 		return known && s.read(code, depth+1)
+	case !runs && stdin != nil:
+		return false // a here-document fed to a shell after a command we do not know
 	case !runs:
 		return true // a shell's name as an argument (grep bash)
 	case operand >= 0 && !fromStdin:
 		// bash script.sh runs a file, an ordinary command; but not a
 		// file that is standard input or a substitution (bash <(curl …)).
-		return !fedCode(words[operand], args[i+1+operand])
+		return !fedCode(words[operand], args[i+1+operand], stdinCode)
 	case stdin != nil:
 		doc, ok := document(stdin)
 		return ok && s.read(doc, depth+1)
@@ -365,13 +581,17 @@ func shellArgs(words []string) (inline, fromStdin bool, operand int) {
 }
 
 // fedCode says a file a shell or source reads is code not in the command:
-// standard input, a descriptor, or a name made at run time (<(curl …)).
-func fedCode(word string, arg *syntax.Word) bool {
+// standard input, a descriptor, or a name made at run time (<(curl …));
+// with standard input fed code, also a relative name for it (stdin, fd/0).
+func fedCode(word string, arg *syntax.Word, stdinCode bool) bool {
 	if _, ok := literal(arg); !ok {
 		return true
 	}
-	return word == "/dev/stdin" || strings.HasPrefix(word, "/dev/fd/") || strings.HasPrefix(word, "/proc/self/fd/") ||
-		strings.HasPrefix(word, "/proc/") && strings.Contains(word, "/fd/")
+	if stdinCode && !path.IsAbs(word) && (path.Base(word) == "stdin" || strings.Contains(word, "fd/")) {
+		return true // cd /dev && curl … | bash stdin
+	}
+	word = path.Clean(word)
+	return word == "/dev/stdin" || strings.HasPrefix(word, "/dev/fd/") || strings.HasPrefix(word, "/proc/") && strings.Contains(word, "/fd/")
 }
 
 // literal is a word's value when it is fixed in the command: quotes and
@@ -429,27 +649,35 @@ func document(w *syntax.Word) (string, bool) {
 }
 
 func static(parts []syntax.WordPart, quoted bool) bool {
+	if len(parts) == 1 {
+		if l, ok := parts[0].(*syntax.Lit); ok {
+			return quoted || !expands(l.Value) // most words: no copy
+		}
+	}
+	// The word's unquoted text, each quoted piece standing in as one
+	// plain character: {"git",push} is a brace expansion, gi["t"] a glob.
+	var text strings.Builder
 	for _, p := range parts {
 		switch x := p.(type) {
 		case *syntax.Lit:
-			if !quoted && expands(x.Value) {
-				return false
-			}
+			text.WriteString(x.Value)
 		case *syntax.SglQuoted:
 			// $'…' with escapes: bash decodes some (\x{67}, \cX) that the
 			// parser's decoding leaves as they are.
 			if x.Dollar && strings.Contains(x.Value, "\\") {
 				return false
 			}
+			text.WriteByte('q')
 		case *syntax.DblQuoted:
 			if !static(x.Parts, true) {
 				return false
 			}
+			text.WriteByte('q')
 		default: // $x, $(…), $((…)), <(…), extended globs are decided at run time
 			return false
 		}
 	}
-	return true
+	return quoted || !expands(text.String())
 }
 
 // expands says unquoted text changes before it runs: a glob (*, ?, […])
