@@ -18,10 +18,13 @@ import (
 // server did not start with, is refused and logged,
 // and the config in force stays. Everything else (listen, database,
 // channels, single sign-on, audit, retention, log, cards, redaction) is read at
-// start only; a change there is logged as waiting for a restart.
+// start only; at every reload, a key whose value differs from the one the
+// server started with is logged as waiting for a restart.
 type reloader struct {
-	path     string // "" is the built-in default
-	running  *config.Config
+	path string // "" is the built-in default
+	// started is the config the server started with, never replaced: what
+	// is in force of the keys a reload does not apply.
+	started  *config.Config
 	channels []string // the channels registered at start
 	svc      *gate.Service
 	srv      *web.Server
@@ -39,9 +42,9 @@ func (r *reloader) reload() error {
 	// auth.api_tokens and moves listen to loopback validates on its own,
 	// but would open the agent API on the address still served.
 	inForce := *next
-	inForce.Listen = r.running.Listen
+	inForce.Listen = r.started.Listen
 	if err := inForce.Validate(); err != nil {
-		return fmt.Errorf("the config does not validate with listen %s, where the server listens until a restart, so the running one stays:\n%s", r.running.Listen, indent(err))
+		return fmt.Errorf("the config does not validate with listen %s, where the server listens until a restart, so the running one stays:\n%s", r.started.Listen, indent(err))
 	}
 	gr, gd := routes(next), defaults(next)
 	for _, rt := range append(gr, gate.Route{Name: "defaults", Channels: gd.Channels}) {
@@ -60,18 +63,20 @@ func (r *reloader) reload() error {
 	}
 	r.svc.SetPeople(people(next))
 	r.srv.SetAuth(next.Auth.APITokens, next.Auth.Users)
-	if later := restartOnly(r.running, next); len(later) > 0 {
-		r.log.Warn("config reload: these keys changed and take effect at the next restart", "keys", strings.Join(later, ", "))
+	// Against the config the server started with, not the last reload's:
+	// a change stays named at every reload until a restart puts it in
+	// force, and a change reverted is no longer named.
+	if later := restartOnly(r.started, next); len(later) > 0 {
+		r.log.Warn("config reload: these keys differ from the config the server started with and take effect at the next restart", "keys", strings.Join(later, ", "))
 	}
 	for _, w := range next.Warnings() {
 		r.log.Warn(w)
 	}
-	r.running = next
 	r.log.Info("config reloaded", "routes", len(next.Routes), "api_tokens", len(next.Auth.APITokens), "users", len(next.Auth.Users))
 	return nil
 }
 
-// restartOnly names the keys that changed between two configs and that a
+// restartOnly names the keys that differ between two configs and that a
 // reload does not apply.
 func restartOnly(old, next *config.Config) []string {
 	var out []string
