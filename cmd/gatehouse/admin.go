@@ -38,7 +38,7 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %d problem(s):\n%s\n", cmp.Or(*path, "built-in config"), n, indent(err))
 		return 1
 	}
-	for _, w := range cfg.Warnings() {
+	for _, w := range startWarnings(cfg) {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", cmp.Or(*path, "built-in config"))

@@ -126,11 +126,8 @@ func runServer(ctx context.Context, cfg *config.Config, path string, log *slog.L
 		log.Warn("no web users configured: log in as admin with this one-time password (it changes at every start; add users with gatehouse user add)",
 			"user", "admin", "password", bootstrap)
 	}
-	for _, w := range cfg.Warnings() {
+	for _, w := range startWarnings(cfg) {
 		log.Warn(w)
-	}
-	if len(cfg.Auth.APITokens) == 0 {
-		log.Warn("no api_tokens configured: the agent API is open to anyone who can reach " + cfg.Listen)
 	}
 	keeper, err := auditKeeper(cfg, db, log)
 	if err != nil {
@@ -177,7 +174,7 @@ func runServer(ctx context.Context, cfg *config.Config, path string, log *slog.L
 		go servePprof(bg, addr, log)
 	}
 
-	rl := &reloader{path: path, running: cfg, channels: []string{gate.WebChannel}, svc: svc, srv: srv, log: log}
+	rl := &reloader{path: path, started: cfg, channels: []string{gate.WebChannel}, svc: svc, srv: srv, log: log}
 	for _, ch := range built.channels {
 		rl.channels = append(rl.channels, ch.Name())
 	}
@@ -234,6 +231,17 @@ func auditKeeper(cfg *config.Config, db *store.DB, log *slog.Logger) (*audit.Kee
 		o.Key = k
 	}
 	return audit.NewKeeper(o), nil
+}
+
+// startWarnings are what serve logs at start, and check-config prints,
+// about a config that works but probably not as meant: the config's own
+// warnings, and an agent API open to whoever can reach it.
+func startWarnings(cfg *config.Config) []string {
+	ws := cfg.Warnings()
+	if len(cfg.Auth.APITokens) == 0 {
+		ws = append(ws, "no api_tokens configured: the agent API is open to anyone who can reach "+cfg.Listen)
+	}
+	return ws
 }
 
 // routes turns the config's routes into the gate's.

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/config"
+)
+
+// TestCheckConfigWarnsAsServeDoes: check-config prints every warning serve
+// logs at start about the config, an agent API open for want of tokens
+// among them.
+func TestCheckConfigWarnsAsServeDoes(t *testing.T) {
+	const open = "warning: no api_tokens configured: the agent API is open to anyone who can reach 127.0.0.1:8080"
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, yaml string
+		open       bool
+	}{
+		{"no tokens", "defaults:\n  action: ask\n", true},
+		{"tokens", "defaults:\n  action: ask\nauth:\n  api_tokens:\n    - {name: agent, token: check-config-token-0123456789}\n", false},
+		{"no tokens, unrouted calls left to the agent", "routes:\n  - name: pay\n    match: {tool: \"oa__*\"}\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".yaml")
+			if err := os.WriteFile(path, []byte(tc.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out, errb bytes.Buffer
+			if code := run([]string{"check-config", "--config", path}, strings.NewReader(""), &out, &errb); code != 0 {
+				t.Fatalf("check-config: exit %d\n%s%s", code, out.String(), errb.String())
+			}
+			if got := strings.Contains(errb.String(), open+"\n"); got != tc.open {
+				t.Errorf("check-config warned of an open agent API: %v, want %v:\n%s", got, tc.open, errb.String())
+			}
+			// Line for line what serve logs.
+			cfg, err := config.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want strings.Builder
+			for _, w := range startWarnings(cfg) {
+				want.WriteString("warning: " + w + "\n")
+			}
+			if errb.String() != want.String() {
+				t.Errorf("check-config printed:\n%s\nserve logs:\n%s", errb.String(), want.String())
+			}
+		})
+	}
+}
