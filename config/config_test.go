@@ -257,7 +257,7 @@ audit:
   checkpoint_interval: 10s
 retention:
   keep: 30m
-`, []string{"audit.signing_key_file: not a PEM private key (make one with: openssl genpkey -algorithm ed25519",
+`, []string{"audit.signing_key: not a PEM private key (make one with: openssl genpkey -algorithm ed25519",
 			"audit.checkpoint_interval: must be at least 1m", "retention.keep: must be at least 1h"}},
 		{"checkpoints without a key", "audit:\n  checkpoint_dir: /nonexistent\n", []string{"audit.checkpoint_dir: needs audit.signing_key_file"}},
 		{"retention not a duration", "retention:\n  keep: a year\n", []string{`retention.keep: "a year" is not a duration`}},
@@ -459,6 +459,28 @@ routes:
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("missing %q in:\n%v", w, err)
 				}
+			}
+		})
+	}
+}
+
+// TestSigningKeyNamedAsASecret: a signing key that is not one is named
+// audit.signing_key, as every secret is, whether written inline or read
+// from signing_key_file; an inline key is never reported as a file.
+func TestSigningKeyNamedAsASecret(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "audit.key"), []byte("garbage\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, yaml := range map[string]string{
+		"inline": "audit:\n  signing_key: garbage\n",
+		"file":   "audit:\n  signing_key_file: audit.key\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(yaml), dir, env(nil))
+			var errs Errors
+			if !errors.As(err, &errs) || len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "audit.signing_key: not a PEM private key") {
+				t.Errorf("want the one problem audit.signing_key: not a PEM private key, got:\n%v", err)
 			}
 		})
 	}

@@ -465,7 +465,9 @@ func (c *Config) validateAudit(errs *Errors) {
 	a := &c.Audit
 	if a.SigningKey != "" {
 		if _, err := audit.ParseKey([]byte(a.SigningKey)); err != nil {
-			errs.add("audit.signing_key_file", "%v", err)
+			// Named as every secret is, whether written inline or read
+			// from signing_key_file (as an unreadable file is).
+			errs.add("audit.signing_key", "%v", err)
 		}
 	}
 	if a.CheckpointDir != "" {
