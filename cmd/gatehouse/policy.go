@@ -37,7 +37,8 @@ func policyCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	hookClient := fs.String("hook", "", "read a hook payload of this client on stdin ("+strings.Join(hook.Clients, ", ")+") instead of --tool and --args")
 	event := fs.String("event", "", "with --hook: the event the hook is registered on, for clients whose input names none (Copilot), as gatehouse hook --event")
 	var confirm *bool
-	fs.Func("requires-confirmation", "true or false, as the agent would send it (default: unset, which counts as true)", func(s string) error {
+	fs.Func("requires-confirmation", "true or false, as the agent would send it (default: unset, which asks where the agent's flag decides: no route matches "+
+		"and defaults.action is unset, or a confirm: false route; on an allow route only true turns the allow into an ask)", func(s string) error {
 		b, err := strconv.ParseBool(s)
 		confirm = &b
 		return err
