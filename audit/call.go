@@ -30,10 +30,7 @@ const CallMark = "call sha256:"
 // metadata as the row holds their JSON text), no whitespace, no HTML
 // escaping, created_at as in Canonical.
 func (c Call) Digest() string {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(struct {
+	return digest(struct {
 		Agent      string `json:"agent"`
 		Args       string `json:"args"`
 		Caller     string `json:"caller"`
@@ -47,8 +44,6 @@ func (c Call) Digest() string {
 		User       string `json:"user"`
 	}{c.Agent, c.Args, c.Caller, c.CreatedAt.UTC().Format(TimeFormat), c.Metadata, c.Route, c.Session, c.Summary, c.Tool,
 		c.ToolCallID, c.User})
-	sum := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
-	return hex.EncodeToString(sum[:])
 }
 
 // Mark is the call's digest as an event's detail carries it.
@@ -56,12 +51,57 @@ func (c Call) Mark() string { return CallMark + c.Digest() }
 
 // MarkedCall finds the call digest an event's detail carries (its last
 // CallMark followed by 64 hex digits).
-func MarkedCall(detail string) (string, bool) {
-	i := strings.LastIndex(detail, CallMark)
+func MarkedCall(detail string) (string, bool) { return marked(detail, CallMark) }
+
+// Verdict is how a request ended, as its row holds it: the fields the
+// history and the request page show of a decision.
+type Verdict struct {
+	Status, By, Via, Reason, ModifiedArgs string
+	At                                    time.Time
+}
+
+// VerdictMark introduces a verdict's digest in an event's detail.
+const VerdictMark = "verdict sha256:"
+
+// Digest is hex(SHA-256) of the verdict's canonical JSON: the object {at,
+// by, modified_args, reason, status, via}, written as Call's is.
+func (v Verdict) Digest() string {
+	at := ""
+	if !v.At.IsZero() {
+		at = v.At.UTC().Format(TimeFormat)
+	}
+	return digest(struct {
+		At           string `json:"at"`
+		By           string `json:"by"`
+		ModifiedArgs string `json:"modified_args"`
+		Reason       string `json:"reason"`
+		Status       string `json:"status"`
+		Via          string `json:"via"`
+	}{at, v.By, v.ModifiedArgs, v.Reason, v.Status, v.Via})
+}
+
+// Mark is the verdict's digest as an event's detail carries it.
+func (v Verdict) Mark() string { return VerdictMark + v.Digest() }
+
+// MarkedVerdict finds the verdict digest an event's detail carries.
+func MarkedVerdict(detail string) (string, bool) { return marked(detail, VerdictMark) }
+
+// digest is hex(SHA-256) of v's JSON without HTML escaping or a newline.
+func digest(v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	sum := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	return hex.EncodeToString(sum[:])
+}
+
+func marked(detail, mark string) (string, bool) {
+	i := strings.LastIndex(detail, mark)
 	if i < 0 {
 		return "", false
 	}
-	d := detail[i+len(CallMark):]
+	d := detail[i+len(mark):]
 	if len(d) < 64 {
 		return "", false
 	}
@@ -72,9 +112,16 @@ func MarkedCall(detail string) (string, bool) {
 	return d, true
 }
 
-// Calls is a Source that also reads requests' calls, so that Verify can
-// check each against the digest its trail sealed. *store.DB implements it.
-type Calls interface {
-	// Calls returns the calls of the requests that exist among ids.
-	Calls(ctx context.Context, ids []string) (map[string]Call, error)
+// Row is what a request's row holds of its call and, once it ended, its
+// verdict.
+type Row struct {
+	Call    Call
+	Verdict Verdict
+}
+
+// Rows is a Source that also reads requests' rows, so that Verify can
+// check each against the digests its trail sealed. *store.DB implements it.
+type Rows interface {
+	// Rows returns the rows of the requests that exist among ids.
+	Rows(ctx context.Context, ids []string) (map[string]Row, error)
 }

@@ -102,8 +102,8 @@ type CutAt struct {
 // ends at the head the sealer wrote; given a checkpoint (already checked
 // for its signature), the chain holds the checkpoint's link; given the
 // audit key, every retention record is signed by it; and, when
-// src also reads requests (Calls), each request whose trail sealed its
-// call still holds that call in its row. It
+// src also reads requests (Rows), each request whose trail sealed its
+// call and verdict still holds them in its row. It
 // returns a *Broken naming the first seq that fails, or another error
 // when the chain could not be read.
 //
@@ -159,23 +159,25 @@ type verifier struct {
 	rep        Report
 	prev       Head
 	undeclared []int64 // cut links no retention record has named yet
-	marked     []marked
+	marked     []sealed
 	broken     *Broken
 }
 
-// marked is an event that sealed its request's call, still to be checked
-// against the request's row.
-type marked struct {
+// sealed is an event that sealed its request's call or verdict, still to
+// be checked against the request's row.
+type sealed struct {
 	seq             int64
 	request, digest string
+	verdict         bool
 }
 
 // checkCalls checks the events read since the last check that sealed a
-// call against their requests' rows, when the source can read them: a
-// row changed since (its tool, arguments, …) or deleted without a
-// retention cut breaks the chain at that event.
+// call or a verdict against their requests' rows, when the source can
+// read them: a row changed since (its tool, arguments, status, who
+// decided, …) or deleted without a retention cut breaks the chain at that
+// event.
 func (v *verifier) checkCalls(ctx context.Context, src Source) error {
-	calls, ok := src.(Calls)
+	rows, ok := src.(Rows)
 	if !ok || len(v.marked) == 0 {
 		v.marked = nil
 		return nil
@@ -184,7 +186,7 @@ func (v *verifier) checkCalls(ctx context.Context, src Source) error {
 	for _, m := range v.marked {
 		ids = append(ids, m.request)
 	}
-	got, err := calls.Calls(ctx, ids)
+	got, err := rows.Rows(ctx, ids)
 	if err != nil {
 		return err
 	}
@@ -202,8 +204,10 @@ func (v *verifier) checkCalls(ctx context.Context, src Source) error {
 				continue
 			}
 			v.fail(m.seq, "request %s: its row is gone, and no retention cut its trail", m.request)
-		case c.Digest() != m.digest:
+		case !m.verdict && c.Call.Digest() != m.digest:
 			v.fail(m.seq, "request %s: its row no longer holds the call this event sealed (its tool, arguments, summary, agent, user, session, metadata, caller, route or time was changed)", m.request)
+		case m.verdict && c.Verdict.Digest() != m.digest:
+			v.fail(m.seq, "request %s: its row no longer holds the verdict this event sealed (its status, who or when decided, through which channel, the reason or the edited arguments were changed)", m.request)
 		}
 	}
 	v.marked = nil
@@ -291,7 +295,10 @@ func (v *verifier) link(r *Record) bool {
 	}
 	if r.Kind == KindEvent {
 		if d, ok := MarkedCall(r.Detail); ok {
-			v.marked = append(v.marked, marked{seq: r.Seq, request: r.RequestID, digest: d})
+			v.marked = append(v.marked, sealed{seq: r.Seq, request: r.RequestID, digest: d})
+		}
+		if d, ok := MarkedVerdict(r.Detail); ok {
+			v.marked = append(v.marked, sealed{seq: r.Seq, request: r.RequestID, digest: d, verdict: true})
 		}
 	}
 	if v.cp != nil && r.Seq == v.cp.Seq {

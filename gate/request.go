@@ -341,6 +341,23 @@ func (r *Request) Explain(now time.Time) string {
 	return fmt.Sprintf("waiting for approval (expires in %s)", max(r.ExpiresAt.Sub(now), 0).Round(time.Second))
 }
 
+// Verdict is how the request ended, as the audit chain seals it in the
+// event that records its end (audit.Verdict).
+func (r *Request) Verdict() audit.Verdict {
+	v := audit.Verdict{Status: string(r.Status), By: r.DecidedBy, Via: r.DecidedVia, Reason: r.Reason, ModifiedArgs: string(r.ModifiedArgs)}
+	if r.DecidedAt != nil {
+		v.At = *r.DecidedAt
+	}
+	return v
+}
+
+// SealVerdict puts the digest of how r ended into the detail of the event
+// that records it, written with the row in one transaction (the store's
+// Transition, or Create for a call decided at once).
+func SealVerdict(e *Event, r *Request) {
+	e.Detail += "; " + r.Verdict().Mark()
+}
+
 // Call is what the request asked for, as the audit chain seals it in the
 // event that records its creation (audit.Call).
 func (r *Request) Call() audit.Call {

@@ -368,13 +368,17 @@ func actorOf(r *Request) string {
 	return "agent"
 }
 
-// sealCall puts the digest of what r asks for (audit.Call) into the detail
-// of the last event its creation writes, the one that says what became of
-// it: the audit chain then holds the call, and `gatehouse audit verify`
-// finds a row whose arguments were changed afterwards.
+// sealCall puts the digest of what r asks for (audit.Call), and of its
+// verdict when the policy decided it at once, into the detail of the last
+// event its creation writes, the one that says what became of it: the
+// audit chain then holds them, and `gatehouse audit verify` finds a row
+// whose arguments or verdict were changed afterwards.
 func sealCall(r *Request, events []Event) {
 	if len(events) > 0 {
 		e := &events[len(events)-1]
 		e.Detail += "; " + r.Call().Mark()
+		if r.Status.Final() {
+			SealVerdict(e, r) // decided at once: the same event says how
+		}
 	}
 }

@@ -237,21 +237,22 @@ func (s *DB) ChainRecords(ctx context.Context, after int64, limit int) ([]audit.
 	return out, wrap("read the chain", rows.Err())
 }
 
-// Calls returns the calls of the requests that exist among ids, as
-// their rows hold them, for Verify to check against the digests their
-// trails sealed.
-func (s *DB) Calls(ctx context.Context, ids []string) (map[string]audit.Call, error) {
+// Rows returns what the rows of the requests that exist among ids hold
+// of their calls and verdicts, for Verify to check against the digests
+// their trails sealed.
+func (s *DB) Rows(ctx context.Context, ids []string) (map[string]audit.Row, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	out := map[string]audit.Call{}
+	out := map[string]audit.Row{}
 	const batch = 500
 	for start := 0; start < len(ids); start += batch {
 		var rows []requestRow
 		if err := s.rdb.WithContext(ctx).Where("id IN ?", ids[start:min(start+batch, len(ids))]).Find(&rows).Error; err != nil {
-			return nil, wrap("read requests' calls", err)
+			return nil, wrap("read requests' rows", err)
 		}
 		for i := range rows {
-			out[rows[i].ID] = rows[i].toRequest().Call()
+			r := rows[i].toRequest()
+			out[r.ID] = audit.Row{Call: r.Call(), Verdict: r.Verdict()}
 		}
 	}
 	return out, nil

@@ -428,3 +428,45 @@ func TestVerifyFindsChangedCalls(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyFindsChangedVerdicts: the event that records how a request
+// ended seals a digest of the verdict its row holds (gate.SealVerdict, in
+// the transition's transaction), so a row whose status, decider, channel,
+// time or reason changed afterwards breaks the chain at that event.
+func TestVerifyFindsChangedVerdicts(t *testing.T) {
+	for _, tc := range []struct{ name, sql string }{
+		{"the status", `UPDATE requests SET status = 'rejected' WHERE id = 'r1'`},
+		{"who decided", `UPDATE requests SET decided_by = 'web:cfo' WHERE id = 'r1'`},
+		{"the channel", `UPDATE requests SET decided_via = 'ops-feishu' WHERE id = 'r1'`},
+		{"the reason", `UPDATE requests SET reason = 'checked with finance' WHERE id = 'r1'`},
+		{"when", `UPDATE requests SET decided_at = @then WHERE id = 'r1'`},
+		{"edited arguments", `UPDATE requests SET modified_args = '{"amount":1}' WHERE id = 'r1'`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				newRequest(t, db, "r1")
+				at := time.Now().UTC().Truncate(time.Microsecond)
+				if _, err := db.Transition(ctx, gate.Transition{ID: "r1", To: gate.StatusApproved, At: at, By: "web:alice", Via: "web", Reason: "fine",
+					Event: gate.Event{RequestID: "r1", At: at, Type: gate.EventDecided, Actor: "web:alice", Channel: "web", Detail: "approved: fine"}}); err != nil {
+					t.Fatal(err)
+				}
+				addEvent(t, db, "r1", "later")
+				sealAll(t, db)
+				if _, broken, why := verify(t, db, nil); broken != 0 {
+					t.Fatalf("untouched: broken at %d: %s", broken, why)
+				}
+				var args []any
+				if strings.Contains(tc.sql, "@then") {
+					args = append(args, map[string]any{"then": time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)})
+				}
+				if err := db.Gorm().Exec(tc.sql, args...).Error; err != nil {
+					t.Fatal(err)
+				}
+				if _, broken, why := verify(t, db, nil); broken != 2 || !strings.Contains(why, "request r1: its row no longer holds the verdict") {
+					t.Fatalf("broken at %d (%s), want seq 2 and the verdict changed", broken, why)
+				}
+			})
+		})
+	}
+}

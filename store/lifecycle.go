@@ -416,6 +416,7 @@ func (s *DB) Transition(ctx context.Context, t gate.Transition) (gate.Outcome, e
 			return err
 		}
 		events := []gate.Event{t.Event}
+		gate.SealVerdict(&events[0], out.Request)
 		if t.Grant != nil {
 			g, e := t.Grant(out.Request)
 			if _, err := w.exec(qInsertGrant, g.ID, g.Route, g.Caller, g.Tool, g.ArgsHash, g.GivenBy, g.GivenVia, g.RequestID,

@@ -172,6 +172,15 @@ func TestAuditChainThroughTheBinary(t *testing.T) {
 	if code, out := verifyCmd(t, cfg); code != 0 {
 		t.Fatalf("the call put back: %d\n%s", code, out)
 	}
+	// Its verdict changed in its row: the same event sealed it.
+	exec1(`UPDATE requests SET decided_by = 'web:mallory' WHERE tool_name = 'read_file'`)
+	if code, out := verifyCmd(t, cfg); code != 1 || !strings.Contains(out, "no longer holds the verdict") {
+		t.Fatalf("a changed verdict: %d\n%s", code, out)
+	}
+	exec1(`UPDATE requests SET decided_by = 'agent' WHERE tool_name = 'read_file'`)
+	if code, out := verifyCmd(t, cfg); code != 0 {
+		t.Fatalf("the verdict put back: %d\n%s", code, out)
+	}
 	// A changed row.
 	exec1(`UPDATE events SET detail = 'approved by nobody' WHERE seq = 1`)
 	if code, out := verifyCmd(t, cfg); code != 1 || !strings.Contains(out, "BROKEN at seq 1: its content does not hash") {
