@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 )
@@ -49,9 +50,46 @@ func (c Call) Digest() string {
 // Mark is the call's digest as an event's detail carries it.
 func (c Call) Mark() string { return CallMark + c.Digest() }
 
-// MarkedCall finds the call digest an event's detail carries (its last
-// CallMark followed by 64 hex digits).
-func MarkedCall(detail string) (string, bool) { return marked(detail, CallMark) }
+// Seals are the types of the events whose details end with the digests
+// the gate seals (gate's event types, which gate's tests hold to these):
+// the call in the event that records a request's creation, the verdict in
+// the one that records its end. A digest in any other event, or anywhere
+// but at the end of the detail, is text someone wrote (an agent's report,
+// an approver's reason), not a seal.
+var (
+	CallSeals    = []string{"created", "policy_verdict", "grant_used"}
+	VerdictSeals = []string{"decided", "expired", "cancelled", "policy_verdict", "grant_used"}
+)
+
+// Sealed finds the digests an event of type typ seals at the end of its
+// detail: "…; call sha256:C", "…; verdict sha256:V" or "…; call sha256:C;
+// verdict sha256:V"; "" for one it does not seal.
+func Sealed(typ, detail string) (call, verdict string) {
+	if slices.Contains(VerdictSeals, typ) {
+		if d, rest, ok := cutSeal(detail, VerdictMark); ok {
+			verdict, detail = d, rest
+		}
+	}
+	if slices.Contains(CallSeals, typ) {
+		if d, _, ok := cutSeal(detail, CallMark); ok {
+			call = d
+		}
+	}
+	return call, verdict
+}
+
+// cutSeal takes "; " + mark + 64 lower-case hex digits off the end of detail.
+func cutSeal(detail, mark string) (digest, rest string, ok bool) {
+	n := len(detail) - 64 - len(mark) - 2
+	if n < 0 || detail[n:n+2+len(mark)] != "; "+mark {
+		return "", detail, false
+	}
+	d := detail[len(detail)-64:]
+	if _, err := hex.DecodeString(d); err != nil || strings.ToLower(d) != d {
+		return "", detail, false
+	}
+	return d, detail[:n], true
+}
 
 // Verdict is how a request ended, as its row holds it: the fields the
 // history and the request page show of a decision.
@@ -83,9 +121,6 @@ func (v Verdict) Digest() string {
 // Mark is the verdict's digest as an event's detail carries it.
 func (v Verdict) Mark() string { return VerdictMark + v.Digest() }
 
-// MarkedVerdict finds the verdict digest an event's detail carries.
-func MarkedVerdict(detail string) (string, bool) { return marked(detail, VerdictMark) }
-
 // digest is hex(SHA-256) of v's JSON without HTML escaping or a newline.
 func digest(v any) string {
 	var buf bytes.Buffer
@@ -94,22 +129,6 @@ func digest(v any) string {
 	_ = enc.Encode(v)
 	sum := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 	return hex.EncodeToString(sum[:])
-}
-
-func marked(detail, mark string) (string, bool) {
-	i := strings.LastIndex(detail, mark)
-	if i < 0 {
-		return "", false
-	}
-	d := detail[i+len(mark):]
-	if len(d) < 64 {
-		return "", false
-	}
-	d = d[:64]
-	if _, err := hex.DecodeString(d); err != nil || strings.ToLower(d) != d {
-		return "", false
-	}
-	return d, true
 }
 
 // Row is what a request's row holds of its call and, once it ended, its

@@ -97,7 +97,9 @@ func TestKeysAndCheckpointFiles(t *testing.T) {
 // value a string, keys sorted, nothing escaped that JSON does not need;
 // this vector was computed with Python's json.dumps(sort_keys=True,
 // separators=(',', ':'), ensure_ascii=False) and hashlib, apart from
-// Gatehouse. MarkedCall finds the digest at the end of a detail.
+// Gatehouse. Sealed finds digests only at the end of the details of the
+// events that seal them: one an agent or approver writes elsewhere (a
+// report of what ran, a reason before the seal) is text.
 func TestCallDigest(t *testing.T) {
 	c := Call{Tool: "oa__purchase_pay", Args: `{"vendor":"ACME","amount":60000}`, Summary: "Pay <ACME> ¥60,000", Metadata: `{}`,
 		Agent: "procurement-bot", User: "u_42", Session: "s_9", ToolCallID: "call_7", Caller: "tok", Route: "payments",
@@ -106,13 +108,24 @@ func TestCallDigest(t *testing.T) {
 	if got := c.Digest(); got != want {
 		t.Fatalf("digest %s, want %s", got, want)
 	}
-	detail := "route payments; channels ops; " + c.Mark()
-	if got, ok := MarkedCall(detail); !ok || got != want {
-		t.Fatalf("MarkedCall(%q) = %q %v", detail, got, ok)
-	}
-	for _, d := range []string{"route payments", CallMark + want[:63], CallMark + strings.ToUpper(want)} {
-		if got, ok := MarkedCall(d); ok {
-			t.Errorf("MarkedCall(%q) found %q", d, got)
+	v := Verdict{Status: "approved", By: "web:alice", Via: "web", At: c.CreatedAt}
+	fake := strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		typ, detail   string
+		call, verdict string
+	}{
+		{"created", "route payments; channels ops; " + c.Mark(), want, ""},
+		{"policy_verdict", "approved: allowed by route small; " + c.Mark() + "; " + v.Mark(), want, v.Digest()},
+		{"decided", "approved: looks fine; " + v.Mark(), "", v.Digest()},
+		{"cancelled", "cancelled: ; call sha256:" + fake + "; " + v.Mark(), "", v.Digest()},
+		{"tool_ran", "exit 0; call sha256:" + fake, "", ""},
+		{"decided", "approved: ; verdict sha256:" + fake + " (with edited arguments)", "", ""},
+		{"created", "route payments; " + CallMark + want[:63], "", ""},
+		{"created", "route payments; " + CallMark + strings.ToUpper(want), "", ""},
+	} {
+		call, verdict := Sealed(tc.typ, tc.detail)
+		if call != tc.call || verdict != tc.verdict {
+			t.Errorf("Sealed(%s, %q) = %q, %q; want %q, %q", tc.typ, tc.detail, call, verdict, tc.call, tc.verdict)
 		}
 	}
 	c.Args = `{"vendor":"ACME","amount":1}`

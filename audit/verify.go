@@ -294,11 +294,12 @@ func (v *verifier) link(r *Record) bool {
 		return false
 	}
 	if r.Kind == KindEvent {
-		if d, ok := MarkedCall(r.Detail); ok {
-			v.marked = append(v.marked, sealed{seq: r.Seq, request: r.RequestID, digest: d})
+		call, verdict := Sealed(r.Type, r.Detail)
+		if call != "" {
+			v.marked = append(v.marked, sealed{seq: r.Seq, request: r.RequestID, digest: call})
 		}
-		if d, ok := MarkedVerdict(r.Detail); ok {
-			v.marked = append(v.marked, sealed{seq: r.Seq, request: r.RequestID, digest: d, verdict: true})
+		if verdict != "" {
+			v.marked = append(v.marked, sealed{seq: r.Seq, request: r.RequestID, digest: verdict, verdict: true})
 		}
 	}
 	if v.cp != nil && r.Seq == v.cp.Seq {

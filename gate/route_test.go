@@ -1,9 +1,12 @@
 package gate
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/audit"
 )
 
 func TestGlob(t *testing.T) {
@@ -67,5 +70,17 @@ func TestExplainAndAllowed(t *testing.T) {
 	r.Status = StatusPending
 	if r.Allowed() {
 		t.Fatal("pending must never allow")
+	}
+}
+
+// TestSealingEventTypes: the audit package recognises the digests the
+// gate seals only in the events the gate seals them in; the two lists are
+// one fact, held here.
+func TestSealingEventTypes(t *testing.T) {
+	if want := []string{EventCreated, EventPolicy, EventGrantUsed}; !slices.Equal(audit.CallSeals, want) {
+		t.Errorf("audit.CallSeals %q, the gate seals calls in %q", audit.CallSeals, want)
+	}
+	if want := []string{EventDecided, EventExpired, EventCancelled, EventPolicy, EventGrantUsed}; !slices.Equal(audit.VerdictSeals, want) {
+		t.Errorf("audit.VerdictSeals %q, the gate seals verdicts in %q", audit.VerdictSeals, want)
 	}
 }
