@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gatehouse-dev/gatehouse/internal/text"
 	"github.com/gatehouse-dev/gatehouse/policy"
@@ -74,7 +76,10 @@ func validate(in *Submission, maxTimeout time.Duration) error {
 	}
 	in.ToolArgs = args
 	meta, err := compactJSON(in.Metadata, "{}")
-	if err != nil || meta[0] != '{' {
+	if err != nil {
+		return Errorf(EINVALID, "metadata: not valid JSON: %v", err)
+	}
+	if meta[0] != '{' {
 		return Errorf(EINVALID, "metadata: must be a JSON object")
 	}
 	if len(meta) > maxArgsLen {
@@ -95,6 +100,12 @@ func validate(in *Submission, maxTimeout time.Duration) error {
 func compactJSON(raw json.RawMessage, def string) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return json.RawMessage(def), nil
+	}
+	if !utf8.Valid(raw) {
+		// JSON is UTF-8; the stored text, and the digest the audit chain
+		// seals of it, must be the bytes the call holds, not a reading
+		// of them in which every invalid byte is the same U+FFFD.
+		return nil, errors.New("not valid UTF-8")
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {

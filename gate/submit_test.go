@@ -60,6 +60,10 @@ func TestSubmitValidation(t *testing.T) {
 			{"timeout too long", gate.Submission{ToolName: "x", Timeout: 48 * time.Hour}, "timeout_seconds: must be at most"},
 			{"NUL in a name", gate.Submission{ToolName: "x", AgentID: "bot\x00"}, "agent_id: not valid UTF-8 text"},
 			{"broken UTF-8 in a name", gate.Submission{ToolName: "x\xff"}, "tool_name: not valid UTF-8 text"},
+			// Stored as written on SQLite, refused by PostgreSQL, and read
+			// as U+FFFD by the audit digest: x\xff and x\xfe would seal alike.
+			{"broken UTF-8 in the arguments", gate.Submission{ToolName: "x", ToolArgs: json.RawMessage("{\"cmd\":\"x\xff\"}")}, "tool_args: not valid JSON: not valid UTF-8"},
+			{"broken UTF-8 in the metadata", gate.Submission{ToolName: "x", Metadata: json.RawMessage("{\"cwd\":\"\xfe\"}")}, "metadata: not valid JSON: not valid UTF-8"},
 			{"summary too long", gate.Submission{ToolName: "x", Summary: strings.Repeat("x", 5000)}, "summary: longer than 4096 bytes"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
