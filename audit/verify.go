@@ -44,28 +44,33 @@ func (c Cut) Detail() string {
 	return string(b)
 }
 
-// Message is what a cut's signature covers: "gatehouse audit retention
-// v1\ncutoff=T\nrequests=N\nevents=M\nseqs=S\n", T as in TimeFormat.
-func (c *Cut) Message() []byte {
-	return fmt.Appendf(nil, "gatehouse audit retention v1\ncutoff=%s\nrequests=%d\nevents=%d\nseqs=%s\n",
-		c.Cutoff.UTC().Format(TimeFormat), c.Requests, c.Events, c.Seqs)
+// Message is what a cut's signature covers, the record's place in its
+// chain included (so a record signed for one chain cannot be replayed in
+// another under the same key): "gatehouse audit retention v2\nseq=N\n
+// prev_hash=H\ncutoff=T\nrequests=N\nevents=M\nseqs=S\n", T as in
+// TimeFormat.
+func (c *Cut) Message(seq int64, prevHash string) []byte {
+	return fmt.Appendf(nil, "gatehouse audit retention v2\nseq=%d\nprev_hash=%s\ncutoff=%s\nrequests=%d\nevents=%d\nseqs=%s\n",
+		seq, prevHash, c.Cutoff.UTC().Format(TimeFormat), c.Requests, c.Events, c.Seqs)
 }
 
-// Sign signs the cut with the audit key; a nil key leaves it unsigned.
-func (c *Cut) Sign(key ed25519.PrivateKey) {
+// Sign signs the cut, recorded at seq after prevHash, with the audit key;
+// a nil key leaves it unsigned.
+func (c *Cut) Sign(key ed25519.PrivateKey, seq int64, prevHash string) {
 	if key != nil {
-		c.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(key, c.Message()))
+		c.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(key, c.Message(seq, prevHash)))
 	}
 }
 
-// CheckSignature says whether the cut is signed by trusted.
-func (c *Cut) CheckSignature(trusted ed25519.PublicKey) error {
+// CheckSignature says whether the cut recorded at seq after prevHash is
+// signed by trusted.
+func (c *Cut) CheckSignature(trusted ed25519.PublicKey, seq int64, prevHash string) error {
 	if c.Signature == "" {
 		return errors.New("it is not signed (written before Gatehouse signed retention records, or forged): compare it with your retention.keep")
 	}
 	sig, err := base64.StdEncoding.DecodeString(c.Signature)
-	if err != nil || !ed25519.Verify(trusted, c.Message(), sig) {
-		return fmt.Errorf("its signature is not the audit key's (%s): it was forged or changed", Fingerprint(trusted))
+	if err != nil || !ed25519.Verify(trusted, c.Message(seq, prevHash), sig) {
+		return fmt.Errorf("its signature is not the audit key's (%s) for this place in the chain: it was forged, changed or copied from another chain", Fingerprint(trusted))
 	}
 	return nil
 }
@@ -282,7 +287,7 @@ func (v *verifier) link(r *Record) bool {
 			break
 		}
 		if v.key != nil {
-			if err := c.CheckSignature(v.key); err != nil {
+			if err := c.CheckSignature(v.key, r.Seq, r.PrevHash); err != nil {
 				v.fail(r.Seq, "a retention record whose cut cannot be trusted: %v", err)
 				break
 			}

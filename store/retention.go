@@ -69,7 +69,7 @@ func (s *DB) Prune(ctx context.Context, cutoff, now time.Time, limit int, key ed
 			}
 		}
 		cut.Requests, cut.Events, cut.Seqs = len(ids), len(seqs), audit.Ranges(seqs)
-		cut.Sign(key)
+		cut.Sign(key, c.head.Seq+1, c.head.Hash) // the place Seal gives it
 		rec := audit.Record{Kind: audit.KindRetention, At: now, Type: audit.KindRetention, Actor: gate.ActorSystem, Detail: cut.Detail()}
 		c.head = c.head.Seal(&rec)
 		_, err = c.tx.ExecContext(ctx, qInsertChainRecord, rec.Seq, rec.Kind, rec.At, rec.Type, rec.Actor, rec.Detail, rec.PrevHash, rec.Hash)

@@ -164,6 +164,43 @@ func TestSignedRetentionRecords(t *testing.T) {
 			t.Fatalf("verified with another key: %v", err)
 		}
 
+		// The signed record copied to the head (as it could be into another
+		// chain under the same key): its signature is for its own place.
+		signed := count(t, db, `SELECT seq FROM audit_records WHERE kind = 'retention'`)
+		recs, err := db.ChainRecords(ctx, int64(signed)-1, 1)
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("the signed record: %+v %v", recs, err)
+		}
+		before, _ := db.ChainHead(ctx)
+		copied := audit.Record{Kind: audit.KindRetention, At: now, Type: audit.KindRetention, Actor: gate.ActorSystem, Detail: recs[0].Detail}
+		after := before.Seal(&copied)
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{`INSERT INTO audit_records (seq, kind, at, type, actor, detail, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+				[]any{copied.Seq, copied.Kind, copied.At, copied.Type, copied.Actor, copied.Detail, copied.PrevHash, copied.Hash}},
+			{`UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1`, []any{after.Seq, after.Hash}},
+		} {
+			if err := db.Gorm().Exec(q.sql, q.args...).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := audit.Verify(ctx, db, nil, pub); !errors.As(err, &b) || b.Seq != copied.Seq || !strings.Contains(b.Reason, "copied from another chain") {
+			t.Fatalf("a signed record copied to another place: %v", err)
+		}
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{`DELETE FROM audit_records WHERE seq = ?`, []any{copied.Seq}},
+			{`UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1`, []any{before.Seq, before.Hash}},
+		} {
+			if err := db.Gorm().Exec(q.sql, q.args...).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+
 		// The forgery: young's first event becomes a cut link, and a record
 		// of a cut naming it is appended at the head, hashed as the sealer
 		// would.
