@@ -136,6 +136,10 @@ func digest(v any) string {
 type Row struct {
 	Call    Call
 	Verdict Verdict
+	// Unsealed says some of its events are not sealed yet; LastSeq is the
+	// last seq of those that are.
+	Unsealed bool
+	LastSeq  int64
 }
 
 // Rows is a Source that also reads requests' rows, so that Verify can

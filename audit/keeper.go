@@ -152,6 +152,9 @@ func (k *Keeper) Prune(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if cut.Held > 0 {
+			k.o.Logger.Warn("retention left requests whose trail or row does not check out: run gatehouse audit verify", "requests", cut.Held)
+		}
 		if cut.Requests > 0 {
 			k.o.Logger.Info("retention cut requests", "requests", cut.Requests, "events", cut.Events, "created_before", cutoff.UTC().Format(time.RFC3339))
 		}

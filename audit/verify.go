@@ -36,6 +36,9 @@ type Cut struct {
 	// audit key (base64), when it has one: without the key, a record of a
 	// cut cannot be forged to pass deleted events off as retention's.
 	Signature string `json:"signature,omitempty"`
+	// Held counts the requests due that retention left because their
+	// trail or row did not check out (for verify to report); not recorded.
+	Held int `json:"-"`
 }
 
 // Detail is the cut as its chain record's detail.
@@ -150,6 +153,9 @@ func Verify(ctx context.Context, src Source, cp *Checkpoint, key ed25519.PublicK
 	if len(v.undeclared) > 0 {
 		v.fail(v.undeclared[0], "its content was removed, and no retention record names it")
 	}
+	if err := v.checkUndecided(ctx, src); err != nil {
+		return v.rep, err
+	}
 	if v.broken == nil && cp != nil && v.rep.Checkpoint != cp.Seq {
 		v.fail(v.prev.Seq+1, "missing: the checkpoint of %s holds seq %d, and the chain ends at seq %d (cut short after the checkpoint)", cp.At.Format(time.RFC3339), cp.Seq, v.prev.Seq)
 	}
@@ -166,6 +172,40 @@ type verifier struct {
 	undeclared []int64 // cut links no retention record has named yet
 	marked     []sealed
 	broken     *Broken
+	// undecided are the requests whose trail sealed their call and, so
+	// far, no verdict: the seq of the call's seal.
+	undecided map[string]int64
+}
+
+// checkUndecided checks, once the chain is read, the requests whose trail
+// sealed their call and no verdict: a row that shows one anyway (a pending
+// request given a verdict in the database) breaks the chain at the call's
+// seal, unless the event that records it is not sealed yet or was sealed
+// after the walk.
+func (v *verifier) checkUndecided(ctx context.Context, src Source) error {
+	rows, ok := src.(Rows)
+	if !ok || len(v.undecided) == 0 || v.broken != nil {
+		return nil
+	}
+	ids := make([]string, 0, len(v.undecided))
+	for id := range v.undecided {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	got, err := rows.Rows(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		r, found := got[id]
+		if !found || r.Unsealed || r.LastSeq > v.prev.Seq {
+			continue // gone: checkCalls reported it; or its verdict is on its way
+		}
+		if r.Verdict.Status != "pending" || r.Verdict.By != "" || r.Verdict.Via != "" || !r.Verdict.At.IsZero() {
+			v.fail(v.undecided[id], "request %s: its row shows a verdict (%s by %s) that no event of its trail sealed", id, r.Verdict.Status, r.Verdict.By)
+		}
+	}
+	return nil
 }
 
 // sealed is an event that sealed its request's call or verdict, still to
@@ -302,9 +342,14 @@ func (v *verifier) link(r *Record) bool {
 		call, verdict := Sealed(r.Type, r.Detail)
 		if call != "" {
 			v.marked = append(v.marked, sealed{seq: r.Seq, request: r.RequestID, digest: call})
+			if v.undecided == nil {
+				v.undecided = map[string]int64{}
+			}
+			v.undecided[r.RequestID] = r.Seq
 		}
 		if verdict != "" {
 			v.marked = append(v.marked, sealed{seq: r.Seq, request: r.RequestID, digest: verdict, verdict: true})
+			delete(v.undecided, r.RequestID)
 		}
 	}
 	if v.cp != nil && r.Seq == v.cp.Seq {

@@ -254,6 +254,21 @@ func (s *DB) Rows(ctx context.Context, ids []string) (map[string]audit.Row, erro
 			r := rows[i].toRequest()
 			out[r.ID] = audit.Row{Call: r.Call(), Verdict: r.Verdict()}
 		}
+		var trails []struct {
+			RequestID string
+			LastSeq   sql.NullInt64
+			Unsealed  int64
+		}
+		if err := s.rdb.WithContext(ctx).Raw(`SELECT request_id, MAX(seq) AS last_seq, SUM(CASE WHEN seq IS NULL THEN 1 ELSE 0 END) AS unsealed
+			FROM events WHERE request_id IN ? GROUP BY request_id`, ids[start:min(start+batch, len(ids))]).Scan(&trails).Error; err != nil {
+			return nil, wrap("read requests' trails", err)
+		}
+		for _, tr := range trails {
+			if r, ok := out[tr.RequestID]; ok {
+				r.LastSeq, r.Unsealed = tr.LastSeq.Int64, tr.Unsealed > 0
+				out[tr.RequestID] = r
+			}
+		}
 	}
 	return out, nil
 }

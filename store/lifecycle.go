@@ -264,13 +264,18 @@ func scanRequest(rows *sql.Rows) (*requestRow, error) {
 		return nil, rows.Err()
 	}
 	var r requestRow
-	if err := rows.Scan(&r.ID, &r.Status, &r.ToolName, &r.ToolArgs, &r.RequiresConfirmation, &r.Summary, &r.AgentID,
-		&r.UserID, &r.SessionID, &r.ToolCallID, &r.Metadata, &r.Route, &r.Caller, &r.IdempotencyKey, &r.Channels,
-		&r.Approvers, &r.Quorum, &r.OnTimeout, &r.CreatedAt, &r.ExpiresAt, &r.DecidedAt, &r.DecidedBy, &r.DecidedVia,
-		&r.Reason, &r.ModifiedArgs, &r.RememberSeconds, &r.RememberAny, &r.Person, &r.Plan, &r.NextStepAt); err != nil {
+	if err := rows.Scan(r.scanTargets()...); err != nil {
 		return nil, err
 	}
 	return &r, rows.Close()
+}
+
+// scanTargets are the fields a row of requestColumns scans into.
+func (r *requestRow) scanTargets() []any {
+	return []any{&r.ID, &r.Status, &r.ToolName, &r.ToolArgs, &r.RequiresConfirmation, &r.Summary, &r.AgentID,
+		&r.UserID, &r.SessionID, &r.ToolCallID, &r.Metadata, &r.Route, &r.Caller, &r.IdempotencyKey, &r.Channels,
+		&r.Approvers, &r.Quorum, &r.OnTimeout, &r.CreatedAt, &r.ExpiresAt, &r.DecidedAt, &r.DecidedBy, &r.DecidedVia,
+		&r.Reason, &r.ModifiedArgs, &r.RememberSeconds, &r.RememberAny, &r.Person, &r.Plan, &r.NextStepAt}
 }
 
 func (r *requestRow) insertArgs() []any {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/ed25519"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -51,6 +52,9 @@ func (s *DB) Prune(ctx context.Context, cutoff, now time.Time, limit int, key ed
 		if err != nil || len(ids) == 0 {
 			return err
 		}
+		if ids, cut.Held, err = c.untouched(ids); err != nil || len(ids) == 0 {
+			return err
+		}
 		in, args := inList(ids)
 		seqs, err := c.int64s(`SELECT seq FROM events WHERE request_id IN (`+in+`) ORDER BY seq`, args...)
 		if err != nil {
@@ -90,6 +94,74 @@ func inList(ids []string) (string, []any) {
 		args[i] = id
 	}
 	return strings.Join(ph, ", "), args
+}
+
+// untouched keeps the requests whose trails and rows still check out:
+// every event's link hashes to its hash, and the row holds the call
+// (created_at included) and the verdict the trail sealed. Retention picks
+// requests by their rows' created_at and status, which the chain does not
+// link; it must not be the way a row changed in the database (backdated,
+// or given a verdict) and its trail disappear with a signed record of the
+// cut. Those stay for verify to report; held counts them.
+func (c *chainTx) untouched(ids []string) (keep []string, held int, err error) {
+	in, args := inList(ids)
+	rows, err := c.tx.QueryContext(c.ctx, `SELECT seq, id, request_id, at, type, actor, channel, detail, prev_hash, hash
+		FROM events WHERE request_id IN (`+in+`) ORDER BY seq`, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	bad := map[string]bool{}
+	sealed := map[string][]audit.Record{}
+	for rows.Next() {
+		r := audit.Record{Kind: audit.KindEvent}
+		var at anyTime
+		var prev, hash sql.NullString
+		if err := rows.Scan(&r.Seq, &r.ID, &r.RequestID, &at, &r.Type, &r.Actor, &r.Channel, &r.Detail, &prev, &hash); err != nil {
+			rows.Close()
+			return nil, 0, err
+		}
+		r.At, r.PrevHash, r.Hash = at.t, prev.String, hash.String
+		if audit.Hash(r.PrevHash, r.Canonical()) != r.Hash {
+			bad[r.RequestID] = true
+		}
+		sealed[r.RequestID] = append(sealed[r.RequestID], r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	reqRows, err := c.tx.QueryContext(c.ctx, `SELECT `+requestColumns+` FROM requests WHERE id IN (`+in+`)`, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer reqRows.Close()
+	for reqRows.Next() {
+		var row requestRow
+		if err := reqRows.Scan(row.scanTargets()...); err != nil {
+			return nil, 0, err
+		}
+		r := row.toRequest()
+		calls, verdicts := 0, 0
+		for _, e := range sealed[r.ID] {
+			call, verdict := audit.Sealed(e.Type, e.Detail)
+			if call != "" && call != r.Call().Digest() || verdict != "" && verdict != r.Verdict().Digest() {
+				bad[r.ID] = true
+			}
+			calls, verdicts = calls+len(call), verdicts+len(verdict)
+		}
+		if calls > 0 && verdicts == 0 {
+			bad[r.ID] = true // final in its row, with no event that sealed a verdict
+		}
+	}
+	if err := reqRows.Err(); err != nil {
+		return nil, 0, err
+	}
+	for _, id := range ids {
+		if !bad[id] {
+			keep = append(keep, id)
+		}
+	}
+	return keep, len(ids) - len(keep), nil
 }
 
 func (c *chainTx) strings(q string, args ...any) ([]string, error) {

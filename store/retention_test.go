@@ -235,3 +235,77 @@ func TestSignedRetentionRecords(t *testing.T) {
 		}
 	})
 }
+
+// sealedRequest stores a pending request whose created event seals its
+// call, as gate's sealCall does.
+func sealedRequest(t *testing.T, db *store.DB, id string, at time.Time) {
+	t.Helper()
+	r := &gate.Request{ID: id, Status: gate.StatusPending, ToolName: "pay", ToolArgs: []byte(`{"amount":60000}`), Metadata: []byte(`{}`),
+		Route: "payments", Quorum: 1, OnTimeout: gate.VerdictDeny, CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
+	ev := gate.Event{Type: gate.EventCreated, At: at, Actor: "agent:bot", Detail: "route payments; " + r.Call().Mark()}
+	if _, _, err := db.Create(context.Background(), r, []gate.Event{ev}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRetentionLeavesTamperedRequests: a writer of the database backdates
+// a request decided a minute ago; retention, which picks requests by
+// their rows, must not delete it and sign the cut (verify would then be
+// whole). It checks each candidate's links, their times and the row's
+// sealed call and verdict, and leaves the request for verify to report
+// (a second reader found the laundering).
+func TestRetentionLeavesTamperedRequests(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		_, key, _ := ed25519.GenerateKey(rand.Reader)
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		sealedRequest(t, db, "evidence", now.Add(-time.Minute))
+		sealedRequest(t, db, "old", now.Add(-500*24*time.Hour))
+		for _, id := range []string{"evidence", "old"} {
+			at := now
+			if id == "old" {
+				at = now.Add(-500*24*time.Hour + time.Minute)
+			}
+			if _, err := db.Transition(ctx, gate.Transition{ID: id, To: gate.StatusRejected, At: at, By: "web:alice", Via: "web", Reason: "no",
+				Event: gate.Event{RequestID: id, At: at, Type: gate.EventDecided, Actor: "web:alice", Channel: "web", Detail: "rejected: no"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sealAll(t, db)
+		if err := db.Gorm().Exec(`UPDATE requests SET created_at = ? WHERE id = 'evidence'`, now.Add(-1000*24*time.Hour)).Error; err != nil {
+			t.Fatal(err)
+		}
+		cut, err := db.Prune(ctx, now.Add(-400*24*time.Hour), now, 100, key)
+		if err != nil || cut.Requests != 1 || cut.Held != 1 {
+			t.Fatalf("retention: %+v %v; want the old request cut and the backdated one held", cut, err)
+		}
+		if _, err := db.Get(ctx, "evidence"); err != nil {
+			t.Fatalf("the backdated request: %v", err)
+		}
+		var b *audit.Broken
+		if _, err := audit.Verify(ctx, db, nil, key.Public().(ed25519.PublicKey)); !errors.As(err, &b) || !strings.Contains(b.Reason, "request evidence") {
+			t.Fatalf("verify after retention: %v; want the backdated request reported", err)
+		}
+	})
+}
+
+// TestVerifyFindsAVerdictNoEventRecorded: a pending request's row given a
+// verdict in the database (approved by web:cfo) has no event that sealed
+// it; verify reports it at the seal of its call (a second reader).
+func TestVerifyFindsAVerdictNoEventRecorded(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		sealedRequest(t, db, "r1", now)
+		sealedRequest(t, db, "r2", now)
+		sealAll(t, db)
+		if _, broken, why := verify(t, db, nil); broken != 0 {
+			t.Fatalf("pending requests: broken at %d: %s", broken, why)
+		}
+		if err := db.Gorm().Exec(`UPDATE requests SET status = 'approved', decided_by = 'web:cfo', decided_via = 'web', decided_at = ? WHERE id = 'r2'`, now).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, broken, why := verify(t, db, nil); broken != 2 || !strings.Contains(why, "request r2: its row shows a verdict (approved by web:cfo)") {
+			t.Fatalf("broken at %d (%s), want seq 2", broken, why)
+		}
+	})
+}
