@@ -159,13 +159,7 @@ func TestVerifyFindsTampering(t *testing.T) {
 						rehash(t, db, seq)
 						continue
 					}
-					var args []any
-					if strings.Contains(q, "@then") {
-						args = append(args, map[string]any{"then": time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)})
-					}
-					if err := db.Gorm().Exec(q, args...).Error; err != nil {
-						t.Fatalf("%s: %v", q, err)
-					}
+					tamper(t, db, q)
 				}
 				_, err := audit.Verify(context.Background(), db, nil, nil)
 				var b *audit.Broken
@@ -182,6 +176,19 @@ func TestVerifyFindsTampering(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// tamper runs a writer's SQL on the database, @then standing for a time
+// long past.
+func tamper(t *testing.T, db *store.DB, q string) {
+	t.Helper()
+	var args []any
+	if strings.Contains(q, "@then") {
+		args = append(args, map[string]any{"then": time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)})
+	}
+	if err := db.Gorm().Exec(q, args...).Error; err != nil {
+		t.Fatalf("%s: %v", q, err)
 	}
 }
 
@@ -400,27 +407,14 @@ func TestVerifyFindsChangedCalls(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {
 				now := time.Now().UTC().Truncate(time.Microsecond)
-				for _, id := range []string{"r1", "r2"} {
-					r := &gate.Request{ID: id, Status: gate.StatusPending, ToolName: "oa__purchase_pay", ToolArgs: []byte(`{"amount":60000}`),
-						Summary: "Pay ACME", AgentID: "procurement-bot", Metadata: []byte(`{}`), Route: "payments", Quorum: 1,
-						OnTimeout: gate.VerdictDeny, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-					ev := gate.Event{Type: gate.EventCreated, At: now, Actor: "agent:bot", Detail: "route payments; " + r.Call().Mark()}
-					if _, _, err := db.Create(context.Background(), r, []gate.Event{ev}); err != nil {
-						t.Fatal(err)
-					}
-				}
+				sealedRequest(t, db, "r1", now)
+				sealedRequest(t, db, "r2", now)
 				addEvent(t, db, "r2", "later")
 				sealAll(t, db)
 				if _, broken, why := verify(t, db, nil); broken != 0 {
 					t.Fatalf("untouched: broken at %d: %s", broken, why)
 				}
-				var args []any
-				if strings.Contains(tc.sql, "@then") {
-					args = append(args, map[string]any{"then": time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)})
-				}
-				if err := db.Gorm().Exec(tc.sql, args...).Error; err != nil {
-					t.Fatal(err)
-				}
+				tamper(t, db, tc.sql)
 				if _, broken, why := verify(t, db, nil); broken != 2 || !strings.Contains(why, "request r2: its row no longer holds the call") {
 					t.Fatalf("broken at %d (%s), want seq 2 and the call changed", broken, why)
 				}
@@ -456,13 +450,7 @@ func TestVerifyFindsChangedVerdicts(t *testing.T) {
 				if _, broken, why := verify(t, db, nil); broken != 0 {
 					t.Fatalf("untouched: broken at %d: %s", broken, why)
 				}
-				var args []any
-				if strings.Contains(tc.sql, "@then") {
-					args = append(args, map[string]any{"then": time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)})
-				}
-				if err := db.Gorm().Exec(tc.sql, args...).Error; err != nil {
-					t.Fatal(err)
-				}
+				tamper(t, db, tc.sql)
 				if _, broken, why := verify(t, db, nil); broken != 2 || !strings.Contains(why, "request r1: its row no longer holds the verdict") {
 					t.Fatalf("broken at %d (%s), want seq 2 and the verdict changed", broken, why)
 				}
