@@ -222,6 +222,13 @@ func (s *DB) ChainRecords(ctx context.Context, after int64, limit int) ([]audit.
 	if err != nil {
 		return nil, wrap("read the chain", err)
 	}
+	out, err := scanLinks(rows)
+	return out, wrap("read the chain", err)
+}
+
+// scanLinks reads rows of links (seq, kind, id, request_id, at, type,
+// actor, channel, detail, prev_hash, hash) and closes them.
+func scanLinks(rows *sql.Rows) ([]audit.Record, error) {
 	defer rows.Close()
 	var out []audit.Record
 	for rows.Next() {
@@ -229,12 +236,12 @@ func (s *DB) ChainRecords(ctx context.Context, after int64, limit int) ([]audit.
 		var at anyTime
 		var prev, hash sql.NullString
 		if err := rows.Scan(&r.Seq, &r.Kind, &r.ID, &r.RequestID, &at, &r.Type, &r.Actor, &r.Channel, &r.Detail, &prev, &hash); err != nil {
-			return nil, wrap("read the chain", err)
+			return nil, err
 		}
 		r.At, r.PrevHash, r.Hash = at.t, prev.String, hash.String
 		out = append(out, r)
 	}
-	return out, wrap("read the chain", rows.Err())
+	return out, rows.Err()
 }
 
 // Rows returns what the rows of the requests that exist among ids hold

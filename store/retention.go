@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"crypto/ed25519"
-	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -105,59 +104,46 @@ func inList(ids []string) (string, []any) {
 // cut. Those stay for verify to report; held counts them.
 func (c *chainTx) untouched(ids []string) (keep []string, held int, err error) {
 	in, args := inList(ids)
-	rows, err := c.tx.QueryContext(c.ctx, `SELECT seq, id, request_id, at, type, actor, channel, detail, prev_hash, hash
+	rows, err := c.tx.QueryContext(c.ctx, `SELECT seq, 'event', id, request_id, at, type, actor, channel, detail, prev_hash, hash
 		FROM events WHERE request_id IN (`+in+`) ORDER BY seq`, args...)
 	if err != nil {
 		return nil, 0, err
 	}
-	bad := map[string]bool{}
-	sealed := map[string][]audit.Record{}
-	for rows.Next() {
-		r := audit.Record{Kind: audit.KindEvent}
-		var at anyTime
-		var prev, hash sql.NullString
-		if err := rows.Scan(&r.Seq, &r.ID, &r.RequestID, &at, &r.Type, &r.Actor, &r.Channel, &r.Detail, &prev, &hash); err != nil {
-			rows.Close()
-			return nil, 0, err
-		}
-		r.At, r.PrevHash, r.Hash = at.t, prev.String, hash.String
-		if audit.Hash(r.PrevHash, r.Canonical()) != r.Hash {
-			bad[r.RequestID] = true
-		}
-		sealed[r.RequestID] = append(sealed[r.RequestID], r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, 0, err
-	}
-	reqRows, err := c.tx.QueryContext(c.ctx, `SELECT `+requestColumns+` FROM requests WHERE id IN (`+in+`)`, args...)
+	links, err := scanLinks(rows)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer reqRows.Close()
-	for reqRows.Next() {
-		var row requestRow
-		if err := reqRows.Scan(row.scanTargets()...); err != nil {
-			return nil, 0, err
-		}
-		r := row.toRequest()
-		calls, verdicts := 0, 0
-		for _, e := range sealed[r.ID] {
-			call, verdict := audit.Sealed(e.Type, e.Detail)
-			if call != "" && call != r.Call().Digest() || verdict != "" && verdict != r.Verdict().Digest() {
-				bad[r.ID] = true
-			}
-			calls, verdicts = calls+len(call), verdicts+len(verdict)
-		}
-		if calls > 0 && verdicts == 0 {
-			bad[r.ID] = true // final in its row, with no event that sealed a verdict
-		}
-	}
-	if err := reqRows.Err(); err != nil {
+	reqs, err := c.tx.QueryContext(c.ctx, `SELECT `+requestColumns+` FROM requests WHERE id IN (`+in+`)`, args...)
+	if err != nil {
 		return nil, 0, err
 	}
+	defer reqs.Close()
+	rowOf := map[string]*gate.Request{}
+	for reqs.Next() {
+		var row requestRow
+		if err := reqs.Scan(row.scanTargets()...); err != nil {
+			return nil, 0, err
+		}
+		rowOf[row.ID] = row.toRequest()
+	}
+	if err := reqs.Err(); err != nil {
+		return nil, 0, err
+	}
+	bad := map[string]bool{}
+	callSealed, verdictSealed := map[string]bool{}, map[string]bool{}
+	for _, l := range links {
+		r := rowOf[l.RequestID]
+		call, verdict := audit.Sealed(l.Type, l.Detail)
+		if r == nil || audit.Hash(l.PrevHash, l.Canonical()) != l.Hash || call != "" && call != r.Call().Digest() ||
+			verdict != "" && verdict != r.Verdict().Digest() {
+			bad[l.RequestID] = true
+		}
+		callSealed[l.RequestID] = callSealed[l.RequestID] || call != ""
+		verdictSealed[l.RequestID] = verdictSealed[l.RequestID] || verdict != ""
+	}
 	for _, id := range ids {
-		if !bad[id] {
+		// Final in its row, with no event that sealed a verdict.
+		if !bad[id] && !(callSealed[id] && !verdictSealed[id]) {
 			keep = append(keep, id)
 		}
 	}
