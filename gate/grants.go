@@ -24,11 +24,11 @@ func argsHash(args, metadata []byte) string {
 	}
 	h := sha256.New()
 	h.Write(canon)
-	var md struct {
-		Cwd string `json:"cwd"`
-	}
-	if json.Unmarshal(metadata, &md) == nil && md.Cwd != "" {
-		h.Write([]byte("\x00cwd\x00" + md.Cwd))
+	// The value as sent, whatever its type: {"cwd": 5} is not "no cwd".
+	var md map[string]json.RawMessage
+	if json.Unmarshal(metadata, &md) == nil && md["cwd"] != nil {
+		h.Write([]byte("\x00cwd\x00"))
+		h.Write(md["cwd"])
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -18,7 +18,10 @@ import (
 // reload (it was made under the old rules). Found by a second reader.
 func TestGrantsHoldOnlyUnderTheRouteAsItIsNow(t *testing.T) {
 	deploys := func(r gate.Route) []gate.Route {
-		r.Name, r.Tool, r.Channels = "deploys", "deploy", []string{"fake"}
+		r.Name, r.Tool = "deploys", "deploy"
+		if r.Channels == nil {
+			r.Channels = []string{"fake"}
+		}
 		return []gate.Route{r}
 	}
 	staging, prod := json.RawMessage(`{"env":"staging"}`), json.RawMessage(`{"env":"prod"}`)
@@ -37,6 +40,10 @@ func TestGrantsHoldOnlyUnderTheRouteAsItIsNow(t *testing.T) {
 			after: gate.Route{Remember: time.Hour}, later: 2 * time.Hour, call: staging},
 		{name: "the giver is no longer an approver", before: gate.Route{Remember: time.Hour, Approvers: []string{"web:alice", "web:cfo"}},
 			after: gate.Route{Remember: time.Hour, Approvers: []string{"web:cfo"}}, call: staging},
+		{name: "the quorum raised", before: gate.Route{Remember: time.Hour},
+			after: gate.Route{Remember: time.Hour, Quorum: 2}, call: staging},
+		{name: "no approvers list, and the grant's channel gone", before: gate.Route{Remember: time.Hour},
+			after: gate.Route{Remember: time.Hour, Channels: []string{"web"}}, call: staging},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -96,6 +103,18 @@ func TestGrantIsForOneWorkingDirectory(t *testing.T) {
 	}
 	if r := submit(t, svc, gate.Submission{ToolName: "Bash", ToolArgs: args, Metadata: json.RawMessage(`{"cwd":"/srv/prod"}`), Caller: "bot"}); r.Allowed() {
 		t.Errorf("the same command in /srv/prod approved via %s", r.DecidedVia)
+	}
+	// A grant given with no cwd does not cover a call whose cwd is not a
+	// string: {"cwd": 5} is not "no cwd".
+	dist := json.RawMessage(`{"command":"rm -rf dist"}`)
+	nowhere := submit(t, svc, gate.Submission{ToolName: "Bash", ToolArgs: dist, Caller: "bot"})
+	if _, err := svc.Decide(context.Background(), gate.Decision{RequestID: nowhere.ID, Approve: true, Actor: "web:alice", Via: "fake", Remember: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, md := range []string{`{"cwd":5}`, `{"cwd":["/srv/prod"]}`} {
+		if r := submit(t, svc, gate.Submission{ToolName: "Bash", ToolArgs: dist, Metadata: json.RawMessage(md), Caller: "bot"}); r.Allowed() {
+			t.Errorf("metadata %s: approved via %s by a grant given with no cwd", md, r.DecidedVia)
+		}
 	}
 	if r := submit(t, svc, gate.Submission{ToolName: "Bash", ToolArgs: args, Metadata: app, Caller: "bot"}); r.DecidedVia != gate.ViaGrant {
 		t.Errorf("the same command in the same directory: %s via %s, want approved via grant", r.Status, r.DecidedVia)
