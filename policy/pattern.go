@@ -181,11 +181,8 @@ func (p *pattern) broadMatch(q *part) bool {
 		for i, w := range q.words {
 			// The word as written (Bash(*prod*) and /opt/prod/run.sh) and
 			// as the command it names (/usr/bin/git is git).
-			for _, name := range []string{w, p.named(w)} {
-				if (strings.IndexByte(p.words[0], '*') >= 0 || globMatch(p.words[0], name)) &&
-					p.lineMatch(strings.Join(append([]string{name}, q.words[i+1:]...), " ")) {
-					return true
-				}
+			if p.globFrom(w, q.words[i+1:]) || p.named(w) != w && p.globFrom(p.named(w), q.words[i+1:]) {
+				return true
 			}
 		}
 		return false
@@ -203,6 +200,12 @@ func (p *pattern) broadMatch(q *part) bool {
 		}
 	}
 	return false
+}
+
+// globFrom says a glob rule matches the command named first, then rest.
+func (p *pattern) globFrom(first string, rest []string) bool {
+	return (strings.IndexByte(p.words[0], '*') >= 0 || globMatch(p.words[0], first)) &&
+		p.lineMatch(strings.Join(append([]string{first}, rest...), " "))
 }
 
 // named is a word as an ask or deny rule's command name reads it: a

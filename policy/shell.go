@@ -75,15 +75,11 @@ func (s *shellCmd) read(code string, depth int) bool {
 	if err != nil {
 		return false
 	}
-	ok := true
 	// Statements whose standard input is code: a shell at the end of a
 	// pipe, also inside a group or subshell there (made at the first
 	// pipe; most commands have none).
 	var piped map[*syntax.Stmt]bool
 	syntax.Walk(f, func(n syntax.Node) bool {
-		if !ok {
-			return false
-		}
 		switch x := n.(type) {
 		case *syntax.BinaryCmd:
 			if x.Op == syntax.Pipe || x.Op == syntax.PipeAll {
@@ -99,7 +95,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 			}
 		case *syntax.Stmt:
 			if c, isCall := x.Cmd.(*syntax.CallExpr); isCall {
-				ok = s.call(c, x, piped[x], depth)
+				s.call(c, x, piped[x], depth)
 			} else if writesFile(x.Redirs) {
 				// { …; } > f, ( … ) > f, a loop's output, a bare > f: a
 				// write no allow pattern lets through.
@@ -154,7 +150,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 		}
 		return true
 	})
-	return ok
+	return true
 }
 
 // hidesCode says a node holds text with command or parameter expansion
@@ -397,7 +393,7 @@ func (s *shellCmd) envSplit(args []string, dynamic bool, depth int) bool {
 }
 
 // call adds one simple command (and the shell code it runs, if any).
-func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, depth int) bool {
+func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, depth int) {
 	p := part{env: len(c.Assigns) > 0}
 	for _, a := range c.Assigns {
 		if a.Name != nil && codeVar(a.Name.Value) || a.Value != nil && hidesCode(a.Value) {
@@ -409,7 +405,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 			p.words = []string{}
 			s.parts = append(s.parts, p) // FOO=1 alone: changes what follows
 		}
-		return true
+		return
 	}
 	dynamic := false
 	p.words = make([]string, 0, len(c.Args))
@@ -504,7 +500,6 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		}
 	}
 	s.parts = append(s.parts, p)
-	return true
 }
 
 // shell reads what the shell named at words[i] runs: the code after -c,
