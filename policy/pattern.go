@@ -23,6 +23,9 @@ type pattern struct {
 	line   string // words joined by single spaces
 	prefix bool
 	glob   bool
+	// byPath says the rule's command is a path (/opt/x/run.sh): it is
+	// looked for as written, not as the base name of a word.
+	byPath bool
 }
 
 // shellTool says a tool is Bash or another agent client's name for its
@@ -71,6 +74,7 @@ func parsePattern(s string) (pattern, error) {
 			return p, fmt.Errorf("%q: no command", s)
 		}
 		p.line = strings.Join(p.words, " ")
+		p.byPath = strings.IndexByte(p.words[0], '/') >= 0
 	case "WebFetch":
 		d, ok := strings.CutPrefix(p.arg, "domain:")
 		if !ok || d == "" || strings.ContainsAny(d, "/:@ ") {
@@ -181,15 +185,15 @@ func (p *pattern) broadMatch(q *part) bool {
 		for i, w := range q.words {
 			// The word as written (Bash(*prod*) and /opt/prod/run.sh) and
 			// as the command it names (/usr/bin/git is git).
-			if p.globFrom(w, q.words[i+1:]) || p.named(w) != w && p.globFrom(p.named(w), q.words[i+1:]) {
+			if p.globFrom(w, q.words[i+1:]) || p.named(q, i) != w && p.globFrom(p.named(q, i), q.words[i+1:]) {
 				return true
 			}
 		}
 		return false
 	}
 	var f *follower
-	for i, w := range q.words {
-		if p.named(w) != p.words[0] {
+	for i := range q.words {
+		if p.named(q, i) != p.words[0] {
 			continue
 		}
 		if f == nil {
@@ -208,14 +212,14 @@ func (p *pattern) globFrom(first string, rest []string) bool {
 		p.lineMatch(strings.Join(append([]string{first}, rest...), " "))
 }
 
-// named is a word as an ask or deny rule's command name reads it: a
-// command run by its path (/usr/bin/git) is the command (git), unless the
-// rule names a path itself.
-func (p *pattern) named(w string) string {
-	if strings.IndexByte(p.words[0], '/') >= 0 {
-		return w
+// named is the part's word i as an ask or deny rule's command name reads
+// it: a command run by its path (/usr/bin/git) is the command (git),
+// unless the rule names a path itself.
+func (p *pattern) named(q *part, i int) string {
+	if p.byPath {
+		return q.words[i]
 	}
-	return path.Base(w)
+	return q.names[i]
 }
 
 // follower decides whether the rule's words p.words[j:] come next in

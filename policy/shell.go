@@ -30,6 +30,10 @@ type shellCmd struct {
 type part struct {
 	words []string // literal words, quotes removed; the first is the command
 	line  string   // the words joined by single spaces
+	// names are the words as command names: the last element of a path
+	// (/usr/bin/git is git). Ask and deny rules look for their command
+	// at any word, so each rule would otherwise take every word's base.
+	names []string
 	// env says environment assignments precede the command (FOO=1 cmd),
 	// or the part is itself an assignment or a declaration (export X=y).
 	env bool
@@ -52,7 +56,12 @@ func readShell(cmd string) *shellCmd {
 		s.parts, s.unreadable = nil, true
 	}
 	for i := range s.parts {
-		s.parts[i].line = strings.Join(s.parts[i].words, " ")
+		q := &s.parts[i]
+		q.line = strings.Join(q.words, " ")
+		q.names = make([]string, len(q.words))
+		for j, w := range q.words {
+			q.names[j] = path.Base(w)
+		}
 	}
 	return s
 }
