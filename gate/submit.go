@@ -121,6 +121,7 @@ type decision struct {
 	action  policy.Action // ask, allow or deny: the agent's flag already applied
 	byAgent bool          // the agent's requires_confirmation made the action
 	raised  bool          // the agent's requires_confirmation raised an allow to an ask
+	unread  bool          // denied by a deny route the call may fall under, as it cannot be read
 	errors  []string      // conditions that failed to evaluate on the way
 	steps   []policy.Step // every route tried, when explaining
 }
@@ -132,7 +133,7 @@ func (rs *rules) decide(in *Submission, now time.Time, explain bool) (decision, 
 	c := policy.NewCall(in.ToolName, in.ToolArgs, in.Metadata)
 	c.Agent, c.AgentLabel, c.User, c.Session, c.Now = agentKey(in.Caller, in.AgentID), in.AgentID, in.UserID, in.SessionID, now
 	res := rs.policy.Evaluate(c, explain)
-	d := decision{errors: res.Errors, action: rs.defaults.Action, steps: res.Steps}
+	d := decision{errors: res.Errors, action: rs.defaults.Action, steps: res.Steps, unread: res.Unread}
 	if res.Route >= 0 {
 		d.route, d.matched, d.action = rs.routes[res.Route], true, res.Action
 	} else {
@@ -229,7 +230,11 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 	}
 	switch d.action {
 	case policy.Deny:
-		return s.record(ctx, r, events, StatusRejected, ActorSystem, ViaPolicy, routeReason("denied", rt))
+		reason := routeReason("denied", rt)
+		if d.unread {
+			reason += " (the call cannot be read, so it may be what this route denies)"
+		}
+		return s.record(ctx, r, events, StatusRejected, ActorSystem, ViaPolicy, reason)
 	case policy.Allow:
 		if d.byAgent {
 			return s.record(ctx, r, events, StatusApproved, ActorAgent, ViaPolicy,

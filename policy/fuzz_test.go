@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 )
 
@@ -97,7 +98,21 @@ func FuzzShellAllow(f *testing.F) {
 		args, _ := json.Marshal(map[string]string{"command": cmd})
 		return p.Evaluate(call("Bash", string(args)), false).Action == Allow
 	}
+	// "Deny rm, allow the rest" allows only what it could read whole.
+	held, err := Compile([]Route{{Name: "no-rm", Calls: []string{"Bash(rm:*)"}, Action: Deny}, {Name: "rest", Action: Allow}})
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, cmd string) {
+		args, _ := json.Marshal(map[string]string{"command": cmd})
+		if held.Evaluate(call("Bash", string(args)), false).Action == Allow {
+			var sent struct{ Command string } // as the call holds it: invalid UTF-8 is U+FFFD
+			json.Unmarshal(args, &sent)
+			sh := readShell(sent.Command)
+			if sh.unreadable || slices.ContainsFunc(sh.parts, func(q part) bool { return q.unreadable }) {
+				t.Fatalf("deny rm, allow the rest: %q, which cannot be read, was allowed", cmd)
+			}
+		}
 		if !allowed(cmd) {
 			return
 		}

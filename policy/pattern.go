@@ -85,19 +85,37 @@ func parsePattern(s string) (pattern, error) {
 	return p, nil
 }
 
-// match reports whether the pattern, on a route with this action, covers
+// fit is how a pattern stands to a call.
+type fit int
+
+const (
+	misses fit = iota
+	covers
+	// unread: what the pattern tests cannot be read from the call (a
+	// command that does not parse, a part whose code is made at run time,
+	// a relative path with no working directory, a host that does not
+	// read), so it may or may not be what the pattern names.
+	unread
+)
+
+// match reports how the pattern, on a route with this action, stands to
 // the call. An allow pattern must cover every part of a shell command,
-// read literally; an ask or deny pattern any part, read generously (see
-// broadMatch). What cannot be read (a command that does not parse, a part
-// whose code is made at run time) matches ask patterns only: it is asked
-// about, never allowed or denied on a guess.
-func (p *pattern) match(c *Call, action Action) bool {
-	strict, unknown := action.mayAllow(), !action.mayAllow() && action != Deny
+// read literally, and never covers what cannot be read; an ask or deny
+// pattern covers the call if it covers any part, read generously (see
+// broadMatch), and is unread if it covers none and some part cannot be
+// read.
+func (p *pattern) match(c *Call, action Action) fit {
+	strict := action.mayAllow()
+	// unknown is what an unread call gives: nothing, to an allow pattern.
+	unknown := unread
+	if strict {
+		unknown = misses
+	}
 	if p.bare {
-		return globMatch(p.tool, c.Tool) || p.tool == "Bash" && shellTool(c.Tool)
+		return fitIf(globMatch(p.tool, c.Tool) || p.tool == "Bash" && shellTool(c.Tool))
 	}
 	if c.Tool != p.tool && !(p.tool == "Bash" && shellTool(c.Tool)) {
-		return false
+		return misses
 	}
 	switch p.tool {
 	case "Bash":
@@ -106,38 +124,47 @@ func (p *pattern) match(c *Call, action Action) bool {
 			return unknown // no command, or one that does not parse
 		}
 		if len(sh.parts) == 0 {
-			return false
+			return misses
 		}
+		if strict {
+			for i := range sh.parts {
+				if !p.strictMatch(&sh.parts[i]) {
+					return misses
+				}
+			}
+			return covers
+		}
+		f := misses
 		for i := range sh.parts {
 			q := &sh.parts[i]
 			switch {
-			case strict && !p.strictMatch(q):
-				return false
-			case !strict && (q.unreadable && unknown || !q.unreadable && p.broadMatch(q)):
-				return true
+			case q.unreadable:
+				f = unread
+			case p.broadMatch(q):
+				return covers
 			}
 		}
-		return strict
+		return f
 	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
 		fp, ok := c.stringArg("file_path")
 		if !ok && p.tool == "NotebookEdit" {
 			fp, ok = c.stringArg("notebook_path")
 		}
 		if !ok {
-			return false
+			return misses
 		}
 		if !path.IsAbs(fp) && c.cwd() == "" {
 			return unknown // a relative path with nowhere to be relative to
 		}
-		return pathMatch(p.arg, fp, c.cwd())
+		return fitIf(pathMatch(p.arg, fp, c.cwd()))
 	case "WebFetch":
 		u, ok := c.stringArg("url")
 		if !ok {
-			return false
+			return misses
 		}
 		parsed, err := url.Parse(strings.TrimSpace(u))
 		if err != nil || parsed.Host == "" {
-			return unknown // a URL we cannot read is asked about
+			return unknown // a URL we cannot read
 		}
 		// The host as a URL parser (WHATWG, as the clients' fetch uses)
 		// reads it: EVIL.com, fullwidth letters and ideographic full
@@ -147,10 +174,17 @@ func (p *pattern) match(c *Call, action Action) bool {
 			return unknown
 		}
 		host = strings.ToLower(strings.TrimSuffix(host, "."))
-		return host == p.arg || strings.HasSuffix(host, "."+p.arg)
+		return fitIf(host == p.arg || strings.HasSuffix(host, "."+p.arg))
 	}
 	v, ok := c.singleString()
-	return ok && globMatch(p.arg, v)
+	return fitIf(ok && globMatch(p.arg, v))
+}
+
+func fitIf(ok bool) fit {
+	if ok {
+		return covers
+	}
+	return misses
 }
 
 // strictMatch is an allow pattern's test of one part: the command as it

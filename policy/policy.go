@@ -233,59 +233,108 @@ type Result struct {
 	Errors []string
 	// Steps explain every route tried (only when asked for).
 	Steps []Step
+	// Unread says the call was denied by a deny route it may or may not
+	// fall under, as it cannot be read (see Evaluate).
+	Unread bool
 }
 
 // Evaluate finds the first route that matches the call. A condition that
 // fails to evaluate (a missing key, a wrong type, the cost limit) never
 // allows: an allow route does not match, an ask or deny route does.
+//
+// What cannot be read (a shell command whose code is made at run time, a
+// relative path with no working directory, a host that does not read)
+// matches ask patterns and no allow pattern. A deny route whose patterns
+// it may or may not match does not end the search, but it holds: if no
+// ask or deny route takes the call after it, the call is denied by that
+// route rather than allowed by a later route or left to the defaults
+// ("deny rm, allow every other command" must not allow $(printf rm) -rf /).
 func (p *Policy) Evaluate(c *Call, explain bool) Result {
 	res := Result{Route: -1}
+	held := -1 // the first deny route the call may fall under
 	for i := range p.rules {
 		r := &p.rules[i]
-		ok, why := r.matches(c, &res, explain)
+		m, why := r.matches(c, &res, explain)
 		if explain {
-			res.Steps = append(res.Steps, Step{Route: r.Name, Matched: ok, Why: why})
+			res.Steps = append(res.Steps, Step{Route: r.Name, Matched: m == covers, Why: why})
 		}
-		if ok {
+		switch {
+		case m == unread:
+			if held < 0 {
+				held = i
+			}
+		case m == covers && (held < 0 || !r.Action.mayAllow()):
 			res.Route, res.Action = i, r.Action
 			return res
+		case m == covers:
+			return p.heldBy(held, res, explain, "route "+r.Name+" would allow it")
 		}
+	}
+	if held >= 0 {
+		return p.heldBy(held, res, explain, "no route after it takes the call")
+	}
+	return res
+}
+
+// heldBy denies the call by route i, a deny route the call may fall under.
+func (p *Policy) heldBy(i int, res Result, explain bool, after string) Result {
+	res.Route, res.Action, res.Unread = i, Deny, true
+	if explain {
+		res.Steps = append(res.Steps, Step{Route: p.rules[i].Name, Matched: true,
+			Why: "the call cannot be read, so it may be what this deny route names, and " + after + ": denied"})
 	}
 	return res
 }
 
 // matches tests one route, cheapest test first, and says why when asked
-// to explain.
-func (r *rule) matches(c *Call, res *Result, explain bool) (bool, string) {
+// to explain. It is unread only on a deny route whose patterns may or may
+// not match (see Evaluate).
+func (r *rule) matches(c *Call, res *Result, explain bool) (fit, string) {
 	// The reasons are built only when asked for: the arguments of a
 	// formatted string escape to the heap even when it is never made.
 	why := func(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 	if r.Tool != "" && !globMatch(r.Tool, c.Tool) {
 		if !explain {
-			return false, ""
+			return misses, ""
 		}
-		return false, why("tool %q does not match %q", c.Tool, r.Tool)
+		return misses, why("tool %q does not match %q", c.Tool, r.Tool)
 	}
 	if r.Agent != "" && !globMatch(r.Agent, c.Agent) {
 		if !explain {
-			return false, ""
+			return misses, ""
 		}
-		return false, why("agent %q does not match %q", c.Agent, r.Agent)
+		return misses, why("agent %q does not match %q", c.Agent, r.Agent)
 	}
 	var reasons []string
+	outcome := covers
 	if len(r.pats) > 0 {
-		hit := -1
+		hit, maybe := -1, -1
 		for i := range r.pats {
-			if r.pats[i].match(c, r.Action) {
+			m := r.pats[i].match(c, r.Action)
+			if m == covers {
 				hit = i
 				break
 			}
+			if m == unread && maybe < 0 {
+				maybe = i
+			}
 		}
 		switch {
+		case hit < 0 && maybe >= 0 && r.Action == Deny:
+			// Decided by Evaluate, after the routes below.
+			outcome = unread
+			if explain {
+				reasons = append(reasons, "the call cannot be read, so it may or may not match "+r.pats[maybe].src)
+			}
+		case hit < 0 && maybe >= 0:
+			// An ask route asks about what it cannot read.
+			if explain {
+				reasons = append(reasons, "the call cannot be read, so it is asked about under "+r.pats[maybe].src)
+			}
 		case hit < 0 && r.Action.mayAllow():
-			return false, "no call pattern covers every part of the call"
+			return misses, "no call pattern covers every part of the call"
 		case hit < 0:
-			return false, "no call pattern matches"
+			return misses, "no call pattern matches"
 		case explain:
 			reasons = append(reasons, "call matches "+r.pats[hit].src)
 		}
@@ -297,21 +346,21 @@ func (r *rule) matches(c *Call, res *Result, explain bool) (bool, string) {
 			res.Errors = append(res.Errors, fmt.Sprintf("route %s: when %s: %v", r.Name, r.When, err))
 			if r.Action.mayAllow() {
 				if !explain {
-					return false, ""
+					return misses, ""
 				}
-				return false, why("when failed (%v): an error never allows", err)
+				return misses, why("when failed (%v): an error never allows", err)
 			}
 			if explain {
 				reasons = append(reasons, why("when failed (%v): matched, as an error never allows", err))
 			}
 		case out != types.True:
-			return false, "when is false"
+			return misses, "when is false"
 		case explain:
 			reasons = append(reasons, "when is true")
 		}
 	}
 	if len(reasons) == 0 {
-		return true, "tool and agent match"
+		return outcome, "tool and agent match"
 	}
-	return true, strings.Join(reasons, "; ")
+	return outcome, strings.Join(reasons, "; ")
 }
