@@ -282,3 +282,26 @@ func TestUnreadCallsAreHeldByDenyRoutes(t *testing.T) {
 		t.Errorf("the held call's result: %+v", res)
 	}
 }
+
+// TestDenyFindsOptionsAfterArguments: git, rm and most commands take an
+// option after their arguments, so a deny of `git push --force` denies
+// `git push origin main --force`; with only an allow-all after it, the
+// force push was allowed.
+func TestDenyFindsOptionsAfterArguments(t *testing.T) {
+	rs := []Route{
+		{Name: "no-force-push", Calls: []string{"Bash(git push --force:*)"}, Action: Deny},
+		{Name: "other-shell", Tool: "Bash", Action: Allow},
+	}
+	for cmd, want := range map[string]string{
+		"git push origin main --force":        "no-force-push",
+		"git push origin --force main":        "no-force-push",
+		"sudo git -C app push origin --force": "no-force-push",
+		"git push origin main":                "other-shell",
+		"git log origin --force":              "other-shell", // not a push
+		"git push-all origin --force":         "other-shell", // another command
+	} {
+		if got := routeOf(t, rs, "Bash", map[string]string{"command": cmd}, `{}`); got != want {
+			t.Errorf("%q: route %s, want %s", cmd, got, want)
+		}
+	}
+}

@@ -258,9 +258,10 @@ func (p *pattern) named(q *part, i int) string {
 
 // follower decides whether the rule's words p.words[j:] come next in
 // words[i:], in order, with only options between them, where an option
-// without "=" may take the next word as its value (git -C dir push); after
-// them an exact rule allows only options, a prefix rule anything. It is
-// memoised: a hostile line of options cannot make it exponential.
+// without "=" may take the next word as its value (git -C dir push), and
+// any words before an option the rule names (git push origin --force);
+// after them an exact rule allows only options, a prefix rule anything.
+// It is memoised: a hostile line of options cannot make it exponential.
 type follower struct {
 	p     *pattern
 	words []string
@@ -293,6 +294,11 @@ func (f *follower) step(i, j int, mayBeValue bool) bool {
 	}
 	if strings.HasPrefix(w, "-") && w != "-" {
 		return f.follows(i+1, j, !strings.Contains(w, "="))
+	}
+	if j < len(f.p.words) && strings.HasPrefix(f.p.words[j], "-") {
+		// An option the rule names may come after arguments, as most
+		// commands take it there: git push origin main --force.
+		return f.follows(i+1, j, false)
 	}
 	return mayBeValue && f.follows(i+1, j, false)
 }

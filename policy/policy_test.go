@@ -206,7 +206,9 @@ func TestBashPatterns(t *testing.T) {
 		{"bash deploy.sh", false, false, false}, // a script is an ordinary command
 		{"gh pr merge 12", true, false, false},
 		{"rm -rf --no-preserve-root /", false, true, false},
-		{"rm -r -f x", false, false, false}, // the rule names -rf; say -r -f too to cover it
+		{"rm -r -f x", false, false, false},  // the rule names -rf; say -r -f too to cover it
+		{"rm build -rf", false, true, false}, // an option the rule names, after an argument
+		{"rm build", false, false, false},
 	} {
 		if got := matched(ask, tc.cmd); got != tc.ask {
 			t.Errorf("ask  %q: %v, want %v", tc.cmd, got, tc.ask)
