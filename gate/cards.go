@@ -223,7 +223,7 @@ func (s *Service) post(ctx context.Context, ch Channel, c Card, r *Request) (str
 		if err != nil {
 			return "", err
 		}
-		return rp.Remind(ctx, r, c.Target, c.Step, s.people.Load().mentions(r, votes))
+		return rp.Remind(ctx, r, c.Target, c.Step, s.peopleNow().mentions(r, votes))
 	}
 	return ch.Post(ctx, r)
 }

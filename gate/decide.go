@@ -22,24 +22,14 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 	t := Transition{ID: d.RequestID, To: StatusRejected, Kind: BeforeDeadline, At: s.stamp(), By: d.Actor, Via: d.Via,
 		Reason: text.Clean(d.Reason)}
 	t.Reason, _ = text.CutBytes(t.Reason, maxTextLen)
-	// Who decides: their identities, and the people those belong to. An
-	// approvers list may name either; a person's approvals count once
-	// toward a quorum, whichever identity they tap with. The voter comes
-	// first: where a platform knows an identity that is stable across its
-	// apps (Feishu's union_id), that one says who the person is.
-	people := s.people.Load()
-	persons := people.of(append([]string{d.Voter, d.Actor}, d.Identities...)...)
-	ids := append([]string{d.Actor}, d.Identities...)
-	for _, p := range persons {
-		ids = append(ids, PersonPrefix+p)
+	tapped := append([]string{d.Actor}, d.Identities...)
+	if d.Voter != "" && !slices.Contains(tapped, d.Voter) {
+		tapped = append(tapped, d.Voter)
 	}
 	var badArgs bool
 	if d.Approve {
 		t.To = StatusApproved
-		t.Vote = &Vote{Voter: d.voter(), Actor: d.Actor, Via: d.Via}
-		if len(persons) > 0 {
-			t.Vote.Voter = PersonPrefix + persons[0]
-		}
+		t.Vote = &Vote{Voter: d.voter(), Actor: d.Actor, Via: d.Via, Identities: tapped}
 		if len(d.ModifiedArgs) > 0 {
 			var err error
 			t.ModifiedArgs, err = compactJSON(d.ModifiedArgs, "")
@@ -49,6 +39,28 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 	t.Admit = func(r *Request) error {
 		if r.Status.Final() {
 			return nil // the store reports it as it stands
+		}
+		// Who decides: their identities, and the people those belong to,
+		// by the people in force now, under the row's lock (a reload
+		// between a read of the people and the write would let an
+		// identity just taken from a person decide as them). An approvers
+		// list may name either; a person's approvals count once toward a
+		// quorum, whichever identity they tap with. The voter comes first:
+		// where a platform knows an identity that is stable across its
+		// apps (Feishu's union_id), that one says who the person is.
+		people := s.peopleNow()
+		persons := people.of(append([]string{d.Voter, d.Actor}, d.Identities...)...)
+		ids := append([]string{d.Actor}, d.Identities...)
+		for _, p := range persons {
+			ids = append(ids, PersonPrefix+p)
+		}
+		if t.Vote != nil {
+			t.Vote.Voter = d.voter()
+			if len(persons) > 0 {
+				t.Vote.Voter = PersonPrefix + persons[0]
+			}
+			mine := Cast{Voter: t.Vote.Voter, Identities: tapped}
+			t.Vote.Tally = func(earlier []Cast) (bool, int) { return people.tally(mine, earlier) }
 		}
 		if !MayDecide(r.Approvers, ids...) {
 			return Errorf(EFORBIDDEN, "%s is not an approver of this request", d.Actor)

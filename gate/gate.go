@@ -145,6 +145,21 @@ type Vote struct {
 	Voter string
 	Actor string
 	Via   string
+	// Identities are the identities the approver tapped with (Actor, the
+	// Voter and the platform's other names for them); the store keeps them
+	// with the vote, so that later votes are told apart by person as the
+	// people are then.
+	Identities []string
+	// Tally, set by Decide under the row's lock, says whether this vote is
+	// fresh among the earlier ones and how many approvers the votes count
+	// now. Nil: votes count by Voter alone.
+	Tally func(earlier []Cast) (fresh bool, votes int)
+}
+
+// Cast is a vote as the store keeps it.
+type Cast struct {
+	Voter      string
+	Identities []string
 }
 
 // Outcome is what a Transition did.

@@ -56,7 +56,7 @@ func (s *Service) grantFor(r *Request, who, via string, at time.Time) (*Grant, E
 // list, the channel the grant came through off the route) ends the
 // grants given under the old rules. A grant that no longer holds is
 // passed over and the call asks a person.
-func (s *Service) grantHolds(g *Grant, rt Route, now time.Time) bool {
+func (s *Service) grantHolds(g *Grant, rt Route, people *People, now time.Time) bool {
 	if !g.CreatedAt.Add(rt.Remember).After(now) || rt.Quorum > 1 {
 		return false
 	}
@@ -64,7 +64,7 @@ func (s *Service) grantHolds(g *Grant, rt Route, now time.Time) bool {
 		return slices.Contains(rt.Channels, g.GivenVia)
 	}
 	ids := []string{g.GivenBy}
-	for _, p := range s.people.Load().of(g.GivenBy) {
+	for _, p := range people.of(g.GivenBy) {
 		ids = append(ids, PersonPrefix+p)
 	}
 	return MayDecide(rt.Approvers, ids...)

@@ -200,3 +200,59 @@ func MightDecide(approvers []string, ids ...string) bool {
 	}
 	return false
 }
+
+// tally counts a request's approvals by the people in force now: two
+// votes are one approver's when they have the same voter, share an
+// identity, or have identities of the same person. An earlier vote is
+// read again by its identities, not only by the voter it was counted for
+// then: a reload that gives an identity a person, takes it away or
+// renames the person must not let one approver count twice.
+func (p *People) tally(mine Cast, earlier []Cast) (fresh bool, votes int) {
+	all := append(slices.Clone(earlier), mine)
+	persons := make([][]string, len(all))
+	for i, c := range all {
+		persons[i] = p.of(append([]string{c.Voter}, c.Identities...)...)
+		if name, ok := strings.CutPrefix(c.Voter, PersonPrefix); ok && !slices.Contains(persons[i], name) {
+			persons[i] = append(persons[i], name)
+		}
+	}
+	same := func(i, j int) bool {
+		a, b := all[i], all[j]
+		return a.Voter == b.Voter ||
+			slices.ContainsFunc(a.Identities, func(id string) bool { return slices.Contains(b.Identities, id) }) ||
+			slices.ContainsFunc(persons[i], func(n string) bool { return slices.Contains(persons[j], n) })
+	}
+	// Group the votes (sameness may chain: a shares an identity with b, b
+	// a person with c) and count the groups.
+	group := make([]int, len(all))
+	for i := range group {
+		group[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		if group[i] != i {
+			group[i] = find(group[i])
+		}
+		return group[i]
+	}
+	for i := range all {
+		for j := range i {
+			if same(i, j) {
+				group[find(i)] = find(j)
+			}
+		}
+	}
+	me := len(all) - 1
+	fresh = true
+	for i := range earlier {
+		if find(i) == find(me) {
+			fresh = false
+		}
+	}
+	for i := range all {
+		if find(i) == i {
+			votes++
+		}
+	}
+	return fresh, votes
+}

@@ -69,6 +69,49 @@ func TestQuorumCountsPeople(t *testing.T) {
 	})
 }
 
+// A quorum counts approvers by the people in force at each tap: a reload
+// that gives an identity a person, renames the person, takes the person
+// away, or joins two identities into one person does not let one approver
+// count twice (found by a second reader: votes were told apart only by
+// the voter each was counted for when it came).
+func TestQuorumCountsApproversAcrossAReload(t *testing.T) {
+	route := gate.Route{Name: "pay", Tool: "pay", Channels: []string{"fake"}, Approvers: []string{"slack:T1/*"}, Quorum: 2}
+	joined := gate.NewPeople([]gate.Person{{Name: "al", Identities: []string{"slack:T1/UALICE", "slack:T1/UALICE2"}}}, nil)
+	for _, tc := range []struct {
+		name          string
+		before, after *gate.People
+		again         string // the identity alice taps with the second time
+	}{
+		{"people added", nil, testPeople(), "slack:T1/UALICE"},
+		{"person renamed", testPeople(), gate.NewPeople([]gate.Person{{Name: "alice.smith", Identities: []string{"slack:T1/UALICE"}}}, nil), "slack:T1/UALICE"},
+		{"person removed", testPeople(), gate.NewPeople(nil, nil), "slack:T1/UALICE"},
+		{"identities joined", nil, joined, "slack:T1/UALICE2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: []gate.Route{route},
+					tweak: func(o *gate.Options) { o.People = tc.before }})
+				ctx := context.Background()
+				r := submit(t, svc, gate.Submission{ToolName: "pay"})
+				tap := gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UALICE", Via: "fake"}
+				if got, err := svc.Decide(ctx, tap); err != nil || got.Status != gate.StatusPending {
+					t.Fatalf("first tap: %v %v", err, got.Status)
+				}
+				svc.SetPeople(tc.after) // a reload
+				tap.Actor = tc.again
+				got, err := svc.Decide(ctx, tap)
+				if gate.ErrorCode(err) != gate.ECONFLICT || got.Status != gate.StatusPending {
+					t.Fatalf("alice again as %s after the reload: %v, %s (by %s)", tc.again, err, got.Status, got.DecidedBy)
+				}
+				got, err = svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UBOB", Via: "fake"})
+				if err != nil || got.Status != gate.StatusApproved {
+					t.Fatalf("bob completes the quorum: %v, %s", err, got.Status)
+				}
+			})
+		})
+	}
+}
+
 // self_approval: forbid. The person who asked may not approve, through
 // whichever identity, channel or route to "who asked" (their token, the
 // user_id the agent sent); they may reject; someone else may approve.

@@ -65,8 +65,7 @@ type Options struct {
 // announce them (cards.go). Its background loops are here.
 type Service struct {
 	store    Store
-	rules    atomic.Pointer[rules]  // swapped whole by SetRoutes
-	people   atomic.Pointer[People] // swapped whole by SetPeople
+	rules    atomic.Pointer[rules] // routes, defaults and people, swapped whole (Reconfigure)
 	now      func() time.Time
 	log      *slog.Logger
 	notifier Notifier
@@ -94,6 +93,10 @@ type rules struct {
 	routes   []Route
 	policy   *policy.Policy
 	defaults Defaults
+	// people are held with the routes, so that a call is decided by one
+	// config's routes and people, never the old routes with the new people
+	// (a grant honoured, a direct card sent, by a mix neither config gives).
+	people *People
 }
 
 // NewService builds a service. Register channels, then Start it. Its
@@ -140,12 +143,31 @@ func NewService(o Options) *Service {
 		ids:      ulid.Monotonic(rand.Reader, 0),
 	}
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
-	if err := s.SetRoutes(o.Routes, o.Defaults); err != nil {
+	if err := s.Reconfigure(o.Routes, o.Defaults, o.People); err != nil {
 		panic("gate: routes that do not compile: " + err.Error())
 	}
-	s.SetPeople(o.People)
 	return s
 }
+
+// Reconfigure puts new routes, defaults and people in force at once (a
+// config reload): every call and every verdict is decided by the old
+// config or the new one, never a mix. Routes that do not compile are
+// refused and the config in force stays.
+func (s *Service) Reconfigure(routes []Route, d Defaults, p *People) error {
+	rs, err := newRules(routes, d)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		p = NewPeople(nil, nil)
+	}
+	rs.people = p
+	s.rules.Store(rs)
+	return nil
+}
+
+// peopleNow are the people in force.
+func (s *Service) peopleNow() *People { return s.rules.Load().people }
 
 // SetPeople puts new people in force (a config reload). Who an identity
 // is, is read when a verdict comes: a person's identities removed from the
@@ -154,7 +176,14 @@ func (s *Service) SetPeople(p *People) {
 	if p == nil {
 		p = NewPeople(nil, nil)
 	}
-	s.people.Store(p)
+	for {
+		old := s.rules.Load()
+		rs := *old
+		rs.people = p
+		if s.rules.CompareAndSwap(old, &rs) {
+			return
+		}
+	}
 }
 
 // SetRoutes puts new routes and defaults in force (a config reload),
@@ -167,8 +196,13 @@ func (s *Service) SetRoutes(routes []Route, d Defaults) error {
 	if err != nil {
 		return err
 	}
-	s.rules.Store(rs)
-	return nil
+	for {
+		old := s.rules.Load()
+		rs.people = old.people
+		if s.rules.CompareAndSwap(old, rs) {
+			return nil
+		}
+	}
 }
 
 // newRules compiles routes and fills d: the rules Submit decides by, and

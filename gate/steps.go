@@ -172,7 +172,7 @@ func (s *Service) remind(w *StepWork, st StepState, n int) {
 	r := st.Request
 	who := "its approvers"
 	if len(r.Approvers) > 0 {
-		people := s.people.Load()
+		people := s.peopleNow()
 		var left []string
 		for _, a := range r.Approvers {
 			if !people.votedAs(a, st.Votes) {
@@ -225,7 +225,7 @@ func (s *Service) escalate(w *StepWork, st StepState, e Escalation, n int) {
 	for _, ch := range addCh {
 		w.Cards = append(w.Cards, Card{Channel: ch, Kind: CardChannel})
 	}
-	w.Cards = append(w.Cards, s.directCards(&r, st.Cards)...)
+	w.Cards = append(w.Cards, s.directCards(&r, st.Cards, s.peopleNow())...)
 	detail := fmt.Sprintf("escalation %d, %s after the request:", n, e.After)
 	if len(addCh) > 0 {
 		detail += " cards to " + strings.Join(addCh, ", ") + ";"
@@ -243,12 +243,12 @@ func (s *Service) escalate(w *StepWork, st StepState, e Escalation, n int) {
 // yet: one to each person (or lone identity) asked, through the first of
 // their identities that one of r's channels can reach, by the first such
 // channel.
-func (s *Service) directCards(r *Request, have []Card) []Card {
+func (s *Service) directCards(r *Request, have []Card, people *People) []Card {
 	if r.Plan.Notify != NotifyDM && r.Plan.Notify != NotifyBoth {
 		return nil
 	}
 	var out []Card
-	for _, ids := range s.people.Load().asked(r) {
+	for _, ids := range people.asked(r) {
 		if slices.ContainsFunc(have, func(c Card) bool { return c.Kind == CardDirect && slices.Contains(ids, c.Target) }) {
 			continue
 		}
@@ -276,8 +276,8 @@ func (s *Service) direct(r *Request, ids []string) (Card, bool) {
 // or, for direct cards only, the channel cards all the same when no
 // approver can be reached directly (somebody must see the request). The
 // note, when not empty, says so for the trail.
-func (s *Service) firstCards(r *Request) (cards []Card, note string) {
-	directs := s.directCards(r, nil)
+func (s *Service) firstCards(r *Request, people *People) (cards []Card, note string) {
+	directs := s.directCards(r, nil, people)
 	if r.Plan.Notify != NotifyDM || len(directs) == 0 {
 		for _, ch := range r.Channels {
 			cards = append(cards, Card{Channel: ch, Kind: CardChannel})

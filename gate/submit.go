@@ -199,7 +199,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		Channels: rt.Channels, Approvers: rt.Approvers, Quorum: max(rt.Quorum, 1), OnTimeout: onTimeout,
 		CreatedAt: now, ExpiresAt: now.Add(timeout),
 		RememberSeconds: int64(rt.Remember / time.Second), RememberAnyArgs: rt.RememberAny,
-		Person: s.people.Load().asker(in.Caller, in.UserID), Plan: rt.Plan,
+		Person: rs.people.asker(in.Caller, in.UserID), Plan: rt.Plan,
 	}
 	var events []Event
 	for _, e := range d.errors {
@@ -256,7 +256,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		if err != nil {
 			return nil, false, err
 		}
-		if g != nil && s.grantHolds(g, rt, now) {
+		if g != nil && s.grantHolds(g, rt, rs.people, now) {
 			events = append(events, Event{Type: EventGrantUsed, At: now, Actor: g.GivenBy, Channel: ViaGrant,
 				Detail: fmt.Sprintf("grant %s, given by %s via %s on request %s, until %s", g.ID, g.GivenBy, g.GivenVia, g.RequestID,
 					g.ExpiresAt.Format(time.RFC3339))})
@@ -270,7 +270,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		events[len(events)-1].Detail += "; asked by person " + r.Person
 	}
 	var note string
-	r.NewCards, note = s.firstCards(r)
+	r.NewCards, note = s.firstCards(r, rs.people)
 	if note != "" {
 		events[len(events)-1].Detail += "; " + note
 	}

@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
@@ -64,8 +66,8 @@ const (
 	// reference; without one, the channel's own card) as showing the verdict.
 	qInlineCard = `UPDATE cards SET have = want WHERE request_id = $1 AND channel = $2 AND have <> '' AND kind <> 'reminder'
 		AND (ref = $3 OR ($3 = '' AND kind = 'card'))`
-	qInsertVote    = `INSERT INTO votes (request_id, actor, via, at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`
-	qCountVotes    = `SELECT COUNT(*) FROM votes WHERE request_id = $1`
+	qInsertVote    = `INSERT INTO votes (request_id, actor, via, at, identities) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`
+	qListVotes     = `SELECT actor, identities FROM votes WHERE request_id = $1`
 	qCountOutcomes = `SELECT COUNT(*) FROM events WHERE request_id = $1 AND type IN ('` +
 		gate.EventToolRan + `', '` + gate.EventToolFailed + `')`
 	qNotify      = `SELECT pg_notify($1, $2)`
@@ -107,7 +109,7 @@ const (
 // lifecycleStatements lists the statements each driver prepares.
 func lifecycleStatements(driver string) []string {
 	common := []string{qGetRequest, qInsertRequest, qInsertCard, qInsertEvent, qDecide, qExpire, qFinalCards,
-		qInlineCard, qInsertVote, qCountVotes, qCountOutcomes, qFinishCard, qInsertGrant, qRevokeGrant, qCountCall, qDropWindows}
+		qInlineCard, qInsertVote, qListVotes, qCountOutcomes, qFinishCard, qInsertGrant, qRevokeGrant, qCountCall, qDropWindows}
 	if driver == Postgres {
 		return append(common, qLockPostgres, qClaimPostgres, qNotify)
 	}
@@ -461,30 +463,69 @@ func (s *DB) Transition(ctx context.Context, t gate.Transition) (gate.Outcome, e
 }
 
 // vote records an approval toward a quorum of the row the transaction
-// holds, and says whether the votes now meet it. A re-tap by someone who
-// already voted still completes a quorum that is met: a request whose
+// holds, and says whether the votes now meet it. The gate's Tally counts
+// the approvers among the votes (one approver counts once, by the people
+// in force now); without it, votes count by voter. A re-tap by someone
+// who already voted still completes a quorum that is met: a request whose
 // votes are in must not be left to expire.
 func (w *wtx) vote(t gate.Transition, at time.Time, quorum int, out *gate.Outcome) (bool, error) {
-	res, err := w.exec(qInsertVote, t.ID, t.Vote.Voter, t.Vote.Via, at)
+	rows, err := w.query(qListVotes, t.ID)
 	if err != nil {
 		return false, err
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, err
-	}
-	out.Fresh = n == 1
-	if out.Votes, err = w.count(qCountVotes, t.ID); err != nil {
-		return false, err
-	}
-	if out.Fresh {
-		detail := fmt.Sprintf("approval %d of %d", out.Votes, quorum)
-		if t.Vote.Voter != t.Vote.Actor {
-			detail += " (counted for " + t.Vote.Voter + ")"
-		}
-		if err := w.addEvents(t.ID, []gate.Event{{At: at, Type: gate.EventVote, Actor: t.Vote.Actor, Channel: t.Vote.Via, Detail: detail}}); err != nil {
+	var earlier []gate.Cast
+	for rows.Next() {
+		var c gate.Cast
+		var ids string
+		if err := rows.Scan(&c.Voter, &ids); err != nil {
+			rows.Close()
 			return false, err
 		}
+		if ids != "" {
+			if err := json.Unmarshal([]byte(ids), &c.Identities); err != nil {
+				rows.Close()
+				return false, fmt.Errorf("vote of %s: identities: %w", c.Voter, err)
+			}
+		}
+		earlier = append(earlier, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
+	mine := gate.Cast{Voter: t.Vote.Voter, Identities: t.Vote.Identities}
+	tally := t.Vote.Tally
+	if tally == nil {
+		tally = func(earlier []gate.Cast) (bool, int) {
+			if slices.ContainsFunc(earlier, func(c gate.Cast) bool { return c.Voter == mine.Voter }) {
+				return false, len(earlier)
+			}
+			return true, len(earlier) + 1
+		}
+	}
+	fresh, votes := tally(earlier)
+	out.Fresh, out.Votes = fresh, votes
+	if !fresh {
+		return votes >= quorum, nil
+	}
+	ids, err := json.Marshal(mine.Identities)
+	if err != nil {
+		return false, err
+	}
+	res, err := w.exec(qInsertVote, t.ID, mine.Voter, t.Vote.Via, at, string(ids))
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		// The same voter's row is there: Tally counted it as another.
+		return false, fmt.Errorf("vote of %s: recorded already (%d rows), yet counted as fresh: %v", mine.Voter, n, err)
+	}
+	detail := fmt.Sprintf("approval %d of %d", out.Votes, quorum)
+	if t.Vote.Voter != t.Vote.Actor {
+		detail += " (counted for " + t.Vote.Voter + ")"
+	}
+	if err := w.addEvents(t.ID, []gate.Event{{At: at, Type: gate.EventVote, Actor: t.Vote.Actor, Channel: t.Vote.Via, Detail: detail}}); err != nil {
+		return false, err
 	}
 	return out.Votes >= quorum, nil
 }

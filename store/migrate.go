@@ -295,6 +295,11 @@ ALTER TABLE cards ADD COLUMN target TEXT NOT NULL DEFAULT '';
 ALTER TABLE cards ADD COLUMN step INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE cards DROP CONSTRAINT cards_request_id_channel_key;
 CREATE UNIQUE INDEX cards_one ON cards (request_id, channel, kind, target, step)`},
+	// A vote keeps the identities its approver tapped with (JSON), so
+	// that a quorum counts approvers by the people in force at each tap,
+	// not only by the person a vote was counted for when it came.
+	{version: 8, name: "votes keep their identities", sql: `
+ALTER TABLE votes ADD COLUMN identities TEXT NOT NULL DEFAULT ''`},
 }
 
 // SchemaVersion is the newest migration this binary knows.

@@ -58,10 +58,11 @@ func (r *reloader) reload() error {
 			}
 		}
 	}
-	if err := r.svc.SetRoutes(gr, gd); err != nil {
+	// Routes, defaults and people go in force in one step: a call is
+	// decided by the old config or the new one, never a mix.
+	if err := r.svc.Reconfigure(gr, gd, people(next)); err != nil {
 		return fmt.Errorf("the routes do not compile, so the running config stays: %w", err)
 	}
-	r.svc.SetPeople(people(next))
 	r.srv.SetAuth(next.Auth.APITokens, next.Auth.Users)
 	// Against the config the server started with, not the last reload's:
 	// a change stays named at every reload until a restart puts it in

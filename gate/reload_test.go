@@ -1,0 +1,114 @@
+package gate_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/storetest"
+)
+
+// reloadingStore runs a reload once, at a chosen store call: in the middle
+// of a Submit or a Decide.
+type reloadingStore struct {
+	*store.DB
+	mu           sync.Mutex
+	onTransition func()
+	onFindGrant  func()
+}
+
+func (h *reloadingStore) take(p *func()) func() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f := *p
+	*p = nil
+	return f
+}
+
+func (h *reloadingStore) Transition(ctx context.Context, t gate.Transition) (gate.Outcome, error) {
+	if f := h.take(&h.onTransition); f != nil {
+		f()
+	}
+	return h.DB.Transition(ctx, t)
+}
+
+func (h *reloadingStore) FindGrant(ctx context.Context, route, caller, tool, hash string, now time.Time) (*gate.Grant, error) {
+	if f := h.take(&h.onFindGrant); f != nil {
+		f()
+	}
+	return h.DB.FindGrant(ctx, route, caller, tool, hash, now)
+}
+
+// A call is decided by one config's routes and people. Here neither the
+// config before the reload (web:x is not alice) nor the one after it (the
+// route's approver is carol) honours alice's grant; a Submit that read the
+// old routes and then, after the reload, the new people honoured it (found
+// by a second reader).
+func TestSubmitDecidesByOneConfig(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		args := json.RawMessage(`{"env":"prod"}`)
+		v0 := gate.Route{Name: "deploys", Tool: "deploy", Channels: []string{"fake"}, Approvers: []string{"person:alice"}, Remember: time.Hour}
+		v1 := v0
+		v1.Approvers = []string{"person:carol"}
+		df := gate.Defaults{Channels: []string{"fake"}}
+		hs := &reloadingStore{DB: db}
+		svc := newService(t, hs, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: []gate.Route{v0},
+			tweak: func(o *gate.Options) {
+				o.People = gate.NewPeople([]gate.Person{{Name: "alice", Identities: []string{"web:x"}}}, nil)
+			}})
+		ctx := context.Background()
+		in := gate.Submission{ToolName: "deploy", ToolArgs: args, Caller: "bot"}
+		r := submit(t, svc, in)
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Remember: true, Actor: "web:x", Via: "fake"}); err != nil {
+			t.Fatal(err)
+		}
+		// The config in force: web:x is no longer alice.
+		svc.SetPeople(gate.NewPeople([]gate.Person{{Name: "alice", Identities: []string{"web:y"}}}, nil))
+		if got := submit(t, svc, in); got.Status != gate.StatusPending {
+			t.Fatalf("the config in force honours the grant: %s", got.Status)
+		}
+		next := gate.NewPeople([]gate.Person{{Name: "alice", Identities: []string{"web:x"}}, {Name: "carol", Identities: []string{"web:c"}}}, nil)
+		hs.mu.Lock()
+		hs.onFindGrant = func() { // a reload lands while the call is decided
+			if err := svc.Reconfigure([]gate.Route{v1}, df, next); err != nil {
+				t.Error(err)
+			}
+		}
+		hs.mu.Unlock()
+		if got := submit(t, svc, in); got.Status != gate.StatusPending {
+			t.Fatalf("a call during the reload: %s via %s by %s", got.Status, got.DecidedVia, got.DecidedBy)
+		}
+		if got := submit(t, svc, in); got.Status != gate.StatusPending {
+			t.Fatalf("the new config honours the grant: %s", got.Status)
+		}
+	})
+}
+
+// Who a tapping identity is, is read under the row's lock: an identity a
+// reload took from alice while her tap was on its way does not decide as
+// her (found by a second reader: the people were read before the
+// transaction).
+func TestDecideReadsPeopleUnderTheLock(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		hs := &reloadingStore{DB: db}
+		svc := newService(t, hs, svcOpts{chans: []gate.Channel{newFake("fake")},
+			routes: []gate.Route{{Name: "pay", Tool: "pay", Channels: []string{"fake"}, Approvers: []string{"person:alice"}}},
+			tweak: func(o *gate.Options) {
+				o.People = gate.NewPeople([]gate.Person{{Name: "alice", Identities: []string{"slack:T1/UALICE", "slack:T1/USHARED"}}}, nil)
+			}})
+		r := submit(t, svc, gate.Submission{ToolName: "pay"})
+		hs.mu.Lock()
+		hs.onTransition = func() {
+			svc.SetPeople(gate.NewPeople([]gate.Person{{Name: "alice", Identities: []string{"slack:T1/UALICE"}}}, nil))
+		}
+		hs.mu.Unlock()
+		got, err := svc.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/USHARED", Via: "fake"})
+		if gate.ErrorCode(err) != gate.EFORBIDDEN || got.Status != gate.StatusPending {
+			t.Fatalf("a tap by an identity the reload took from alice: %v, %s", err, got.Status)
+		}
+	})
+}
