@@ -121,7 +121,7 @@ type decision struct {
 	action  policy.Action // ask, allow or deny: the agent's flag already applied
 	byAgent bool          // the agent's requires_confirmation made the action
 	raised  bool          // the agent's requires_confirmation raised an allow to an ask
-	unread  bool          // denied by a deny route the call may fall under, as it cannot be read
+	unread  bool          // the call, or a part of it, cannot be read (policy.Result.Unread)
 	errors  []string      // conditions that failed to evaluate on the way
 	steps   []policy.Step // every route tried, when explaining
 }
@@ -183,6 +183,14 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 	if onTimeout == "" {
 		onTimeout = rs.defaults.OnTimeout
 	}
+	remember := rt.Remember
+	if d.unread {
+		// A call the policy cannot read is asked about for itself and a
+		// person only: a route's lenient terms (silence allows, approve
+		// for a while, grants) are for the calls it names, and no one
+		// knows this is one.
+		onTimeout, remember = VerdictDeny, 0
+	}
 	if in.Timeout > 0 {
 		// On a route whose silence means allow, a shorter wait would be an
 		// allow the agent grants itself.
@@ -198,7 +206,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		ToolCallID: in.ToolCallID, Metadata: in.Metadata, Route: rt.Name, Caller: in.Caller, IdempotencyKey: in.IdempotencyKey,
 		Channels: rt.Channels, Approvers: rt.Approvers, Quorum: max(rt.Quorum, 1), OnTimeout: onTimeout,
 		CreatedAt: now, ExpiresAt: now.Add(timeout),
-		RememberSeconds: int64(rt.Remember / time.Second), RememberAnyArgs: rt.RememberAny,
+		RememberSeconds: int64(remember / time.Second), RememberAnyArgs: rt.RememberAny,
 		Person: rs.people.asker(in.Caller, in.UserID), Plan: rt.Plan,
 	}
 	var events []Event
@@ -247,7 +255,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		}
 		return s.record(ctx, r, events, StatusApproved, ActorSystem, ViaPolicy, routeReason("allowed", rt))
 	}
-	if rt.Remember > 0 {
+	if remember > 0 {
 		hash := ""
 		if !rt.RememberAny {
 			hash = argsHash(in.ToolArgs, in.Metadata)
@@ -268,6 +276,9 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		Detail: fmt.Sprintf("route %s; channels %s; expires %s; on timeout %s", r.Route, strings.Join(r.Channels, ", "), r.ExpiresAt.Format(time.RFC3339), r.OnTimeout)})
 	if r.Person != "" {
 		events[len(events)-1].Detail += "; asked by person " + r.Person
+	}
+	if d.unread {
+		events[len(events)-1].Detail += "; the call cannot be read in full, so no grant covers it and silence denies it"
 	}
 	var note string
 	r.NewCards, note = s.firstCards(r, rs.people)

@@ -137,24 +137,28 @@ func (p *pattern) match(c *Call, action Action) fit {
 		f := misses
 		for i := range sh.parts {
 			q := &sh.parts[i]
-			switch {
-			case q.unreadable:
-				f = unread
-			case p.broadMatch(q):
+			// What a part plainly names counts first (BASH_ENV=x rm -rf ~
+			// is an rm, however unreadable the rest).
+			switch m := p.broadMatch(q); {
+			case m == covers:
 				return covers
+			case m == unread || q.unreadable || q.runsMade:
+				f = unread
 			}
 		}
 		return f
 	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
 		fp, ok := c.stringArg("file_path")
-		if !ok && p.tool == "NotebookEdit" {
-			fp, ok = c.stringArg("notebook_path")
+		if p.tool == "NotebookEdit" {
+			if nb, isNb := c.stringArg("notebook_path"); isNb || !ok {
+				fp, ok = nb, isNb // the notebook the tool edits
+			}
 		}
 		if !ok {
 			return misses
 		}
-		if !path.IsAbs(fp) && c.cwd() == "" {
-			return unknown // a relative path with nowhere to be relative to
+		if !path.IsAbs(fp) && !path.IsAbs(c.cwd()) {
+			return unknown // a relative path with nowhere (or no fixed place) to be relative to
 		}
 		return fitIf(pathMatch(p.arg, fp, c.cwd()))
 	case "WebFetch":
@@ -214,36 +218,59 @@ func (p *pattern) lineMatch(line string) bool {
 // part (so sudo, env, xargs, timeout and the like before it do not hide
 // it), and options between the rule's words are skipped (so `git -C app
 // push` and `git --no-pager push` are pushes).
-func (p *pattern) broadMatch(q *part) bool {
+func (p *pattern) broadMatch(q *part) fit {
 	if p.glob {
-		for i, w := range q.words {
-			// The word as written (Bash(*prod*) and /opt/prod/run.sh) and
-			// as the command it names (/usr/bin/git is git).
-			if p.globFrom(w, q.words[i+1:]) || p.named(q, i) != w && p.globFrom(p.named(q, i), q.words[i+1:]) {
-				return true
-			}
-		}
-		return false
+		return p.globAnywhere(q)
 	}
 	var f *follower
+	found := misses
 	for i := range q.words {
 		if p.named(q, i) != p.words[0] {
 			continue
 		}
 		if f == nil {
-			f = &follower{p: p, words: q.words, memo: map[[3]int]bool{}}
+			f = &follower{p: p, words: q.words, memo: map[[3]int]fit{}}
 		}
-		if f.follows(i+1, 1, false) {
-			return true
+		switch f.follows(i+1, 1, false) {
+		case covers:
+			return covers
+		case unread:
+			found = unread
 		}
 	}
-	return false
+	return found
 }
 
-// globFrom says a glob rule matches the command named first, then rest.
-func (p *pattern) globFrom(first string, rest []string) bool {
-	return (strings.IndexByte(p.words[0], '*') >= 0 || globMatch(p.words[0], first)) &&
-		p.lineMatch(strings.Join(append([]string{first}, rest...), " "))
+// globAnywhere is a glob rule's broadMatch: the rule tried from every word,
+// as written (Bash(*prod*) and /opt/prod/run.sh) and as the command it
+// names (/usr/bin/git is git). A rule that starts with * matches from some
+// word only if it matches the whole line (the * takes what comes before),
+// so it is tried once; others are tried within a budget of bytes, beyond
+// which the part is unread rather than read for minutes (a line of many
+// thousand words that each begin the rule).
+func (p *pattern) globAnywhere(q *part) fit {
+	if strings.HasPrefix(p.line, "*") {
+		return fitIf(p.lineMatch(q.line))
+	}
+	budget := 64<<10 + 4*len(q.line)
+	for i, w := range q.words {
+		firsts := []string{w}
+		if n := p.named(q, i); n != w {
+			firsts = append(firsts, n)
+		}
+		for _, first := range firsts {
+			if !globMatch(p.words[0], first) {
+				continue
+			}
+			if budget -= len(q.line); budget < 0 {
+				return unread
+			}
+			if p.lineMatch(strings.Join(append([]string{first}, q.words[i+1:]...), " ")) {
+				return covers
+			}
+		}
+	}
+	return misses
 }
 
 // named is the part's word i as an ask or deny rule's command name reads
@@ -265,10 +292,10 @@ func (p *pattern) named(q *part, i int) string {
 type follower struct {
 	p     *pattern
 	words []string
-	memo  map[[3]int]bool
+	memo  map[[3]int]fit
 }
 
-func (f *follower) follows(i, j int, mayBeValue bool) bool {
+func (f *follower) follows(i, j int, mayBeValue bool) fit {
 	key := [3]int{i, j, 0}
 	if mayBeValue {
 		key[2] = 1
@@ -281,26 +308,61 @@ func (f *follower) follows(i, j int, mayBeValue bool) bool {
 	return v
 }
 
-func (f *follower) step(i, j int, mayBeValue bool) bool {
+// step is one word of follows: covers if one way of reading the words
+// covers the rule, unread if none does but a word made at run time ($X,
+// {a,b}) may stand where the rule's words are, misses otherwise.
+func (f *follower) step(i, j int, mayBeValue bool) fit {
 	if j == len(f.p.words) && f.p.prefix {
-		return true
+		return covers
 	}
 	if i == len(f.words) {
-		return j == len(f.p.words)
+		return fitIf(j == len(f.p.words))
 	}
 	w := f.words[i]
-	if j < len(f.p.words) && w == f.p.words[j] && f.follows(i+1, j+1, false) {
-		return true
+	best := misses
+	if j < len(f.p.words) && w == f.p.words[j] {
+		if v := f.follows(i+1, j+1, false); v == covers {
+			return covers
+		} else if v == unread {
+			best = unread
+		}
 	}
-	if strings.HasPrefix(w, "-") && w != "-" {
-		return f.follows(i+1, j, !strings.Contains(w, "="))
+	if madeAtRunTime(w) {
+		// git push $F, git push {--force,}, git $(echo push) --force: the
+		// word may be the rule's next words, or nothing.
+		best = unread
 	}
-	if j < len(f.p.words) && strings.HasPrefix(f.p.words[j], "-") {
+	var next fit
+	switch {
+	case strings.HasPrefix(w, "-") && w != "-":
+		next = f.follows(i+1, j, !strings.Contains(w, "="))
+	case j < len(f.p.words) && strings.HasPrefix(f.p.words[j], "-"):
 		// An option the rule names may come after arguments, as most
 		// commands take it there: git push origin main --force.
-		return f.follows(i+1, j, false)
+		next = f.follows(i+1, j, false)
+	case mayBeValue:
+		next = f.follows(i+1, j, false)
+	default:
+		return best
 	}
-	return mayBeValue && f.follows(i+1, j, false)
+	if next == covers {
+		return covers
+	}
+	if next == unread {
+		best = unread
+	}
+	return best
+}
+
+// madeAtRunTime says a word's value is made when the command runs: a
+// substitution or a variable ("\x00" in a part's words) or a brace
+// expansion ({--force,}, {a..c}).
+func madeAtRunTime(w string) bool {
+	if w == "\x00" {
+		return true
+	}
+	open := strings.IndexByte(w, '{')
+	return open >= 0 && strings.IndexByte(w[open:], '}') >= 0 && (strings.Contains(w[open:], ",") || strings.Contains(w[open:], ".."))
 }
 
 // pathMatch matches a path against a glob where ** spans directories. A

@@ -8,6 +8,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -201,6 +202,17 @@ func (c *Call) singleString() (string, bool) {
 	return "", false
 }
 
+// unreadable says a shell call holds something that cannot be read (see
+// pattern.match): a command that does not parse, a part whose code is made
+// at run time, a wrapper given a command made at run time.
+func (c *Call) unreadable() bool {
+	if !shellTool(c.Tool) {
+		return false
+	}
+	sh := c.shell()
+	return sh == nil || sh.unreadable || slices.ContainsFunc(sh.parts, func(q part) bool { return q.unreadable || q.runsMade })
+}
+
 // cwd is the working directory an agent client reported, for relative paths.
 func (c *Call) cwd() string {
 	s, _ := c.Metadata["cwd"].(string)
@@ -233,8 +245,11 @@ type Result struct {
 	Errors []string
 	// Steps explain every route tried (only when asked for).
 	Steps []Step
-	// Unread says the call was denied by a deny route it may or may not
-	// fall under, as it cannot be read (see Evaluate).
+	// Unread says the call, or a part of it, cannot be read (see
+	// Evaluate): denied by a deny route it may fall under, or taken by an
+	// ask route that cannot see all it does. Such an ask is for this call
+	// and a person only: no grant covers it, silence denies it, and it
+	// cannot be approved for a while.
 	Unread bool
 }
 
@@ -256,15 +271,20 @@ func (p *Policy) Evaluate(c *Call, explain bool) Result {
 		r := &p.rules[i]
 		m, why := r.matches(c, &res, explain)
 		if explain {
-			res.Steps = append(res.Steps, Step{Route: r.Name, Matched: m == covers, Why: why})
+			res.Steps = append(res.Steps, Step{Route: r.Name, Matched: m == covers || m == unread && r.Action != Deny, Why: why})
 		}
 		switch {
-		case m == unread:
+		case m == unread && r.Action == Deny:
 			if held < 0 {
 				held = i
 			}
+		case m == unread:
+			// An ask route asks about what it cannot read.
+			res.Route, res.Action, res.Unread = i, r.Action, true
+			return res
 		case m == covers && (held < 0 || !r.Action.mayAllow()):
 			res.Route, res.Action = i, r.Action
+			res.Unread = held >= 0 || c.unreadable()
 			return res
 		case m == covers:
 			return p.heldBy(held, res, explain, "route "+r.Name+" would allow it")
@@ -328,6 +348,7 @@ func (r *rule) matches(c *Call, res *Result, explain bool) (fit, string) {
 			}
 		case hit < 0 && maybe >= 0:
 			// An ask route asks about what it cannot read.
+			outcome = unread
 			if explain {
 				reasons = append(reasons, "the call cannot be read, so it is asked about under "+r.pats[maybe].src)
 			}

@@ -282,8 +282,8 @@ func TestHostileOptionsStayLinear(t *testing.T) {
 		t.Fatal(err)
 	}
 	words := append([]string{"git"}, strings.Fields(strings.Repeat("-x y ", 2000)+"status")...)
-	f := follower{p: &pat, words: words, memo: map[[3]int]bool{}}
-	if f.follows(1, 1, false) {
+	f := follower{p: &pat, words: words, memo: map[[3]int]fit{}}
+	if f.follows(1, 1, false) != misses {
 		t.Fatal("matched a status")
 	}
 	if n, bound := len(f.memo), 2*len(words)*len(pat.words); n > bound {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,11 @@ type part struct {
 	env bool
 	// writes says the part redirects its output into a file.
 	writes bool
+	// runsMade says a wrapper (sudo, env, xargs, find -exec …) is given a
+	// word made at run time, which may be the command it runs: ask and
+	// deny patterns read the part as unreadable; an allow of the wrapper
+	// (Bash(sudo:*)) still covers it.
+	runsMade bool
 	// unreadable says what the part runs cannot be read from the command:
 	// a command name built at run time ($CMD, $(which x)), or a shell fed
 	// code that is not in the command (`sh -c "$X"`, `curl … | sh`,
@@ -117,6 +123,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 			for _, a := range x.Args {
 				if a.Name != nil {
 					p.words = append(p.words, a.Name.Value)
+					p.unreadable = p.unreadable || codeVar(a.Name.Value) // declare -A BASH_CMDS=(…)
 				}
 			}
 			s.parts = append(s.parts, p)
@@ -247,7 +254,8 @@ func wordText(w *syntax.Word) string {
 // PROMPT_COMMAND): setting one is unreadable.
 func codeVar(name string) bool {
 	switch name {
-	case "BASH_ENV", "ENV", "PS4", "PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS3":
+	case "BASH_ENV", "ENV", "PS4", "PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS3",
+		"BASH_CMDS", "BASH_ALIASES": // the shell's tables of commands and aliases
 		return true
 	}
 	return strings.HasPrefix(name, "BASH_FUNC_")
@@ -280,7 +288,7 @@ func writesFile(redirs []*syntax.Redirect) bool {
 
 // interpreters run shell code given as an argument (-c), on standard input,
 // or as a here-document.
-var interpreters = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true}
+var interpreters = map[string]bool{"sh": true, "bash": true, "rbash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true}
 
 // wrappers run the command that follows their options (sudo bash, nohup
 // sh, env eval …): a shell or eval after one runs as if it came first.
@@ -416,7 +424,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		}
 		return
 	}
-	dynamic := false
+	dynamic, madeWord := false, false
 	p.words = make([]string, 0, len(c.Args))
 	for i, w := range c.Args {
 		lit, ok := literal(w)
@@ -434,6 +442,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 				p.unreadable = true // the command's name is made at run time
 			}
 			dynamic = true
+			madeWord = madeWord || i > 0 && !isSetting(w)
 			lit = "\x00" // matches no pattern word
 		}
 		p.words = append(p.words, lit)
@@ -451,6 +460,9 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		}
 	}
 	p.writes = writesFile(st.Redirs)
+	if madeWord && (wrappers[path.Base(p.words[0])] || path.Base(p.words[0]) == "find") {
+		p.runsMade = true // sudo $CMD, xargs $CMD, find . -exec $CMD
+	}
 	// The words that run: the first, and after a wrapper (sudo, nohup,
 	// env …) the next that is not an option or a setting.
 	runs := func(i int) bool {
@@ -472,7 +484,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		case (name == "source" || name == ".") && runs(i):
 			// source FILE runs a file; from standard input or a
 			// substitution, code that is not in the command.
-			if i+1 >= len(p.words) || fedCode(p.words[i+1], c.Args[i+1], stdinPiped || stdinFile) {
+			if i+1 >= len(p.words) || fedCode(p.words[i+1], c.Args[i+1], stdinPiped || stdinFile || stdin != nil) {
 				p.unreadable = true
 			}
 		case name == "eval" && runs(i):
@@ -498,6 +510,8 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 			}
 		case name == "alias" && runs(i):
 			p.unreadable = true // what an alias runs is read where it is used, later
+		case name == "hash" && runs(i) && slices.ContainsFunc(p.words[i+1:], func(w string) bool { return strings.HasPrefix(w, "-") && strings.Contains(w, "p") }):
+			p.unreadable = true // hash -p /usr/bin/git ls: ls runs git from now on
 		case codeRunners[name] && runs(i):
 			// su -c 'code', flock f -c 'code', watch 'code', ssh host 'code'.
 			if code, found := runnerCode(name, p.words[i+1:]); found && (dynamic || !s.read(code, depth+1)) {
@@ -520,7 +534,7 @@ func (s *shellCmd) shell(p *part, i int, args []*syntax.Word, runs bool, stdin *
 	inline, fromStdin, operand := shellArgs(words)
 	for j, w := range words {
 		// --rcfile <(curl …): a start-up file that is not in the command.
-		if (w == "--rcfile" || w == "--init-file") && j+1 < len(words) && fedCode(words[j+1], args[i+2+j], stdinCode) {
+		if (w == "--rcfile" || w == "--init-file") && j+1 < len(words) && fedCode(words[j+1], args[i+2+j], stdinCode || stdin != nil) {
 			return false
 		}
 	}
@@ -538,7 +552,7 @@ func (s *shellCmd) shell(p *part, i int, args []*syntax.Word, runs bool, stdin *
 	case operand >= 0 && !fromStdin:
 		// bash script.sh runs a file, an ordinary command; but not a
 		// file that is standard input or a substitution (bash <(curl …)).
-		return !fedCode(words[operand], args[i+1+operand], stdinCode)
+		return !fedCode(words[operand], args[i+1+operand], stdinCode || stdin != nil)
 	case stdin != nil:
 		doc, ok := document(stdin)
 		return ok && s.read(doc, depth+1)
@@ -595,7 +609,9 @@ func fedCode(word string, arg *syntax.Word, stdinCode bool) bool {
 		return true // cd /dev && curl … | bash stdin
 	}
 	word = path.Clean(word)
-	return word == "/dev/stdin" || strings.HasPrefix(word, "/dev/fd/") || strings.HasPrefix(word, "/proc/") && strings.Contains(word, "/fd/")
+	// /proc/self/fd/0, /proc/self/root/dev/stdin, /proc/1/cwd/…: no script
+	// a command runs lives under /proc.
+	return word == "/dev/stdin" || strings.HasPrefix(word, "/dev/fd/") || strings.HasPrefix(word, "/proc/")
 }
 
 // literal is a word's value when it is fixed in the command: quotes and
@@ -717,4 +733,15 @@ func isDescriptor(w string) bool {
 	}
 	_, err := strconv.Atoi(strings.TrimSuffix(w, "-"))
 	return err == nil
+}
+
+// isSetting says a word is NAME=value (env FOO=$X cmd): a setting, not a
+// command, whatever its value.
+func isSetting(w *syntax.Word) bool {
+	lit, ok := w.Parts[0].(*syntax.Lit)
+	if !ok {
+		return false
+	}
+	name, _, found := strings.Cut(lit.Value, "=")
+	return found && syntax.ValidName(name)
 }
