@@ -276,6 +276,7 @@ func TestUnreadCallsAreHeldByDenyRoutes(t *testing.T) {
 		// WHATWG URLs and DNS take x_y.evil.com; the host reader does not.
 		{denyThenAllow, "WebFetch", map[string]string{"url": "https://x_y.evil.com/"}, cwd, "no-evil"},
 		{denyThenAllow, "WebFetch", map[string]string{"url": "https://docs.example.com/"}, cwd, "rest"},
+		{denyThenAllow, "WebFetch", map[string]string{"url": "https://[2001:db8::1]/"}, cwd, "rest"}, // an address reads
 		// An ask route after the deny asks a person instead.
 		{withAsk, "Bash", map[string]string{"command": "$CMD push"}, cwd, "dynamic"},
 		{withAsk, "Bash", map[string]string{"command": "git push"}, cwd, "dynamic"},
@@ -368,5 +369,28 @@ func TestGlobRulesStayLinear(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("a 180 KB command took over 20 s to match two glob rules")
+	}
+}
+
+// TestEditRulesCoverEveryEditingTool: as in Claude Code, an Edit rule
+// covers every tool that edits files; a deny of Edit(/etc/**) was dodged
+// by Write (found by a second reader).
+func TestEditRulesCoverEveryEditingTool(t *testing.T) {
+	rs := []Route{{Name: "no-etc", Calls: []string{"Edit(/etc/**)"}, Action: Deny}, {Name: "rest", Action: Allow}}
+	for _, tc := range []struct {
+		tool string
+		args map[string]string
+		want string
+	}{
+		{"Edit", map[string]string{"file_path": "/etc/passwd"}, "no-etc"},
+		{"Write", map[string]string{"file_path": "/etc/passwd"}, "no-etc"},
+		{"MultiEdit", map[string]string{"file_path": "/etc/hosts"}, "no-etc"},
+		{"NotebookEdit", map[string]string{"notebook_path": "/etc/x.ipynb"}, "no-etc"},
+		{"Write", map[string]string{"file_path": "/home/dev/x"}, "rest"},
+		{"Read", map[string]string{"file_path": "/etc/passwd"}, "rest"}, // reading is not editing
+	} {
+		if got := routeOf(t, rs, tc.tool, tc.args, `{}`); got != tc.want {
+			t.Errorf("%s %v: route %s, want %s", tc.tool, tc.args, got, tc.want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"path"
 	"strings"
@@ -36,6 +37,16 @@ type pattern struct {
 func shellTool(tool string) bool {
 	switch tool {
 	case "Bash", "Shell", "bash", "run_shell_command":
+		return true
+	}
+	return false
+}
+
+// editTool says a tool edits files: as in Claude Code, an Edit(…) rule
+// covers them all, so a deny of Edit(/etc/**) is not dodged by Write.
+func editTool(tool string) bool {
+	switch tool {
+	case "Edit", "Write", "MultiEdit", "NotebookEdit":
 		return true
 	}
 	return false
@@ -114,7 +125,7 @@ func (p *pattern) match(c *Call, action Action) fit {
 	if p.bare {
 		return fitIf(globMatch(p.tool, c.Tool) || p.tool == "Bash" && shellTool(c.Tool))
 	}
-	if c.Tool != p.tool && !(p.tool == "Bash" && shellTool(c.Tool)) {
+	if c.Tool != p.tool && !(p.tool == "Bash" && shellTool(c.Tool)) && !(p.tool == "Edit" && editTool(c.Tool)) {
 		return misses
 	}
 	switch p.tool {
@@ -149,7 +160,7 @@ func (p *pattern) match(c *Call, action Action) fit {
 		return f
 	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
 		fp, ok := c.stringArg("file_path")
-		if p.tool == "NotebookEdit" {
+		if c.Tool == "NotebookEdit" {
 			if nb, isNb := c.stringArg("notebook_path"); isNb || !ok {
 				fp, ok = nb, isNb // the notebook the tool edits
 			}
@@ -173,9 +184,13 @@ func (p *pattern) match(c *Call, action Action) fit {
 		// The host as a URL parser (WHATWG, as the clients' fetch uses)
 		// reads it: EVIL.com, fullwidth letters and ideographic full
 		// stops (evil。com) are evil.com.
-		host, err := idna.Lookup.ToASCII(strings.TrimSuffix(parsed.Hostname(), "."))
-		if err != nil {
-			return unknown
+		host := strings.TrimSuffix(parsed.Hostname(), ".")
+		if ip := net.ParseIP(host); ip == nil {
+			// An address ([2001:db8::1]) is no name: a domain rule never
+			// covers it, and it reads.
+			if host, err = idna.Lookup.ToASCII(host); err != nil {
+				return unknown
+			}
 		}
 		host = strings.ToLower(strings.TrimSuffix(host, "."))
 		return fitIf(host == p.arg || strings.HasSuffix(host, "."+p.arg))

@@ -246,6 +246,7 @@ func TestOtherPatterns(t *testing.T) {
 		{"WebFetch", `{"url":"https://docs.example.com.evil.com/"}`, -1},
 		{"WebFetch", `{"url":"https://docs.example.com@evil.com/"}`, -1},
 		{"WebFetch", `{"url":"https://evil.com/?q=docs.example.com"}`, -1},
+		{"WebFetch", `{"url":"https://[2001:db8::1]/"}`, -1}, // an address reads, and is no domain
 		{"mcp__github__create_pr", `{}`, 2},
 		{"mcp__gitlab__create_mr", `{}`, -1},
 		{"Skill", `{"name":"deploy-prod"}`, 3},
