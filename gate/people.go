@@ -212,13 +212,19 @@ func (p *People) tally(mine Cast, earlier []Cast) (fresh bool, votes int) {
 	persons := make([][]string, len(all))
 	for i, c := range all {
 		persons[i] = p.of(append([]string{c.Voter}, c.Identities...)...)
-		if name, ok := strings.CutPrefix(c.Voter, PersonPrefix); ok && !slices.Contains(persons[i], name) {
+		if name, ok := strings.CutPrefix(c.Voter, PersonPrefix); ok && len(c.Identities) == 0 && !slices.Contains(persons[i], name) {
+			// A vote whose identities are not known is the person it
+			// was counted for. One whose identities are known is theirs
+			// now: an identity moved from alice to bob is bob's.
 			persons[i] = append(persons[i], name)
 		}
 	}
 	same := func(i, j int) bool {
 		a, b := all[i], all[j]
-		return a.Voter == b.Voter ||
+		// The same voter is the same approver when a vote's identities are
+		// not known (cast before votes kept them); known identities say
+		// who it is now.
+		return a.Voter == b.Voter && (len(a.Identities) == 0 || len(b.Identities) == 0) ||
 			slices.ContainsFunc(a.Identities, func(id string) bool { return slices.Contains(b.Identities, id) }) ||
 			slices.ContainsFunc(persons[i], func(n string) bool { return slices.Contains(persons[j], n) })
 	}

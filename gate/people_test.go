@@ -112,6 +112,33 @@ func TestQuorumCountsApproversAcrossAReload(t *testing.T) {
 	}
 }
 
+// An identity moved from one person to another by a reload is the new
+// person's: bob's earlier tap with it, counted for alice then, is bob's
+// now, and alice can still give the second approval (found by a second
+// reader: both were refused, and the request could only expire).
+func TestMovedIdentityCountsForItsNewPerson(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		before := gate.NewPeople([]gate.Person{{Name: "alice", Identities: []string{"slack:T1/UA", "slack:T1/UX"}}, {Name: "bob", Identities: []string{"slack:T1/UB"}}}, nil)
+		after := gate.NewPeople([]gate.Person{{Name: "alice", Identities: []string{"slack:T1/UA"}}, {Name: "bob", Identities: []string{"slack:T1/UB", "slack:T1/UX"}}}, nil)
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")},
+			routes: []gate.Route{{Name: "pay", Tool: "pay", Channels: []string{"fake"}, Approvers: []string{"person:alice", "person:bob"}, Quorum: 2}},
+			tweak:  func(o *gate.Options) { o.People = before }})
+		ctx := context.Background()
+		r := submit(t, svc, gate.Submission{ToolName: "pay"})
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UX", Via: "fake"}); err != nil {
+			t.Fatal(err)
+		}
+		svc.SetPeople(after)
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UB", Via: "fake"}); gate.ErrorCode(err) != gate.ECONFLICT {
+			t.Fatalf("bob again, through another identity: %v", err)
+		}
+		got, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UA", Via: "fake"})
+		if err != nil || got.Status != gate.StatusApproved {
+			t.Fatalf("alice gives the second approval: %v, %s", err, got.Status)
+		}
+	})
+}
+
 // self_approval: forbid. The person who asked may not approve, through
 // whichever identity, channel or route to "who asked" (their token, the
 // user_id the agent sent); they may reject; someone else may approve.

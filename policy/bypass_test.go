@@ -268,6 +268,15 @@ func TestUnreadCallsAreHeldByDenyRoutes(t *testing.T) {
 		{denyThenAllow, "Bash", map[string]string{"command": "find . -exec $CMD -rf {} ;"}, cwd, "no-rm"},
 		{denyThenAllow, "Bash", map[string]string{"command": "env FOO=$X ls"}, cwd, "rest"}, // a setting, not a command
 		{denyThenAllow, "Bash", map[string]string{"command": "echo $HOME"}, cwd, "rest"},
+		{denyThenAllow, "Bash", map[string]string{"command": "pkexec $CMD -rf /"}, cwd, "no-rm"},
+		{denyThenAllow, "Bash", map[string]string{"command": "strace -f $CMD -rf /"}, cwd, "no-rm"},
+		{denyThenAllow, "Bash", map[string]string{"command": "sudo nice -n 5 $CMD -rf /"}, cwd, "no-rm"},
+		// Made arguments of a literal command after a wrapper are arguments.
+		{denyThenAllow, "Bash", map[string]string{"command": "timeout 60 go test ./... -run $T"}, cwd, "rest"},
+		{denyThenAllow, "Bash", map[string]string{"command": "nice -n 10 make -j$(nproc)"}, cwd, "rest"},
+		{denyThenAllow, "Bash", map[string]string{"command": "timeout 5 ls *.go"}, cwd, "rest"},
+		{denyThenAllow, "Bash", map[string]string{"command": "sudo apt-get install -y ./*.deb"}, cwd, "rest"},
+		{denyThenAllow, "Bash", map[string]string{"command": "find . -name x -exec ls {} $D ;"}, cwd, "rest"},
 		{denyThenAllow, "Bash", map[string]string{"command": "rm -rf build"}, cwd, "no-rm"},
 		// A relative path with nowhere to be relative to may be in /etc.
 		{denyThenAllow, "Read", map[string]string{"file_path": "../../etc/passwd"}, `{}`, "secrets"},

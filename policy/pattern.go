@@ -161,8 +161,11 @@ func (p *pattern) match(c *Call, action Action) fit {
 	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
 		fp, ok := c.stringArg("file_path")
 		if c.Tool == "NotebookEdit" {
-			if nb, isNb := c.stringArg("notebook_path"); isNb || !ok {
-				fp, ok = nb, isNb // the notebook the tool edits
+			if _, present := c.Args["notebook_path"]; present || !ok {
+				fp, ok = c.stringArg("notebook_path") // the notebook the tool edits
+				if present && !ok {
+					return unknown // a notebook_path that is not a path
+				}
 			}
 		}
 		if !ok {

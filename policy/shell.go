@@ -292,7 +292,9 @@ var interpreters = map[string]bool{"sh": true, "bash": true, "rbash": true, "zsh
 
 // wrappers run the command that follows their options (sudo bash, nohup
 // sh, env eval …): a shell or eval after one runs as if it came first.
-var wrappers = map[string]bool{"sudo": true, "doas": true, "nohup": true, "env": true, "exec": true, "command": true,
+var wrappers = map[string]bool{"sudo": true, "doas": true, "pkexec": true, "nohup": true, "env": true, "exec": true, "command": true,
+	"strace": true, "ltrace": true, "valgrind": true, "fakeroot": true, "busybox": true, "setpriv": true, "proxychains": true,
+	"proxychains4": true, "torsocks": true,
 	"builtin": true, "nice": true, "ionice": true, "timeout": true, "stdbuf": true, "time": true, "setsid": true,
 	"xargs": true, "chrt": true, "taskset": true, "unbuffer": true, "chroot": true, "sg": true, "flock": true,
 	"firejail": true, "nsenter": true, "unshare": true, "systemd-run": true, "faketime": true, "caffeinate": true}
@@ -424,7 +426,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		}
 		return
 	}
-	dynamic, madeWord := false, false
+	dynamic := false
 	p.words = make([]string, 0, len(c.Args))
 	for i, w := range c.Args {
 		lit, ok := literal(w)
@@ -442,7 +444,6 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 				p.unreadable = true // the command's name is made at run time
 			}
 			dynamic = true
-			madeWord = madeWord || i > 0 && !isSetting(w)
 			lit = "\x00" // matches no pattern word
 		}
 		p.words = append(p.words, lit)
@@ -460,9 +461,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		}
 	}
 	p.writes = writesFile(st.Redirs)
-	if madeWord && (wrappers[path.Base(p.words[0])] || path.Base(p.words[0]) == "find") {
-		p.runsMade = true // sudo $CMD, xargs $CMD, find . -exec $CMD
-	}
+	p.runsMade = runsMadeCommand(p.words, c.Args)
 	// The words that run: the first, and after a wrapper (sudo, nohup,
 	// env …) the next that is not an option or a setting.
 	runs := func(i int) bool {
@@ -744,4 +743,50 @@ func isSetting(w *syntax.Word) bool {
 	}
 	name, _, found := strings.Cut(lit.Value, "=")
 	return found && syntax.ValidName(name)
+}
+
+// runsMadeCommand says a wrapper (sudo, env, xargs, timeout …, find -exec)
+// runs a command whose name is made at run time (sudo $CMD): the first
+// word after the wrapper, its options, settings and numbers (timeout 60,
+// nice -n 10) is not a literal. Made arguments of a literal command
+// (timeout 60 go test -run $T) are not.
+func runsMadeCommand(words []string, args []*syntax.Word) bool {
+	base := path.Base(words[0])
+	from := -1
+	switch {
+	case wrappers[base]:
+		from = 1
+	case base == "find":
+		for i, w := range words {
+			if w == "-exec" || w == "-execdir" || w == "-ok" || w == "-okdir" {
+				from = i + 1
+				break
+			}
+		}
+	}
+	if from < 0 {
+		return false
+	}
+	for i := from; i < len(words); i++ {
+		w := words[i]
+		if w == "\x00" {
+			if isSetting(args[i]) {
+				continue // env FOO=$X cmd
+			}
+			return true
+		}
+		if strings.HasPrefix(w, "-") || strings.Contains(w, "=") || isNumber(w) {
+			continue
+		}
+		if wrappers[path.Base(w)] {
+			continue // sudo nice -n 5 $CMD
+		}
+		return false // the command, literal
+	}
+	return false
+}
+
+func isNumber(w string) bool {
+	_, err := strconv.ParseFloat(strings.TrimRight(w, "smhd"), 64)
+	return err == nil
 }

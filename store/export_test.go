@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -51,4 +53,14 @@ func SetOpTimeout(d time.Duration) (restore func()) {
 	old := opTimeout
 	opTimeout = d
 	return func() { opTimeout = old }
+}
+
+// VoteBackfill is migration 8's update of the votes cast before it.
+func VoteBackfill() (string, error) {
+	m := migrations[7]
+	steps := strings.SplitN(m.sql, ";\n", 2)
+	if m.version != 8 || len(steps) != 2 {
+		return "", fmt.Errorf("migration 8 is not where the test looks: %d %q", m.version, m.name)
+	}
+	return steps[1], nil
 }

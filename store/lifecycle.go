@@ -512,13 +512,20 @@ func (w *wtx) vote(t gate.Transition, at time.Time, quorum int, out *gate.Outcom
 	if err != nil {
 		return false, err
 	}
-	res, err := w.exec(qInsertVote, t.ID, mine.Voter, t.Vote.Via, at, string(ids))
+	key := mine.Voter
+	if slices.ContainsFunc(earlier, func(c gate.Cast) bool { return c.Voter == key }) {
+		// An earlier vote was counted for this person when an identity
+		// of another was theirs (the tally tells them apart now): this
+		// one is keyed by the identity it came from.
+		key = t.Vote.Actor
+	}
+	res, err := w.exec(qInsertVote, t.ID, key, t.Vote.Via, at, string(ids))
 	if err != nil {
 		return false, err
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		// The same voter's row is there: Tally counted it as another.
-		return false, fmt.Errorf("vote of %s: recorded already (%d rows), yet counted as fresh: %v", mine.Voter, n, err)
+		return false, fmt.Errorf("vote of %s: recorded already (%d rows), yet counted as fresh: %v", key, n, err)
 	}
 	detail := fmt.Sprintf("approval %d of %d", out.Votes, quorum)
 	if t.Vote.Voter != t.Vote.Actor {

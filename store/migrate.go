@@ -297,9 +297,14 @@ ALTER TABLE cards DROP CONSTRAINT cards_request_id_channel_key;
 CREATE UNIQUE INDEX cards_one ON cards (request_id, channel, kind, target, step)`},
 	// A vote keeps the identities its approver tapped with (JSON), so
 	// that a quorum counts approvers by the people in force at each tap,
-	// not only by the person a vote was counted for when it came.
+	// not only by the person a vote was counted for when it came. Votes
+	// already cast get the identity their event recorded (written with
+	// the vote, at the same time), so a request pending across the
+	// upgrade counts its approvers the same way.
 	{version: 8, name: "votes keep their identities", sql: `
-ALTER TABLE votes ADD COLUMN identities TEXT NOT NULL DEFAULT ''`},
+ALTER TABLE votes ADD COLUMN identities TEXT NOT NULL DEFAULT '';
+UPDATE votes SET identities = COALESCE((SELECT '["' || REPLACE(REPLACE(e.actor, '\', '\\'), '"', '\"') || '"]' FROM events e
+	WHERE e.request_id = votes.request_id AND e.type = 'vote' AND e.at = votes.at AND e.actor <> '' LIMIT 1), '')`},
 }
 
 // SchemaVersion is the newest migration this binary knows.
