@@ -29,7 +29,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 	var badArgs bool
 	if d.Approve {
 		t.To = StatusApproved
-		t.Vote = &Vote{Voter: d.voter(), Actor: d.Actor, Via: d.Via, Identities: tapped}
+		t.Vote = &Vote{Actor: d.Actor, Via: d.Via, Identities: tapped} // who it counts for: Admit
 		if len(d.ModifiedArgs) > 0 {
 			var err error
 			t.ModifiedArgs, err = compactJSON(d.ModifiedArgs, "")

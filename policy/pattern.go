@@ -373,10 +373,10 @@ func (f *follower) step(i, j int, mayBeValue bool) fit {
 }
 
 // madeAtRunTime says a word's value is made when the command runs: a
-// substitution or a variable ("\x00" in a part's words) or a brace
+// substitution or a variable (madeWord in a part's words) or a brace
 // expansion ({--force,}, {a..c}).
 func madeAtRunTime(w string) bool {
-	if w == "\x00" {
+	if w == madeWord {
 		return true
 	}
 	open := strings.IndexByte(w, '{')

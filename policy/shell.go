@@ -52,6 +52,10 @@ type part struct {
 	unreadable bool
 }
 
+// madeWord stands in a part's words for a word whose value is made when
+// the command runs ($X, $(cmd)): no pattern word is equal to it.
+const madeWord = "\x00"
+
 // maxShellDepth bounds the nesting of shells in shells (bash -c "bash -c …").
 const maxShellDepth = 8
 
@@ -444,7 +448,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 				p.unreadable = true // the command's name is made at run time
 			}
 			dynamic = true
-			lit = "\x00" // matches no pattern word
+			lit = madeWord
 		}
 		p.words = append(p.words, lit)
 	}
@@ -769,7 +773,7 @@ func runsMadeCommand(words []string, args []*syntax.Word) bool {
 	}
 	for i := from; i < len(words); i++ {
 		w := words[i]
-		if w == "\x00" {
+		if w == madeWord {
 			if isSetting(args[i]) {
 				continue // env FOO=$X cmd
 			}
