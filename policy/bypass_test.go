@@ -403,3 +403,61 @@ func TestEditRulesCoverEveryEditingTool(t *testing.T) {
 		}
 	}
 }
+
+// TestReadRulesCoverSearchTools: as in Claude Code, a Read rule covers the
+// tools that read the files under a directory (Grep, Glob, LS); a deny of
+// Read(./secrets/**) was dodged by a Grep of the repository. A search is
+// denied when a deny rule may cover anything it reads, and allowed only
+// when an allow rule covers everything it reads.
+func TestReadRulesCoverSearchTools(t *testing.T) {
+	rs := []Route{
+		{Name: "no-secrets", Calls: []string{"Read(./secrets/**)", "Read(./.env)"}, Action: Deny},
+		{Name: "src", Calls: []string{"Read(/repo/src/**)"}, Action: Allow},
+		{Name: "rest", Action: Allow},
+	}
+	const repo = `{"cwd":"/repo"}`
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		meta string
+		want string
+	}{
+		{"Grep", map[string]any{"pattern": "TOKEN", "path": "/repo/secrets"}, repo, "no-secrets"},
+		{"Grep", map[string]any{"pattern": "TOKEN"}, repo, "no-secrets"}, // the working directory holds secrets/
+		{"Grep", map[string]any{"pattern": "TOKEN", "path": "/"}, repo, "no-secrets"},
+		{"Grep", map[string]any{"pattern": "TOKEN", "path": "secrets"}, repo, "no-secrets"},
+		{"Grep", map[string]any{"pattern": "TOKEN", "path": "/repo/.env"}, repo, "no-secrets"},
+		{"Grep", map[string]any{"pattern": "TOKEN", "path": "src/../secrets"}, repo, "no-secrets"},
+		{"Glob", map[string]any{"pattern": "**/*"}, repo, "no-secrets"},
+		{"Glob", map[string]any{"pattern": "*", "path": "/repo/secrets"}, repo, "no-secrets"},
+		{"LS", map[string]any{"path": "/repo/secrets"}, repo, "no-secrets"},
+		// What cannot be placed is held by the deny route, not allowed by
+		// the route after it.
+		{"Grep", map[string]any{"pattern": "TOKEN", "path": "~/repo"}, repo, "no-secrets"},
+		{"Grep", map[string]any{"pattern": "TOKEN", "path": 7}, repo, "no-secrets"},
+		{"Glob", map[string]any{"pattern": "../repo/secrets/*", "path": "/repo/src"}, repo, "no-secrets"},
+		{"Glob", map[string]any{"pattern": "/repo/secrets/*", "path": "/repo/src"}, repo, "no-secrets"},
+		{"Grep", map[string]any{"pattern": "TOKEN", "path": "/srv"}, `{}`, "no-secrets"}, // ./secrets of where?
+		{"Read", map[string]any{"file_path": "~/.env"}, repo, "no-secrets"},
+		// Searches the deny rules cannot reach.
+		{"Grep", map[string]any{"pattern": "x", "path": "/repo/src"}, repo, "src"},
+		{"Glob", map[string]any{"pattern": "**/*.go", "path": "/repo/src/app"}, repo, "src"},
+		{"Grep", map[string]any{"pattern": "x", "path": "/repo/secrets-old"}, repo, "rest"},
+		{"Grep", map[string]any{"pattern": "x", "path": "/repo/docs"}, repo, "rest"},
+		{"LS", map[string]any{"path": "/repo"}, repo, "no-secrets"},
+	} {
+		if got := routeOf(t, rs, tc.tool, tc.args, tc.meta); got != tc.want {
+			t.Errorf("%s %v %s: route %s, want %s", tc.tool, tc.args, tc.meta, got, tc.want)
+		}
+	}
+	// An allow rule covers a search only when it covers all of it.
+	allow := []Route{{Name: "src", Calls: []string{"Read(/repo/src/**)", "Read(/repo/*.md)"}, Action: Allow}, {Name: "rest", Action: Ask}}
+	for dir, want := range map[string]string{"/repo/src": "src", "/repo/src/a/b": "src", "/repo": "rest", "/": "rest", "/repo/README.md": "rest"} {
+		if got := routeOf(t, allow, "Grep", map[string]any{"pattern": "x", "path": dir}, repo); got != want {
+			t.Errorf("Grep of %s: route %s, want %s", dir, got, want)
+		}
+	}
+	if _, err := Compile([]Route{{Name: "home", Calls: []string{"Read(~/.ssh/**)"}, Action: Deny}}); err == nil || !strings.Contains(err.Error(), "home directory") {
+		t.Errorf("Read(~/.ssh/**) loads (%v); the gate cannot know the agent's home directory", err)
+	}
+}

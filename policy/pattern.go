@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -52,6 +53,17 @@ func editTool(tool string) bool {
 	return false
 }
 
+// searchTool says a tool reads the files under a directory (its "path",
+// the working directory when it has none): as in Claude Code, a Read(…)
+// rule covers it, so a deny of Read(./secrets/**) is not dodged by Grep.
+func searchTool(tool string) bool {
+	switch tool {
+	case "Grep", "Glob", "LS":
+		return true
+	}
+	return false
+}
+
 func parsePattern(s string) (pattern, error) {
 	p := pattern{src: s}
 	s = strings.TrimSpace(s)
@@ -86,6 +98,12 @@ func parsePattern(s string) (pattern, error) {
 		}
 		p.line = strings.Join(p.words, " ")
 		p.byPath = strings.IndexByte(p.words[0], '/') >= 0
+	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
+		if strings.HasPrefix(strings.TrimSpace(p.arg), "~") {
+			// Claude Code reads ~ as the home directory of the machine the
+			// agent runs on, which the gate does not know.
+			return p, fmt.Errorf("%q: ~ is the agent's home directory, which the gate cannot see; write the path in full (/home/dev/.ssh/**) or with a wildcard (/home/*/.ssh/**)", s)
+		}
 	case "WebFetch":
 		d, ok := strings.CutPrefix(p.arg, "domain:")
 		if !ok || d == "" || strings.ContainsAny(d, "/:@ ") {
@@ -125,7 +143,8 @@ func (p *pattern) match(c *Call, action Action) fit {
 	if p.bare {
 		return fitIf(globMatch(p.tool, c.Tool) || p.tool == "Bash" && shellTool(c.Tool))
 	}
-	if c.Tool != p.tool && !(p.tool == "Bash" && shellTool(c.Tool)) && !(p.tool == "Edit" && editTool(c.Tool)) {
+	if c.Tool != p.tool && !(p.tool == "Bash" && shellTool(c.Tool)) && !(p.tool == "Edit" && editTool(c.Tool)) &&
+		!(p.tool == "Read" && searchTool(c.Tool)) {
 		return misses
 	}
 	switch p.tool {
@@ -159,6 +178,9 @@ func (p *pattern) match(c *Call, action Action) fit {
 		}
 		return f
 	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
+		if searchTool(c.Tool) {
+			return p.searchFit(c, strict, unknown)
+		}
 		fp, ok := c.stringArg("file_path")
 		if c.Tool == "NotebookEdit" {
 			if _, present := c.Args["notebook_path"]; present || !ok {
@@ -171,8 +193,8 @@ func (p *pattern) match(c *Call, action Action) fit {
 		if !ok {
 			return misses
 		}
-		if !path.IsAbs(fp) && !path.IsAbs(c.cwd()) {
-			return unknown // a relative path with nowhere (or no fixed place) to be relative to
+		if !placed(fp, c.cwd()) || !p.anchored(c) {
+			return unknown
 		}
 		return fitIf(pathMatch(p.arg, fp, c.cwd()))
 	case "WebFetch":
@@ -200,6 +222,48 @@ func (p *pattern) match(c *Call, action Action) fit {
 	}
 	v, ok := c.singleString()
 	return fitIf(ok && globMatch(p.arg, v))
+}
+
+// searchFit is a Read rule's test of a tool that reads every file under
+// a directory (Grep, Glob, LS). An allow rule covers the search only when
+// it covers everything under the directory (Read(/repo/**) and a search
+// of /repo/src); an ask or deny rule covers it when it may cover anything
+// there (Read(/repo/.env) and a search of /repo, or of /).
+func (p *pattern) searchFit(c *Call, strict bool, unknown fit) fit {
+	dir, ok := c.stringArg("path")
+	if _, present := c.Args["path"]; present && !ok {
+		return unknown // a path that is not a string
+	}
+	if dir == "" {
+		dir = "." // the tools search the working directory by default
+	}
+	if c.Tool == "Glob" {
+		// Glob's pattern may leave its directory (../.., /etc/*).
+		g, _ := c.stringArg("pattern")
+		if path.IsAbs(g) || strings.HasPrefix(g, "~") || slices.Contains(strings.Split(g, "/"), "..") {
+			return unknown
+		}
+	}
+	if !placed(dir, c.cwd()) || !p.anchored(c) {
+		return unknown
+	}
+	if strict {
+		return fitIf(strings.HasSuffix(p.arg, "/**") && pathMatch(p.arg, dir, c.cwd()))
+	}
+	return fitIf(mayHold(p.arg, dir, c.cwd()))
+}
+
+// placed says a path the call names can be read as one place: not under
+// ~ (the home directory of a machine the gate does not see), and not
+// relative without an absolute working directory to be relative to.
+func placed(p, cwd string) bool {
+	return !strings.HasPrefix(p, "~") && (path.IsAbs(p) || path.IsAbs(cwd))
+}
+
+// anchored says a path rule has a place to stand for this call: it is
+// absolute, or the call has an absolute working directory it is relative to.
+func (p *pattern) anchored(c *Call) bool {
+	return path.IsAbs(strings.TrimPrefix(p.arg, "./")) || path.IsAbs(c.cwd())
 }
 
 func fitIf(ok bool) fit {
@@ -397,16 +461,54 @@ func pathMatch(pat, p, cwd string) bool {
 		p = path.Join(cwd, p)
 	}
 	p = path.Clean(p)
-	pat = strings.TrimPrefix(pat, "./")
-	if !path.IsAbs(pat) {
-		if cwd == "" {
-			return false
-		}
-		// The caller's cwd is a place, not a pattern: its *, ? and [
-		// must not widen the rule.
-		pat = path.Join(globEscaper.Replace(cwd), pat)
+	pat, ok := placePattern(pat, cwd)
+	if !ok {
+		return false
 	}
 	return segmentsMatch(strings.Split(strings.Trim(pat, "/"), "/"), strings.Split(strings.Trim(p, "/"), "/"))
+}
+
+// mayHold says a path rule may cover dir or something under it: the
+// rule's leading segments match all of dir's (a ** matches the rest).
+func mayHold(pat, dir, cwd string) bool {
+	if !path.IsAbs(dir) {
+		dir = path.Join(cwd, dir)
+	}
+	pat, ok := placePattern(pat, cwd)
+	if !ok {
+		return false
+	}
+	ps, ds := strings.Split(strings.Trim(pat, "/"), "/"), strings.Split(strings.Trim(path.Clean(dir), "/"), "/")
+	if len(ds) == 1 && ds[0] == "" {
+		return true // the root holds everything
+	}
+	for i, d := range ds {
+		if i == len(ps) {
+			return false // the rule names a place above dir, not in it
+		}
+		if ps[i] == "**" {
+			return true
+		}
+		if ok, _ := path.Match(ps[i], d); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// placePattern is a path rule made absolute: a relative rule is joined to
+// the call's cwd, or has no place when there is none.
+func placePattern(pat, cwd string) (string, bool) {
+	pat = strings.TrimPrefix(pat, "./")
+	if path.IsAbs(pat) {
+		return pat, true
+	}
+	if cwd == "" {
+		return "", false
+	}
+	// The caller's cwd is a place, not a pattern: its *, ? and [ must not
+	// widen the rule.
+	return path.Join(globEscaper.Replace(cwd), pat), true
 }
 
 var globEscaper = strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`)
