@@ -461,3 +461,32 @@ func TestReadRulesCoverSearchTools(t *testing.T) {
 		t.Errorf("Read(~/.ssh/**) loads (%v); the gate cannot know the agent's home directory", err)
 	}
 }
+
+// TestTrailingWildcardIsAPrefix: as in Claude Code, `Bash(git push --force
+// *)` is `Bash(git push --force:*)`. Read as text it let `git push origin
+// main --force` and `git -C app push --force` past a deny of it.
+func TestTrailingWildcardIsAPrefix(t *testing.T) {
+	deny := []Route{{Name: "no-force", Calls: []string{"Bash(git push --force *)"}, Action: Deny}, {Name: "rest", Tool: "Bash", Action: Allow}}
+	allow := []Route{{Name: "tests", Calls: []string{"Bash(npm test *)"}, Action: Allow}, {Name: "rest", Action: Ask}}
+	for _, tc := range []struct {
+		rs        []Route
+		cmd, want string
+	}{
+		{deny, "git push --force origin main", "no-force"},
+		{deny, "git push origin main --force", "no-force"},
+		{deny, "git -C app push --force", "no-force"},
+		{deny, "git push --force", "no-force"},
+		{deny, "sudo git push --force", "no-force"},
+		{deny, "git push origin main", "rest"},
+		{deny, "git push --force-with-lease origin", "rest"},
+		{allow, "npm test", "tests"},
+		{allow, "npm test -- --watch=false", "tests"},
+		{allow, "npm testx", "rest"},
+		{allow, "npm test; rm -rf /", "rest"},
+		{allow, "FOO=1 npm test", "rest"},
+	} {
+		if got := routeOf(t, tc.rs, "Bash", map[string]string{"command": tc.cmd}, `{}`); got != tc.want {
+			t.Errorf("%s / %q: route %s, want %s", tc.rs[0].Calls[0], tc.cmd, got, tc.want)
+		}
+	}
+}

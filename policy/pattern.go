@@ -90,6 +90,12 @@ func parsePattern(s string) (pattern, error) {
 		arg := p.arg
 		if rest, ok := strings.CutSuffix(arg, ":*"); ok {
 			p.prefix, arg = true, rest
+		} else if rest, ok := strings.CutSuffix(arg, " *"); ok && strings.TrimSpace(rest) != "" && !strings.Contains(rest, "*") {
+			// As in Claude Code, `git push *` is `git push:*`: the command
+			// and anything after it, so ask and deny rules read it as they
+			// read :* rules (options after the arguments, words made at run
+			// time), not as text.
+			p.prefix, arg = true, rest
 		}
 		p.glob = strings.ContainsAny(arg, "*")
 		p.words = strings.Fields(arg)
