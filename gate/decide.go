@@ -60,7 +60,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 				t.Vote.Voter = PersonPrefix + persons[0]
 			}
 			mine := Cast{Voter: t.Vote.Voter, Identities: tapped}
-			t.Vote.Tally = func(earlier []Cast) (bool, int) { return people.tally(mine, earlier) }
+			t.Vote.Tally = func(earlier []Cast) (bool, int) { return people.tally(mine, people.deciding(r.Approvers, earlier)) }
 		}
 		if !MayDecide(r.Approvers, ids...) {
 			return Errorf(EFORBIDDEN, "%s is not an approver of this request", d.Actor)

@@ -54,17 +54,24 @@ func (s *Service) grantFor(r *Request, who, via string, at time.Time) (*Grant, E
 // the config has it now: a reload that shortens remember, raises the
 // quorum, or takes the giver off the approvers (or, with no approvers
 // list, the channel the grant came through off the route) ends the
-// grants given under the old rules. A grant that no longer holds is
-// passed over and the call asks a person.
-func (s *Service) grantHolds(g *Grant, rt Route, people *People, now time.Time) bool {
+// grants given under the old rules. With self_approval: forbid, a grant
+// does not approve a call of the person who gave it: they could not
+// approve it themselves (the giver is counted as Decide counts them, by
+// the people in force now). A grant that does not hold is passed over and
+// the call asks a person.
+func (s *Service) grantHolds(g *Grant, r *Request, rt Route, people *People, now time.Time) bool {
 	if !g.CreatedAt.Add(rt.Remember).After(now) || rt.Quorum > 1 {
+		return false
+	}
+	givers := people.of(g.GivenBy)
+	if rt.Plan.ForbidSelf && slices.ContainsFunc(people.askers(r), func(a string) bool { return slices.Contains(givers, a) }) {
 		return false
 	}
 	if len(rt.Approvers) == 0 {
 		return slices.Contains(rt.Channels, g.GivenVia)
 	}
 	ids := []string{g.GivenBy}
-	for _, p := range people.of(g.GivenBy) {
+	for _, p := range givers {
 		ids = append(ids, PersonPrefix+p)
 	}
 	return MayDecide(rt.Approvers, ids...)

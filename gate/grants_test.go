@@ -120,3 +120,27 @@ func TestGrantIsForOneWorkingDirectory(t *testing.T) {
 		t.Errorf("the same command in the same directory: %s via %s, want approved via grant", r.Status, r.DecidedVia)
 	}
 }
+
+// TestGrantsDoNotApproveTheirGiversCalls: with self_approval: forbid, a
+// grant alice gave on bob's call (a shared token) approved her own later
+// call at once in her name, which she could not approve herself (a sixth
+// reader). Her call now asks a person; bob's calls still use the grant.
+func TestGrantsDoNotApproveTheirGiversCalls(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		svc := peopleService(t, db, gate.Route{Name: "deploys", Tool: "deploy", Channels: []string{"fake"},
+			Approvers: []string{"person:alice", "person:bob"}, Remember: time.Hour, RememberAny: true, Plan: gate.Plan{ForbidSelf: true}})
+		ctx := context.Background()
+		bobs := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: json.RawMessage(`{"env":"staging"}`), Caller: "ci", UserID: "u_bob"})
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: bobs.ID, Approve: true, Remember: true, Actor: "web:alice", Via: "web"}); err != nil {
+			t.Fatal(err)
+		}
+		mine := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: json.RawMessage(`{"env":"prod"}`), Caller: "ci", UserID: "u_42"})
+		if mine.Status != gate.StatusPending {
+			t.Fatalf("alice's own call: %s by %s via %s (%s); want it to ask a person", mine.Status, mine.DecidedBy, mine.DecidedVia, mine.Reason)
+		}
+		again := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: json.RawMessage(`{"env":"prod"}`), Caller: "ci", UserID: "u_bob"})
+		if again.Status != gate.StatusApproved || again.DecidedVia != gate.ViaGrant {
+			t.Fatalf("bob's next call: %s via %s; want the grant to approve it", again.Status, again.DecidedVia)
+		}
+	})
+}

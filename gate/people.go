@@ -207,6 +207,25 @@ func MightDecide(approvers []string, ids ...string) bool {
 // read again by its identities, not only by the voter it was counted for
 // then: a reload that gives an identity a person, takes it away or
 // renames the person must not let one approver count twice.
+// deciding are the votes whose identities may still decide under
+// approvers, by the people in force now: a vote from an identity a reload
+// took from an approver counts no more than a new tap from it would (one
+// person with two identities, one of them taken away, must not meet a
+// quorum of 2). A vote whose identities are not known (cast before votes
+// kept them) is judged by the voter it was counted for.
+func (p *People) deciding(approvers []string, casts []Cast) []Cast {
+	return slices.DeleteFunc(slices.Clone(casts), func(c Cast) bool {
+		ids := slices.Clone(c.Identities)
+		if len(ids) == 0 {
+			ids = []string{c.Voter}
+		}
+		for _, name := range p.of(ids...) {
+			ids = append(ids, PersonPrefix+name)
+		}
+		return !MayDecide(approvers, ids...)
+	})
+}
+
 func (p *People) tally(mine Cast, earlier []Cast) (fresh bool, votes int) {
 	all := append(slices.Clone(earlier), mine)
 	persons := make([][]string, len(all))

@@ -112,3 +112,35 @@ func TestDecideReadsPeopleUnderTheLock(t *testing.T) {
 		}
 	})
 }
+
+// TestVotesOfRemovedIdentitiesNoLongerCount: a reload that takes an
+// identity from alice ends its say on waiting requests, including the
+// approval it already gave: alice's old vote through it and her new tap
+// through the identity she keeps are one person, not a quorum of 2 (a
+// sixth reader).
+func TestVotesOfRemovedIdentitiesNoLongerCount(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		before := gate.NewPeople([]gate.Person{{Name: "alice", Identities: []string{"slack:T1/UA", "slack:T1/UX"}}, {Name: "bob", Identities: []string{"slack:T1/UB"}}}, nil)
+		after := gate.NewPeople([]gate.Person{{Name: "alice", Identities: []string{"slack:T1/UA"}}, {Name: "bob", Identities: []string{"slack:T1/UB"}}}, nil)
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")},
+			routes: []gate.Route{{Name: "pay", Tool: "pay", Channels: []string{"fake"}, Approvers: []string{"person:alice", "person:bob"}, Quorum: 2}},
+			tweak:  func(o *gate.Options) { o.People = before }})
+		ctx := context.Background()
+		r := submit(t, svc, gate.Submission{ToolName: "pay"})
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UX", Via: "fake"}); err != nil {
+			t.Fatal(err)
+		}
+		svc.SetPeople(after)
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UX", Via: "fake"}); gate.ErrorCode(err) != gate.EFORBIDDEN {
+			t.Fatalf("UX after the reload: %v, want forbidden", err)
+		}
+		got, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UA", Via: "fake"})
+		if err != nil || got.Status != gate.StatusPending {
+			t.Fatalf("alice through UA: %v, %s; want her vote counted alone, pending", err, got.Status)
+		}
+		got, err = svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UB", Via: "fake"})
+		if err != nil || got.Status != gate.StatusApproved || got.DecidedBy != "slack:T1/UB" {
+			t.Fatalf("bob completes the quorum: %v, %s by %s", err, got.Status, got.DecidedBy)
+		}
+	})
+}

@@ -264,7 +264,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		if err != nil {
 			return nil, false, err
 		}
-		if g != nil && s.grantHolds(g, rt, rs.people, now) {
+		if g != nil && s.grantHolds(g, r, rt, rs.people, now) {
 			events = append(events, Event{Type: EventGrantUsed, At: now, Actor: g.GivenBy, Channel: ViaGrant,
 				Detail: fmt.Sprintf("grant %s, given by %s via %s on request %s, until %s", g.ID, g.GivenBy, g.GivenVia, g.RequestID,
 					g.ExpiresAt.Format(time.RFC3339))})
