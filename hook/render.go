@@ -99,8 +99,10 @@ func claude(c Call, v Verdict) any {
 func cursor(v Verdict) any {
 	switch v.Kind {
 	case Defer:
-		// Cursor needs a permission; no route asked for a human.
-		return obj{"permission": "allow"}
+		// Cursor needs a permission and has no "no opinion": "allow" would
+		// skip Cursor's own prompt for a call no route and no person
+		// allowed, so the call goes to Cursor's prompt.
+		return obj{"permission": "ask"}
 	case Allow:
 		return obj{"permission": "allow", "user_message": v.Reason}
 	}

@@ -370,11 +370,13 @@ func TestHookEdits(t *testing.T) {
 }
 
 // TestHookNoRouteDefers: a call no route claims is recorded as allowed by
-// policy, with no card, and the client's own permission flow carries on.
+// policy, with no card, and the client's own permission flow carries on:
+// Cursor, which has no "no opinion", is told to ask its user (an "allow"
+// skipped Cursor's prompt, an allow nobody gave).
 func TestHookNoRouteDefers(t *testing.T) {
 	env := hookServer(t, []gate.Route{{Name: "deploys", Tool: "mcp__deploy__*", Channels: []string{gate.WebChannel}}})
 	for _, tc := range []struct{ input, client, want string }{
-		{ccPre, "claude-code", `{}`}, {ccPerm, "claude-code", `{}`}, {cuShell, "cursor", `{"permission":"allow"}`},
+		{ccPre, "claude-code", `{}`}, {ccPerm, "claude-code", `{}`}, {cuShell, "cursor", `{"permission":"ask"}`},
 		{gmTool, "gemini", `{}`}, {cpPre, "copilot", `{}`},
 	} {
 		out, errOut, code := hookRun(t, env.url, hookToken, tc.input, tc.client)
