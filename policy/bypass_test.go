@@ -490,3 +490,52 @@ func TestTrailingWildcardIsAPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestPathRulesCoverEveryClientsFileTools: a Bash rule already covered
+// every client's shell tool; Read and Edit rules now cover their file
+// tools too. Gemini CLI's read_file, Copilot CLI's create, Cursor's Delete
+// went past a deny of what they read or wrote (a seventh reader), and a
+// file tool whose path is missing or not a string is held, not passed.
+func TestPathRulesCoverEveryClientsFileTools(t *testing.T) {
+	rs := []Route{
+		{Name: "no-secrets", Calls: []string{"Read(./secrets/**)"}, Action: Deny},
+		{Name: "no-etc", Calls: []string{"Edit(/etc/**)"}, Action: Deny},
+		{Name: "rest", Action: Allow},
+	}
+	const repo = `{"cwd":"/repo"}`
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"read_file", map[string]any{"file_path": "/repo/secrets/k"}, "no-secrets"},
+		{"read_file", map[string]any{"absolute_path": "/repo/secrets/k"}, "no-secrets"},
+		{"list_directory", map[string]any{"dir_path": "/repo/secrets"}, "no-secrets"},
+		{"glob", map[string]any{"pattern": "secrets/*"}, "no-secrets"},
+		{"search_file_content", map[string]any{"pattern": "TOKEN"}, "no-secrets"},
+		{"view", map[string]any{"path": "/repo/secrets/k"}, "no-secrets"},
+		{"write_file", map[string]any{"file_path": "/etc/passwd", "content": "x"}, "no-etc"},
+		{"replace", map[string]any{"file_path": "/etc/hosts"}, "no-etc"},
+		{"create", map[string]any{"path": "/etc/cron.d/x"}, "no-etc"},
+		{"edit", map[string]any{"path": "/etc/hosts"}, "no-etc"},
+		{"Delete", map[string]any{"path": "/etc/passwd"}, "no-etc"},
+		{"StrReplace", map[string]any{"path": "/etc/passwd"}, "no-etc"},
+		// A path that is missing, elsewhere, or not a string.
+		{"Write", map[string]any{"path": "/etc/passwd"}, "no-etc"},
+		{"Write", map[string]any{"file_path": 7, "path": "/etc/passwd"}, "no-etc"},
+		{"Read", map[string]any{"target_file": "/repo/secrets/k"}, "no-secrets"},
+		// Globs that leave their directory through braces or escapes.
+		{"glob", map[string]any{"pattern": "{../secrets,x}/*", "dir_path": "/repo/src"}, "no-secrets"},
+		{"Glob", map[string]any{"pattern": "{,/repo/}secrets/*", "path": "/repo/src"}, "no-secrets"},
+		{"Glob", map[string]any{"pattern": `\.\./secrets/*`, "path": "/repo/src"}, "no-secrets"},
+		// What the rules do not name.
+		{"read_file", map[string]any{"file_path": "/repo/README.md"}, "rest"},
+		{"write_file", map[string]any{"file_path": "/repo/x"}, "rest"},
+		{"Glob", map[string]any{"pattern": "**/*.{ts,tsx}", "path": "/repo/src"}, "rest"},
+		{"view", map[string]any{"path": "/etc/passwd"}, "rest"}, // reading is not editing
+	} {
+		if got := routeOf(t, rs, tc.tool, tc.args, repo); got != tc.want {
+			t.Errorf("%s %v: route %s, want %s", tc.tool, tc.args, got, tc.want)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/url"
 	"path"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -43,25 +42,71 @@ func shellTool(tool string) bool {
 	return false
 }
 
-// editTool says a tool edits files: as in Claude Code, an Edit(…) rule
-// covers them all, so a deny of Edit(/etc/**) is not dodged by Write.
-func editTool(tool string) bool {
-	switch tool {
-	case "Edit", "Write", "MultiEdit", "NotebookEdit":
-		return true
-	}
-	return false
+// fileTool is a tool that reads, edits or searches files, and where its
+// call names the file or directory.
+type fileTool struct {
+	edits  bool // writes the file
+	search bool // reads every file under a directory (the cwd when the call names none)
+	// keys hold the path; the first one present is read, and a present
+	// one that is not a string is a path that cannot be read.
+	keys []string
 }
 
-// searchTool says a tool reads the files under a directory (its "path",
-// the working directory when it has none): as in Claude Code, a Read(…)
-// rule covers it, so a deny of Read(./secrets/**) is not dodged by Grep.
-func searchTool(tool string) bool {
-	switch tool {
-	case "Grep", "Glob", "LS":
-		return true
+// fileTools are Claude Code's file tools and the other agent clients'
+// ones. As in Claude Code, an Edit(…) rule covers every tool that edits
+// files and a Read(…) rule every tool that reads them (so a deny of
+// Edit(/etc/**) is not dodged by Write, nor a deny of Read(./secrets/**)
+// by Grep or by Gemini CLI's read_file). A rule naming another of these
+// tools (Write(…)) covers that tool only. (A switch would do as well; the
+// table also says where each path is.)
+var fileTools = map[string]fileTool{
+	// Claude Code.
+	"Read":         {keys: []string{"file_path"}},
+	"Write":        {edits: true, keys: []string{"file_path"}},
+	"Edit":         {edits: true, keys: []string{"file_path"}},
+	"MultiEdit":    {edits: true, keys: []string{"file_path"}},
+	"NotebookEdit": {edits: true, keys: []string{"notebook_path", "file_path"}},
+	"Grep":         {search: true, keys: []string{"path"}},
+	"Glob":         {search: true, keys: []string{"path"}},
+	"LS":           {search: true, keys: []string{"path"}},
+	// Gemini CLI (the older names of its arguments too).
+	"read_file":           {keys: []string{"file_path", "absolute_path", "path"}},
+	"write_file":          {edits: true, keys: []string{"file_path", "path"}},
+	"replace":             {edits: true, keys: []string{"file_path", "path"}},
+	"list_directory":      {search: true, keys: []string{"dir_path", "path"}},
+	"glob":                {search: true, keys: []string{"dir_path", "path"}},
+	"search_file_content": {search: true, keys: []string{"dir_path", "path"}},
+	"grep_search":         {search: true, keys: []string{"dir_path", "path"}},
+	// Copilot CLI.
+	"view":   {keys: []string{"path"}},
+	"create": {edits: true, keys: []string{"path"}},
+	"edit":   {edits: true, keys: []string{"path"}},
+	// Cursor.
+	"Delete":     {edits: true, keys: []string{"path", "file_path", "target_file"}},
+	"StrReplace": {edits: true, keys: []string{"path", "file_path", "target_file"}},
+}
+
+// coveredBy says a path rule on ruleTool applies to a call of tool.
+func (t fileTool) coveredBy(ruleTool, tool string) bool {
+	switch ruleTool {
+	case "Read":
+		return !t.edits
+	case "Edit":
+		return t.edits
 	}
-	return false
+	return ruleTool == tool
+}
+
+// path is the file or directory the call names: ok false when it names
+// none, unread when the key holding it is not a string.
+func (t fileTool) path(c *Call) (p string, ok, unread bool) {
+	for _, k := range t.keys {
+		if v, present := c.Args[k]; present {
+			p, ok = v.(string)
+			return p, ok, !ok
+		}
+	}
+	return "", false, false
 }
 
 func parsePattern(s string) (pattern, error) {
@@ -149,8 +194,8 @@ func (p *pattern) match(c *Call, action Action) fit {
 	if p.bare {
 		return fitIf(globMatch(p.tool, c.Tool) || p.tool == "Bash" && shellTool(c.Tool))
 	}
-	if c.Tool != p.tool && !(p.tool == "Bash" && shellTool(c.Tool)) && !(p.tool == "Edit" && editTool(c.Tool)) &&
-		!(p.tool == "Read" && searchTool(c.Tool)) {
+	ft, isFile := fileTools[c.Tool]
+	if c.Tool != p.tool && !(p.tool == "Bash" && shellTool(c.Tool)) && !(isFile && ft.coveredBy(p.tool, c.Tool)) {
 		return misses
 	}
 	switch p.tool {
@@ -184,23 +229,12 @@ func (p *pattern) match(c *Call, action Action) fit {
 		}
 		return f
 	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
-		if searchTool(c.Tool) {
-			return p.searchFit(c, strict, unknown)
+		if ft.search {
+			return p.searchFit(c, ft, strict, unknown)
 		}
-		fp, ok := c.stringArg("file_path")
-		if c.Tool == "NotebookEdit" {
-			if _, present := c.Args["notebook_path"]; present || !ok {
-				fp, ok = c.stringArg("notebook_path") // the notebook the tool edits
-				if present && !ok {
-					return unknown // a notebook_path that is not a path
-				}
-			}
-		}
-		if !ok {
-			return misses
-		}
-		if !placed(fp, c.cwd()) || !p.anchored(c) {
-			return unknown
+		fp, ok, _ := ft.path(c)
+		if !ok || !placed(fp, c.cwd()) || !p.anchored(c) {
+			return unknown // no path, one that is not a string, or one that cannot be placed
 		}
 		return fitIf(pathMatch(p.arg, fp, c.cwd()))
 	case "WebFetch":
@@ -235,18 +269,20 @@ func (p *pattern) match(c *Call, action Action) fit {
 // it covers everything under the directory (Read(/repo/**) and a search
 // of /repo/src); an ask or deny rule covers it when it may cover anything
 // there (Read(/repo/.env) and a search of /repo, or of /).
-func (p *pattern) searchFit(c *Call, strict bool, unknown fit) fit {
-	dir, ok := c.stringArg("path")
-	if _, present := c.Args["path"]; present && !ok {
+func (p *pattern) searchFit(c *Call, ft fileTool, strict bool, unknown fit) fit {
+	dir, _, unread := ft.path(c)
+	if unread {
 		return unknown // a path that is not a string
 	}
 	if dir == "" {
 		dir = "." // the tools search the working directory by default
 	}
-	if c.Tool == "Glob" {
-		// Glob's pattern may leave its directory (../.., /etc/*).
+	if c.Tool == "Glob" || c.Tool == "glob" {
+		// A glob's pattern may leave its directory: ../.., /etc/*, and
+		// inside braces or escapes ({../x,y}, {,/etc/}x, \.\./x).
 		g, _ := c.stringArg("pattern")
-		if path.IsAbs(g) || strings.HasPrefix(g, "~") || slices.Contains(strings.Split(g, "/"), "..") {
+		if path.IsAbs(g) || strings.HasPrefix(g, "~") || strings.Contains(g, "..") || strings.ContainsAny(g, `\`) ||
+			strings.Contains(g, "{/") || strings.Contains(g, ",/") {
 			return unknown
 		}
 	}
