@@ -539,3 +539,50 @@ func TestPathRulesCoverEveryClientsFileTools(t *testing.T) {
 		}
 	}
 }
+
+// TestDenyPathRulesReadLikeGitignore: Claude Code's path rules follow
+// gitignore, where keys/ and private cover what is in them and *.pem
+// matches at any depth; and on macOS and Windows /repo/SECRETS is
+// /repo/secrets. Ask and deny rules read them so (a seventh reader); allow
+// rules keep to the path as written.
+func TestDenyPathRulesReadLikeGitignore(t *testing.T) {
+	deny := []Route{
+		{Name: "deny", Calls: []string{"Read(./keys/)", "Read(./private)", "Read(*.pem)", "Read(.env)", "Read(./secrets/**)"}, Action: Deny},
+		{Name: "rest", Action: Allow},
+	}
+	for _, tc := range []struct {
+		tool, path, want string
+	}{
+		{"Read", "/repo/keys/id", "deny"},
+		{"Read", "/repo/private/id", "deny"},
+		{"Read", "/repo/a/b/server.pem", "deny"},
+		{"Read", "/repo/sub/.env", "deny"},
+		{"Read", "/repo/SECRETS/k", "deny"},
+		{"Read", "/repo/Secrets/k", "deny"},
+		{"Read", "/repo/a/B.PEM", "deny"},
+		{"Read", "/repo/sub/.ENV", "deny"},
+		{"Grep", "/repo/SECRETS", "deny"},
+		{"Read", "/repo/keysx/id", "rest"},
+		{"Read", "/repo/src/main.go", "rest"},
+		{"Read", "/repo/.env.example", "rest"},
+	} {
+		key := "file_path"
+		if tc.tool == "Grep" {
+			key = "path"
+		}
+		if got := routeOf(t, deny, tc.tool, map[string]string{key: tc.path}, `{"cwd":"/repo"}`); got != tc.want {
+			t.Errorf("%s %s: route %s, want %s", tc.tool, tc.path, got, tc.want)
+		}
+	}
+	root := []Route{{Name: "deny", Calls: []string{"Read(/)"}, Action: Deny}, {Name: "rest", Action: Allow}}
+	if got := routeOf(t, root, "Read", map[string]string{"file_path": "/etc/hosts"}, `{"cwd":"/repo"}`); got != "deny" {
+		t.Errorf("Read(/) does not cover /etc/hosts: route %s", got)
+	}
+	// An allow rule matches as written.
+	allow := []Route{{Name: "docs", Calls: []string{"Read(/repo/docs/**)", "Read(*.md)"}, Action: Allow}, {Name: "rest", Action: Ask}}
+	for p, want := range map[string]string{"/repo/docs/a": "docs", "/repo/README.md": "docs", "/repo/DOCS/a": "rest", "/repo/sub/x.md": "rest"} {
+		if got := routeOf(t, allow, "Read", map[string]string{"file_path": p}, `{"cwd":"/repo"}`); got != want {
+			t.Errorf("allow, %s: route %s, want %s", p, got, want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/net/idna"
+	"golang.org/x/text/unicode/norm"
 )
 
 // pattern is one Claude Code permission rule: `Bash(git push:*)`,
@@ -27,6 +28,8 @@ type pattern struct {
 	// byPath says the rule's command is a path (/opt/x/run.sh): it is
 	// looked for as written, not as the base name of a word.
 	byPath bool
+	// broad is a path rule as an ask or deny rule reads it (broadPath).
+	broad string
 }
 
 // shellTool says a tool is Bash or another agent client's name for its
@@ -155,6 +158,7 @@ func parsePattern(s string) (pattern, error) {
 			// agent runs on, which the gate does not know.
 			return p, fmt.Errorf("%q: ~ is the agent's home directory, which the gate cannot see; write the path in full (/home/dev/.ssh/**) or with a wildcard (/home/*/.ssh/**)", s)
 		}
+		p.broad = broadPath(strings.TrimSpace(p.arg))
 	case "WebFetch":
 		d, ok := strings.CutPrefix(p.arg, "domain:")
 		if !ok || d == "" || strings.ContainsAny(d, "/:@ ") {
@@ -236,7 +240,10 @@ func (p *pattern) match(c *Call, action Action) fit {
 		if !ok || !placed(fp, c.cwd()) || !p.anchored(c) {
 			return unknown // no path, one that is not a string, or one that cannot be placed
 		}
-		return fitIf(pathMatch(p.arg, fp, c.cwd()))
+		if strict {
+			return fitIf(pathMatch(p.arg, fp, c.cwd()))
+		}
+		return fitIf(pathMatch(p.broad, fold(fp), fold(c.cwd())))
 	case "WebFetch":
 		u, ok := c.stringArg("url")
 		if !ok {
@@ -292,7 +299,7 @@ func (p *pattern) searchFit(c *Call, ft fileTool, strict bool, unknown fit) fit 
 	if strict {
 		return fitIf(strings.HasSuffix(p.arg, "/**") && pathMatch(p.arg, dir, c.cwd()))
 	}
-	return fitIf(mayHold(p.arg, dir, c.cwd()))
+	return fitIf(mayHold(p.broad, fold(dir), fold(c.cwd())))
 }
 
 // placed says a path the call names can be read as one place: not under
@@ -487,6 +494,29 @@ func madeAtRunTime(w string) bool {
 	}
 	open := strings.IndexByte(w, '{')
 	return open >= 0 && strings.IndexByte(w[open:], '}') >= 0 && (strings.Contains(w[open:], ",") || strings.Contains(w[open:], ".."))
+}
+
+// broadPath is a path rule as an ask or deny rule reads it, which errs
+// toward covering, as gitignore (which Claude Code's path rules follow)
+// and case-insensitive file systems (macOS, Windows) do: a rule covers
+// what is under what it names (keys/ and keys cover keys/id), a rule with
+// no slash covers its name at any depth under the cwd (*.pem covers
+// a/b/x.pem), and letter case and Unicode forms do not count (fold). An
+// allow rule matches the path as written.
+func broadPath(pat string) string {
+	pat = fold(pat)
+	if !strings.HasPrefix(pat, "/") && !strings.Contains(strings.TrimSuffix(pat, "/"), "/") {
+		pat = "**/" + pat
+	}
+	if pat = strings.TrimRight(pat, "/"); !strings.HasSuffix(pat, "/**") {
+		pat += "/**"
+	}
+	return pat
+}
+
+// fold is a path with letter case and Unicode form (NFC or NFD) folded.
+func fold(s string) string {
+	return strings.ToLower(norm.NFC.String(s))
 }
 
 // pathMatch matches a path against a glob where ** spans directories. A
