@@ -493,8 +493,8 @@ func TestSecretFileProblemsNamedOnce(t *testing.T) {
 	for name, tc := range map[string]struct{ yaml, want string }{
 		"unreadable token": {"auth:\n  api_tokens:\n    - name: a\n      token_file: /nonexistent/t\n", "auth.api_tokens[0].token: cannot read the secret in token_file"},
 		"unreadable key":   {"audit:\n  signing_key_file: /nonexistent/k\n", "audit.signing_key: cannot read the secret in signing_key_file"},
-		"unreadable bot":   {"channels:\n  - name: s\n    type: slack\n    bot_token_file: /nonexistent/b\n    signing_secret: s\n    channel_id: C\n", "channels[0].bot_token: cannot read the secret in bot_token_file"},
-		"both given":       {"channels:\n  - name: s\n    type: slack\n    bot_token: xoxb-1\n    bot_token_file: /x\n    signing_secret: s\n    channel_id: C\n", "channels[0].bot_token_file: give bot_token or bot_token_file, not both"},
+		"unreadable bot":   {"channels:\n  - name: s\n    type: slack\n    bot_token_file: /nonexistent/b\n    signing_secret: s\n    channel_id: C1\n", "channels[0].bot_token: cannot read the secret in bot_token_file"},
+		"both given":       {"channels:\n  - name: s\n    type: slack\n    bot_token: xoxb-1\n    bot_token_file: /x\n    signing_secret: s\n    channel_id: C1\n", "channels[0].bot_token_file: give bot_token or bot_token_file, not both"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			errs := wantErrors(t, tc.yaml, []string{tc.want})

@@ -278,6 +278,10 @@ func (s *Slack) validate(p string, errs *Errors) {
 	}
 	if s.ChannelID == "" {
 		errs.add(p+".channel_id", "required")
+	} else if !slackChannelID.MatchString(s.ChannelID) {
+		// Taps are told apart by the channel they come from, which Slack
+		// sends as an ID.
+		errs.add(p+".channel_id", "%q is not a channel ID; copy the ID (C0123456789) from the channel's details in Slack", s.ChannelID)
 	}
 	if s.APIURL == "" {
 		s.APIURL = "https://slack.com/api/"
@@ -324,6 +328,10 @@ func (f *Feishu) validate(p string, errs *Errors) {
 // webhookName is what a webhook channel's name may hold: it is a path
 // segment of its callback URL, /callbacks/webhook/{name}.
 var webhookName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// slackChannelID is a Slack conversation's ID: public (C…) or private
+// (G…) channels.
+var slackChannelID = regexp.MustCompile(`^[CG][A-Z0-9]+$`)
 
 func (w *Webhook) validate(p, name string, errs *Errors) {
 	if name != "" && !webhookName.MatchString(name) {

@@ -401,3 +401,29 @@ func TestCallbackAckWaitsBriefly(t *testing.T) {
 		}
 	})
 }
+
+// TestTapOutsideTheChannelIsElsewhere: a tap on a copy of the card outside
+// its channel (shared, forwarded, a direct message) reaches the gate
+// marked Elsewhere, which the gate refuses on a route with no approvers
+// list, as it does Feishu's; before, Slack handed it over as the channel's
+// audience (a sixth reader). A tap in the channel is not.
+func TestTapOutsideTheChannelIsElsewhere(t *testing.T) {
+	for _, tc := range []struct {
+		from      string
+		elsewhere bool
+	}{{slackCh, false}, {"C_ELSEWHERE", true}, {"D_DIRECT", true}} {
+		f := newFakeSlack(t)
+		d := newFakeDecider(fixed(t0), testRequest("01JREQ", t0))
+		c := newTestChannel(t, f, d, fixed(t0))
+		h := NewCallbackHandler([]*Channel{c})
+		body := slacktest.Form(slacktest.BlockActions(slacktest.Tap{Team: "T1", User: "U_SOMEONE", Channel: tc.from,
+			ActionID: actionApprove, Value: "approve:01JREQ"}))
+		if code := post(h, body, slacktest.Sign(secret, t0.Add(-time.Minute), body)); code != http.StatusOK {
+			t.Fatalf("%s: status %d", tc.from, code)
+		}
+		c.Flush()
+		if got := d.taken(); len(got) != 1 || got[0].Elsewhere != tc.elsewhere {
+			t.Errorf("tap from %s (the channel is %s): %+v, want Elsewhere %v", tc.from, slackCh, got, tc.elsewhere)
+		}
+	}
+}

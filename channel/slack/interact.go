@@ -137,6 +137,10 @@ func (c *Channel) tap(ctx context.Context, ready func(), ic slack.InteractionCal
 // decide hands a verdict to the gate, says ready, and tells the approver,
 // privately, when it was not taken or needs more approvals.
 func (c *Channel) decide(ctx context.Context, ready func(), from, user string, d gate.Decision) {
+	// A tap outside the channel (a forwarded or shared copy of the card,
+	// a direct message) is not the channel's audience: on a route with no
+	// approvers list the gate refuses it, as it refuses Feishu's.
+	d.Elsewhere = from != c.cfg.ChannelID
 	log := c.log.With("request_id", d.RequestID, "actor", d.Actor)
 	r, err := c.decider.Decide(ctx, d)
 	ready()
