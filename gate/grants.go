@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
@@ -67,6 +68,9 @@ func (s *Service) grantHolds(g *Grant, r *Request, rt Route, people *People, now
 	if rt.Plan.ForbidSelf && slices.ContainsFunc(people.askers(r), func(a string) bool { return slices.Contains(givers, a) }) {
 		return false
 	}
+	if check := s.webGiver.Load(); check != nil && g.GivenVia == WebChannel && !(*check)(strings.TrimPrefix(g.GivenBy, "web:")) {
+		return false // a web user since demoted or removed gave it
+	}
 	if len(rt.Approvers) == 0 {
 		return slices.Contains(rt.Channels, g.GivenVia)
 	}
@@ -75,6 +79,14 @@ func (s *Service) grantHolds(g *Grant, r *Request, rt Route, people *People, now
 		ids = append(ids, PersonPrefix+p)
 	}
 	return MayDecide(rt.Approvers, ids...)
+}
+
+// SetWebGiverCheck gives the gate the web server's word on whether a web
+// user may approve now: a grant given on the web page by a user a reload
+// (or a restart with a new config) has since demoted to auditor or
+// removed holds no more, as their taps would not.
+func (s *Service) SetWebGiverCheck(mayApprove func(user string) bool) {
+	s.webGiver.Store(&mayApprove)
 }
 
 func orAnyone(s string) string {

@@ -75,6 +75,9 @@ type Service struct {
 	waiters  *hub
 	owner    string // this process, as the card leases name it
 
+	// webGiver says whether a web user may still approve (SetWebGiverCheck).
+	webGiver atomic.Pointer[func(user string) bool]
+
 	kick      chan struct{}   // asks the card worker to look for work now
 	busy      atomic.Int64    // card workers at work
 	saturated atomic.Bool     // the card worker stopped with work maybe left

@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
 )
 
@@ -82,4 +86,34 @@ func grants(t *testing.T, base, token, query string) []gate.Grant {
 		t.Fatalf("GET /api/v1/grants%s as %s: %d %s", query, token, code, body)
 	}
 	return out.Grants
+}
+
+// TestWebGrantsEndWithTheirGiversRole: on a route with no approvers list a
+// web grant stands on its giver's approver role. A reload that demotes
+// alice to auditor, or removes her, refuses her taps at once; her grant
+// went on approving calls in her name until it expired (a sixth reader).
+func TestWebGrantsEndWithTheirGiversRole(t *testing.T) {
+	for _, after := range []string{"demoted", "removed"} {
+		t.Run(after, func(t *testing.T) {
+			e := newEnvWith(t, []gate.Route{{Name: "deploys", Tool: "deploy", Channels: []string{gate.WebChannel}, Remember: time.Hour, Timeout: time.Hour}}, nil)
+			first := e.submit(`{"tool_name":"deploy","tool_args":{"env":"prod"},"agent_id":"bot"}`)
+			b := e.login("alice")
+			if res, body := b.post("/approvals/"+first.ID+"/decide", url.Values{"csrf": {b.csrf}, "verdict": {"approve_for"}}); res.StatusCode != http.StatusSeeOther {
+				t.Fatalf("approve for a while: %d %s", res.StatusCode, body)
+			}
+			if second := e.submit(`{"tool_name":"deploy","tool_args":{"env":"prod"},"agent_id":"bot"}`); second.DecidedVia != gate.ViaGrant {
+				t.Fatalf("the grant does not approve the next call: %s via %s", second.Status, second.DecidedVia)
+			}
+			hash, _ := bcrypt.GenerateFromPassword([]byte(testPassword), bcrypt.MinCost)
+			users := []config.User{{Name: "bob", Role: config.RoleApprover, PasswordBcrypt: string(hash)}}
+			if after == "demoted" {
+				users = append(users, config.User{Name: "alice", Role: config.RoleAuditor, PasswordBcrypt: string(hash)})
+			}
+			e.web.SetAuth(nil, users)
+			third := e.submit(`{"tool_name":"deploy","tool_args":{"env":"prod"},"agent_id":"bot"}`)
+			if third.Status != gate.StatusPending {
+				t.Fatalf("alice %s, a call is %s by %s via %s (%s); want it to ask a person", after, third.Status, third.DecidedBy, third.DecidedVia, third.Reason)
+			}
+		})
+	}
 }

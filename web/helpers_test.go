@@ -30,6 +30,7 @@ type env struct {
 	srv *httptest.Server
 	svc *gate.Service
 	db  *store.DB
+	web *web.Server
 }
 
 func newEnv(t *testing.T) *env { t.Helper(); return newEnvAt(t, "") }
@@ -74,9 +75,10 @@ func newEnvWith(t *testing.T, routes []gate.Route, mod func(*web.Options)) *env 
 	if err != nil {
 		t.Fatal(err)
 	}
+	svc.SetWebGiverCheck(s.MayApprove) // as serve does
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
-	return &env{t: t, srv: hs, svc: svc, db: db}
+	return &env{t: t, srv: hs, svc: svc, db: db, web: s}
 }
 
 // submit creates a request through the agent API.

@@ -142,6 +142,24 @@ func (s *Server) sessionRole(se store.Session) (role string, ok bool) {
 	return "", false
 }
 
+// MayApprove says whether a web user may approve now, as far as this
+// server can tell: a password user by the config's role at this moment; a
+// user the config does not list only when single sign-on is on (their
+// role is what the provider said at sign-in), or the bootstrap admin.
+// The gate asks it before a grant given on the web page approves a call.
+func (s *Server) MayApprove(name string) bool {
+	users := s.auth.Load().users
+	if len(users) == 0 && name == "admin" && s.opts.BootstrapPassword != "" {
+		return true
+	}
+	for _, u := range users {
+		if u.Name == name {
+			return u.Role == config.RoleApprover || u.Role == config.RoleAdmin
+		}
+	}
+	return s.sso != nil
+}
+
 // requireLogin sends visitors without a session to the login page.
 func (s *Server) requireLogin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
