@@ -89,6 +89,12 @@ var fileTools = map[string]fileTool{
 	"StrReplace": {edits: true, keys: []string{"path", "file_path", "target_file"}},
 }
 
+// coversFileTool says a path rule on ruleTool applies to a call of tool.
+func coversFileTool(ruleTool, tool string) bool {
+	ft, ok := fileTools[tool]
+	return ok && ft.coveredBy(ruleTool, tool)
+}
+
 // coveredBy says a path rule on ruleTool applies to a call of tool.
 func (t fileTool) coveredBy(ruleTool, tool string) bool {
 	switch ruleTool {
@@ -198,8 +204,7 @@ func (p *pattern) match(c *Call, action Action) fit {
 	if p.bare {
 		return fitIf(globMatch(p.tool, c.Tool) || p.tool == "Bash" && shellTool(c.Tool))
 	}
-	ft, isFile := fileTools[c.Tool]
-	if c.Tool != p.tool && !(p.tool == "Bash" && shellTool(c.Tool)) && !(isFile && ft.coveredBy(p.tool, c.Tool)) {
+	if c.Tool != p.tool && !(p.tool == "Bash" && shellTool(c.Tool)) && !((p.tool == "Read" || p.tool == "Edit") && coversFileTool(p.tool, c.Tool)) {
 		return misses
 	}
 	switch p.tool {
@@ -233,6 +238,7 @@ func (p *pattern) match(c *Call, action Action) fit {
 		}
 		return f
 	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
+		ft := fileTools[c.Tool] // the rule covers the call's tool: it is in the table
 		if ft.search {
 			return p.searchFit(c, ft, strict, unknown)
 		}
