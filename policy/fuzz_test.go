@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -120,6 +121,41 @@ func FuzzShellAllow(f *testing.F) {
 			"rm -rf /tmp/x | " + cmd, "ls $(rm -rf /tmp/x) " + cmd, "ls `rm -rf /tmp/x`; " + cmd} {
 			if allowed(worse) {
 				t.Fatalf("allow of Bash(ls:*) covers %q", worse)
+			}
+		}
+	})
+}
+
+// FuzzPathRulesErrTowardCovering: an ask or deny path rule is read more
+// broadly than an allow rule (gitignore's reading, folded case and Unicode
+// forms), never more narrowly: whatever a rule covers as an allow rule,
+// it covers as a deny rule, for Read and for a search of the path.
+func FuzzPathRulesErrTowardCovering(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"/etc/**", "/etc/passwd"}, {"./secrets/**", "secrets/k"}, {"*.pem", "a.pem"}, {".env", "/repo/.env"},
+		{"src/**/*.ts", "src/a/b.ts"}, {"/", "/x"}, {"[a-c]/x", "/repo/b/x"}, {"É/*", "/repo/É/x"}, {"keys/", "keys"},
+		{"**", "x/y"}, {"./", "/repo"}, {"a\\*b", "a*b"}, {"/repo/../etc/*", "/etc/x"}, {"Ａ/x", "/repo/Ａ/x"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, rule, file string) {
+		if strings.ContainsAny(rule, "()") {
+			return
+		}
+		pat, err := parsePattern("Read(" + rule + ")")
+		if err != nil || pat.bare {
+			return
+		}
+		const cwd = `{"cwd":"/repo"}`
+		for _, tool := range []string{"Read", "Grep"} {
+			key := "file_path"
+			if tool == "Grep" {
+				key = "path"
+			}
+			args, _ := json.Marshal(map[string]string{key: file})
+			c := NewCall(tool, args, json.RawMessage(cwd))
+			if pat.match(c, Allow) == covers && pat.match(c, Deny) != covers {
+				t.Fatalf("Read(%s) covers %s %q as an allow rule but not as a deny rule", rule, tool, file)
 			}
 		}
 	})

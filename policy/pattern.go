@@ -511,8 +511,8 @@ func madeAtRunTime(w string) bool {
 // allow rule matches the path as written.
 func broadPath(pat string) string {
 	pat = fold(pat)
-	if !strings.HasPrefix(pat, "/") && !strings.Contains(strings.TrimSuffix(pat, "/"), "/") {
-		pat = "**/" + pat
+	if name := strings.TrimSuffix(pat, "/"); !strings.Contains(name, "/") && name != "" && name != "." && name != ".." {
+		pat = "**/" + pat // a name: at any depth
 	}
 	if pat = strings.TrimRight(pat, "/"); !strings.HasSuffix(pat, "/**") {
 		pat += "/**"
@@ -592,24 +592,27 @@ func placePattern(pat, cwd string) (string, bool) {
 var globEscaper = strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`)
 
 func segmentsMatch(pat, segs []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for i := 0; i <= len(segs); i++ {
-				if segmentsMatch(pat[1:], segs[i:]) {
-					return true
-				}
+	// next[j] says whether pat[i+1:] matches segs[j:], cur[j] pat[i:]:
+	// one pass per segment of the rule, so a path of many segments costs
+	// rule × path steps, not a step for every way the rule's ** could
+	// split it (exponential in the number of **).
+	next, cur := make([]bool, len(segs)+1), make([]bool, len(segs)+1)
+	next[len(segs)] = true
+	for i := len(pat) - 1; i >= 0; i-- {
+		for j := len(segs); j >= 0; j-- {
+			switch {
+			case pat[i] == "**":
+				cur[j] = next[j] || j < len(segs) && cur[j+1]
+			case j == len(segs):
+				cur[j] = false
+			default:
+				ok, _ := path.Match(pat[i], segs[j])
+				cur[j] = ok && next[j+1]
 			}
-			return false
 		}
-		if len(segs) == 0 {
-			return false
-		}
-		if ok, _ := path.Match(pat[0], segs[0]); !ok {
-			return false
-		}
-		pat, segs = pat[1:], segs[1:]
+		next, cur = cur, next
 	}
-	return len(segs) == 0
+	return next[0]
 }
 
 // globMatch matches s against a pattern where * is any run of characters
