@@ -344,7 +344,14 @@ func (c *Call) fromCursor(in *rawInput) error {
 	}
 	c.SessionID = in.ConversationID
 	c.meta("hook_event_name", c.Event)
-	c.meta("cwd", in.Cwd)
+	cwd := in.Cwd
+	if cwd == "" && len(in.WorkspaceRoots) == 1 {
+		// Cursor's preToolUse names no cwd; its one workspace root is
+		// where relative paths and the policy's relative path rules
+		// stand (without one, those rules hold every file call).
+		cwd = in.WorkspaceRoots[0]
+	}
+	c.meta("cwd", cwd)
 	c.meta("generation_id", in.GenerationID)
 	if len(in.WorkspaceRoots) > 0 {
 		c.meta("workspace_roots", strings.Join(in.WorkspaceRoots, ":"))

@@ -201,3 +201,23 @@ func TestOnlyClaudeAndCodexReport(t *testing.T) {
 		}
 	}
 }
+
+// TestCursorCwdIsItsWorkspaceRoot: Cursor's preToolUse names no cwd, so a
+// relative path rule (Read(./.env)) had nowhere to stand and held every
+// file call; its one workspace root is the cwd now (a second root leaves
+// it unknown: which one is meant?).
+func TestCursorCwdIsItsWorkspaceRoot(t *testing.T) {
+	for roots, want := range map[string]string{`["/proj"]`: "/proj", `["/a","/b"]`: "", `[]`: ""} {
+		c, err := Parse(Cursor, []byte(`{"hook_event_name":"preToolUse","conversation_id":"c","tool_name":"Read","tool_input":{"file_path":"/proj/a"},"workspace_roots":`+roots+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Metadata["cwd"] != want {
+			t.Errorf("roots %s: cwd %q, want %q", roots, c.Metadata["cwd"], want)
+		}
+	}
+	c, _ := Parse(Cursor, []byte(`{"hook_event_name":"preToolUse","cwd":"/here","tool_name":"Read","tool_input":{},"workspace_roots":["/proj"]}`))
+	if c.Metadata["cwd"] != "/here" {
+		t.Errorf("a cwd Cursor names is kept: %v", c.Metadata)
+	}
+}
