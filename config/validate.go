@@ -329,9 +329,9 @@ func (f *Feishu) validate(p string, errs *Errors) {
 // segment of its callback URL, /callbacks/webhook/{name}.
 var webhookName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// slackChannelID is a Slack conversation's ID: public (C…) or private
-// (G…) channels.
-var slackChannelID = regexp.MustCompile(`^[CG][A-Z0-9]+$`)
+// slackChannelID is a Slack conversation's ID: a public (C…) or private
+// (G…) channel, or a direct message (D…).
+var slackChannelID = regexp.MustCompile(`^[CGD][A-Z0-9]+$`)
 
 func (w *Webhook) validate(p, name string, errs *Errors) {
 	if name != "" && !webhookName.MatchString(name) {

@@ -605,3 +605,59 @@ func TestPathRulesStayLinear(t *testing.T) {
 		t.Fatalf("matching a %d-segment path took more than 30s", strings.Count(long, "/"))
 	}
 }
+
+// TestPathRulesEighthReader: what an eighth reader found in the day's
+// path rules, each case failing before its fix.
+func TestPathRulesEighthReader(t *testing.T) {
+	const repo = `{"cwd":"/repo"}`
+	type call struct {
+		tool string
+		args map[string]any
+		want string
+	}
+	for _, tc := range []struct {
+		rules []Route
+		calls []call
+	}{
+		// A ? before a trailing " *" keeps the rule a glob.
+		{[]Route{{Name: "deny", Calls: []string{"Bash(rm -rf /srv/? *)"}, Action: Deny}, {Name: "rest", Action: Allow}},
+			[]call{{"Bash", map[string]any{"command": "rm -rf /srv/a --no-preserve-root"}, "deny"}}},
+		// Every path a call names is read, not only the first key's.
+		{[]Route{{Name: "deny", Calls: []string{"Read(./secrets/**)"}, Action: Deny}, {Name: "rest", Action: Allow}},
+			[]call{
+				{"read_file", map[string]any{"file_path": "/repo/README.md", "absolute_path": "/repo/secrets/k"}, "deny"},
+				{"list_directory", map[string]any{"dir_path": "/repo/docs", "path": "/repo/secrets"}, "deny"},
+				{"read_many_files", map[string]any{"paths": []string{"secrets/**"}}, "deny"},
+				{"read_file", map[string]any{"file_path": "/repo/README.md"}, "rest"},
+			}},
+		// A Write rule is an Edit rule, as Claude Code reads it.
+		{[]Route{{Name: "deny", Calls: []string{"Write(/etc/**)"}, Action: Deny}, {Name: "rest", Action: Allow}},
+			[]call{
+				{"Edit", map[string]any{"file_path": "/etc/passwd"}, "deny"},
+				{"write_file", map[string]any{"file_path": "/etc/passwd"}, "deny"},
+				{"Delete", map[string]any{"path": "/etc/passwd"}, "deny"},
+				{"Read", map[string]any{"file_path": "/etc/passwd"}, "rest"},
+			}},
+		// Folding does not narrow a class: the rule as written counts too.
+		{[]Route{{Name: "deny", Calls: []string{"Read(/repo/[^a-z]*)"}, Action: Deny}, {Name: "rest", Action: Allow}},
+			[]call{{"Read", map[string]any{"file_path": "/repo/Secret"}, "deny"}}},
+		// A search that may read what a deny rule names is held, so an ask
+		// route after it may ask; one within what it names is denied.
+		{[]Route{{Name: "deny", Calls: []string{"Read(./.env)"}, Action: Deny}, {Name: "ask", Action: Ask}},
+			[]call{
+				{"Grep", map[string]any{"pattern": "x"}, "ask"},
+				{"Grep", map[string]any{"pattern": "x", "path": "/repo/.env"}, "deny"},
+			}},
+	} {
+		for _, c := range tc.calls {
+			if got := routeOf(t, tc.rules, c.tool, c.args, repo); got != c.want {
+				t.Errorf("%s / %s %v: route %s, want %s", tc.rules[0].Calls[0], c.tool, c.args, got, c.want)
+			}
+		}
+	}
+	// Read(..) stands for the cwd's parent, not for the cwd at any depth.
+	up := []Route{{Name: "deny", Calls: []string{"Read(..)"}, Action: Deny}, {Name: "rest", Action: Allow}}
+	if got := routeOf(t, up, "Read", map[string]any{"file_path": "/repo"}, `{"cwd":"/repo/sub"}`); got != "deny" {
+		t.Errorf("Read(..) from /repo/sub, Read /repo: route %s", got)
+	}
+}

@@ -28,8 +28,9 @@ type pattern struct {
 	// byPath says the rule's command is a path (/opt/x/run.sh): it is
 	// looked for as written, not as the base name of a word.
 	byPath bool
-	// broad is a path rule as an ask or deny rule reads it (broadPath).
-	broad string
+	// broad is a path rule as an ask or deny rule reads it (broadPath),
+	// folded and as written.
+	broad, broadRaw string
 }
 
 // shellTool says a tool is Bash or another agent client's name for its
@@ -50,6 +51,7 @@ func shellTool(tool string) bool {
 type fileTool struct {
 	edits  bool // writes the file
 	search bool // reads every file under a directory (the cwd when the call names none)
+	many   bool // reads files its call lists by globs (not read here)
 	// keys hold the path; the first one present is read, and a present
 	// one that is not a string is a path that cannot be read.
 	keys []string
@@ -80,6 +82,7 @@ var fileTools = map[string]fileTool{
 	"glob":                {search: true, keys: []string{"dir_path", "path"}},
 	"search_file_content": {search: true, keys: []string{"dir_path", "path"}},
 	"grep_search":         {search: true, keys: []string{"dir_path", "path"}},
+	"read_many_files":     {many: true},
 	// Copilot CLI.
 	"view":   {keys: []string{"path"}},
 	"create": {edits: true, keys: []string{"path"}},
@@ -95,27 +98,30 @@ func coversFileTool(ruleTool, tool string) bool {
 	return ok && ft.coveredBy(ruleTool, tool)
 }
 
-// coveredBy says a path rule on ruleTool applies to a call of tool.
+// coveredBy says a path rule on ruleTool applies to a call of tool: a
+// Read rule to the tools that read, an Edit rule (or a Write, MultiEdit
+// or NotebookEdit one, which Claude Code reads as Edit) to those that edit.
 func (t fileTool) coveredBy(ruleTool, tool string) bool {
-	switch ruleTool {
-	case "Read":
+	if ruleTool == "Read" {
 		return !t.edits
-	case "Edit":
-		return t.edits
 	}
-	return ruleTool == tool
+	return t.edits
 }
 
-// path is the file or directory the call names: ok false when it names
-// none, unread when the key holding it is not a string.
-func (t fileTool) path(c *Call) (p string, ok, unread bool) {
+// paths are the files or directories the call names, one for each of the
+// tool's keys present (a client may send an old name and a new one);
+// unread when one is not a string.
+func (t fileTool) paths(c *Call) (ps []string, unread bool) {
 	for _, k := range t.keys {
 		if v, present := c.Args[k]; present {
-			p, ok = v.(string)
-			return p, ok, !ok
+			s, ok := v.(string)
+			if !ok {
+				return nil, true
+			}
+			ps = append(ps, s)
 		}
 	}
-	return "", false, false
+	return ps, false
 }
 
 func parsePattern(s string) (pattern, error) {
@@ -144,7 +150,7 @@ func parsePattern(s string) (pattern, error) {
 		arg := p.arg
 		if rest, ok := strings.CutSuffix(arg, ":*"); ok {
 			p.prefix, arg = true, rest
-		} else if rest, ok := strings.CutSuffix(arg, " *"); ok && strings.TrimSpace(rest) != "" && !strings.Contains(rest, "*") {
+		} else if rest, ok := strings.CutSuffix(arg, " *"); ok && strings.TrimSpace(rest) != "" && !strings.ContainsAny(rest, "*?") {
 			// As in Claude Code, `git push *` is `git push:*`: the command
 			// and anything after it, so ask and deny rules read it as they
 			// read :* rules (options after the arguments, words made at run
@@ -164,7 +170,7 @@ func parsePattern(s string) (pattern, error) {
 			// agent runs on, which the gate does not know.
 			return p, fmt.Errorf("%q: ~ is the agent's home directory, which the gate cannot see; write the path in full (/home/dev/.ssh/**) or with a wildcard (/home/*/.ssh/**)", s)
 		}
-		p.broad = broadPath(strings.TrimSpace(p.arg))
+		p.broad, p.broadRaw = broadPath(fold(strings.TrimSpace(p.arg))), broadPath(strings.TrimSpace(p.arg))
 	case "WebFetch":
 		d, ok := strings.CutPrefix(p.arg, "domain:")
 		if !ok || d == "" || strings.ContainsAny(d, "/:@ ") {
@@ -204,7 +210,7 @@ func (p *pattern) match(c *Call, action Action) fit {
 	if p.bare {
 		return fitIf(globMatch(p.tool, c.Tool) || p.tool == "Bash" && shellTool(c.Tool))
 	}
-	if c.Tool != p.tool && !(p.tool == "Bash" && shellTool(c.Tool)) && !((p.tool == "Read" || p.tool == "Edit") && coversFileTool(p.tool, c.Tool)) {
+	if c.Tool != p.tool && !(p.tool == "Bash" && shellTool(c.Tool)) && !(p.broad != "" && coversFileTool(p.tool, c.Tool)) {
 		return misses
 	}
 	switch p.tool {
@@ -238,18 +244,7 @@ func (p *pattern) match(c *Call, action Action) fit {
 		}
 		return f
 	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
-		ft := fileTools[c.Tool] // the rule covers the call's tool: it is in the table
-		if ft.search {
-			return p.searchFit(c, ft, strict, unknown)
-		}
-		fp, ok, _ := ft.path(c)
-		if !ok || !placed(fp, c.cwd()) || !p.anchored(c) {
-			return unknown // no path, one that is not a string, or one that cannot be placed
-		}
-		if strict {
-			return fitIf(pathMatch(p.arg, fp, c.cwd()))
-		}
-		return fitIf(pathMatch(p.broad, fold(fp), fold(c.cwd())))
+		return p.fileFit(c, strict, unknown)
 	case "WebFetch":
 		u, ok := c.stringArg("url")
 		if !ok {
@@ -277,18 +272,26 @@ func (p *pattern) match(c *Call, action Action) fit {
 	return fitIf(ok && globMatch(p.arg, v))
 }
 
-// searchFit is a Read rule's test of a tool that reads every file under
-// a directory (Grep, Glob, LS). An allow rule covers the search only when
-// it covers everything under the directory (Read(/repo/**) and a search
-// of /repo/src); an ask or deny rule covers it when it may cover anything
-// there (Read(/repo/.env) and a search of /repo, or of /).
-func (p *pattern) searchFit(c *Call, ft fileTool, strict bool, unknown fit) fit {
-	dir, _, unread := ft.path(c)
-	if unread {
-		return unknown // a path that is not a string
+// fileFit is a path rule's test of a file tool's call. An allow rule must
+// cover every path the call names; an ask or deny rule covers the call
+// if it covers any (read broadly: broadPath), and is unread if one cannot
+// be placed. A tool that searches a directory is covered by an allow rule
+// only when the rule covers everything under it (Read(/repo/**) and a
+// search of /repo/src); to an ask or deny rule it is covered when the
+// directory is within what the rule names, and unread when the rule may
+// name something under it (Read(./.env) and a search of the repository,
+// which may read .env).
+func (p *pattern) fileFit(c *Call, strict bool, unknown fit) fit {
+	ft := fileTools[c.Tool] // the rule covers the call's tool: it is in the table
+	ps, bad := ft.paths(c)
+	if bad || ft.many {
+		return unknown
 	}
-	if dir == "" {
-		dir = "." // the tools search the working directory by default
+	if len(ps) == 0 {
+		if !ft.search {
+			return unknown // no path
+		}
+		ps = []string{"."} // the tools search the working directory by default
 	}
 	if c.Tool == "Glob" || c.Tool == "glob" {
 		// A glob's pattern may leave its directory: ../.., /etc/*, and
@@ -299,13 +302,36 @@ func (p *pattern) searchFit(c *Call, ft fileTool, strict bool, unknown fit) fit 
 			return unknown
 		}
 	}
-	if !placed(dir, c.cwd()) || !p.anchored(c) {
-		return unknown
+	cwd := c.cwd()
+	f := misses
+	for _, fp := range ps {
+		if fp == "" && ft.search {
+			fp = "."
+		}
+		switch {
+		case !placed(fp, cwd) || !p.anchored(c):
+			if strict {
+				return misses
+			}
+			f = unread
+		case strict && ft.search:
+			if !strings.HasSuffix(p.arg, "/**") || !pathMatch(p.arg, fp, cwd) {
+				return misses
+			}
+		case strict:
+			if !pathMatch(p.arg, fp, cwd) {
+				return misses
+			}
+		case pathMatch(p.broad, fold(fp), fold(cwd)) || pathMatch(p.broadRaw, fp, cwd):
+			return covers
+		case ft.search && (mayHold(p.broad, fold(fp), fold(cwd)) || mayHold(p.broadRaw, fp, cwd)):
+			f = unread
+		}
 	}
 	if strict {
-		return fitIf(strings.HasSuffix(p.arg, "/**") && pathMatch(p.arg, dir, c.cwd()))
+		return covers
 	}
-	return fitIf(mayHold(p.broad, fold(dir), fold(c.cwd())))
+	return f
 }
 
 // placed says a path the call names can be read as one place: not under
@@ -318,7 +344,7 @@ func placed(p, cwd string) bool {
 // anchored says a path rule has a place to stand for this call: it is
 // absolute, or the call has an absolute working directory it is relative to.
 func (p *pattern) anchored(c *Call) bool {
-	return path.IsAbs(strings.TrimPrefix(p.arg, "./")) || path.IsAbs(c.cwd())
+	return path.IsAbs(p.arg) || path.IsAbs(c.cwd())
 }
 
 func fitIf(ok bool) fit {
@@ -510,7 +536,6 @@ func madeAtRunTime(w string) bool {
 // a/b/x.pem), and letter case and Unicode forms do not count (fold). An
 // allow rule matches the path as written.
 func broadPath(pat string) string {
-	pat = fold(pat)
 	if name := strings.TrimSuffix(pat, "/"); !strings.Contains(name, "/") && name != "" && name != "." && name != ".." {
 		pat = "**/" + pat // a name: at any depth
 	}
@@ -577,9 +602,11 @@ func mayHold(pat, dir, cwd string) bool {
 // placePattern is a path rule made absolute: a relative rule is joined to
 // the call's cwd, or has no place when there is none.
 func placePattern(pat, cwd string) (string, bool) {
-	pat = strings.TrimPrefix(pat, "./")
 	if path.IsAbs(pat) {
 		return pat, true
+	}
+	for strings.HasPrefix(pat, "./") {
+		pat = strings.TrimLeft(pat[2:], "/") // .//x is ./x, not /x
 	}
 	if cwd == "" {
 		return "", false
