@@ -110,7 +110,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 	detail := string(t.To)
 	if d.Remember {
 		detail += " (and remembered: a grant)"
-		t.Grant = func(r *Request) (*Grant, Event) { return s.grantFor(r, d.Actor, d.Via, t.At) }
+		t.Grant = func(r *Request) (*Grant, Event) { return s.grantFor(r, d.Actor, tapped, d.Via, t.At) }
 	}
 	if t.Reason != "" {
 		detail += ": " + t.Reason

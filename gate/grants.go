@@ -37,8 +37,8 @@ func argsHash(args, metadata []byte) string {
 // grantFor is the grant an approval of r by who gives ("approve for"). It
 // belongs to the agent r came from (agentKey): on a server without tokens
 // that is the agent's name, never "" (which would cover every agent).
-func (s *Service) grantFor(r *Request, who, via string, at time.Time) (*Grant, Event) {
-	g := &Grant{ID: s.newID(), Route: r.Route, Caller: agentKey(r.Caller, r.AgentID), Tool: r.ToolName, GivenBy: who, GivenVia: via,
+func (s *Service) grantFor(r *Request, who string, ids []string, via string, at time.Time) (*Grant, Event) {
+	g := &Grant{ID: s.newID(), Route: r.Route, Caller: agentKey(r.Caller, r.AgentID), Tool: r.ToolName, GivenBy: who, GivenIDs: ids, GivenVia: via,
 		RequestID: r.ID, CreatedAt: at, ExpiresAt: at.Add(r.RememberFor())}
 	scope := "the same arguments"
 	if r.RememberAnyArgs {
@@ -64,7 +64,10 @@ func (s *Service) grantHolds(g *Grant, r *Request, rt Route, people *People, now
 	if !g.CreatedAt.Add(rt.Remember).After(now) || rt.Quorum > 1 {
 		return false
 	}
-	givers := people.of(g.GivenBy)
+	// The giver as Decide knows them: every identity they tapped with (a
+	// Feishu tap's union_id says who the person is, its open_id does not).
+	tapped := append([]string{g.GivenBy}, g.GivenIDs...)
+	givers := people.of(tapped...)
 	if rt.Plan.ForbidSelf && slices.ContainsFunc(people.askers(r), func(a string) bool { return slices.Contains(givers, a) }) {
 		return false
 	}
@@ -74,7 +77,7 @@ func (s *Service) grantHolds(g *Grant, r *Request, rt Route, people *People, now
 	if len(rt.Approvers) == 0 {
 		return slices.Contains(rt.Channels, g.GivenVia)
 	}
-	ids := []string{g.GivenBy}
+	ids := tapped
 	for _, p := range givers {
 		ids = append(ids, PersonPrefix+p)
 	}

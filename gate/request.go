@@ -244,6 +244,7 @@ type Grant struct {
 	Tool      string     `json:"tool"`
 	ArgsHash  string     `json:"args_hash,omitempty"` // "" covers any arguments
 	GivenBy   string     `json:"given_by"`
+	GivenIDs  []string   `json:"given_ids,omitempty"` // every identity the giver tapped with
 	GivenVia  string     `json:"given_via"`
 	RequestID string     `json:"request_id"` // the approval that gave it
 	CreatedAt time.Time  `json:"created_at"`

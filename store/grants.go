@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
@@ -11,9 +13,16 @@ import (
 func scanGrant(rows *sql.Rows) (gate.Grant, error) {
 	var g gate.Grant
 	var revoked *time.Time
+	var ids string
 	if err := rows.Scan(&g.ID, &g.Route, &g.Caller, &g.Tool, &g.ArgsHash, &g.GivenBy, &g.GivenVia, &g.RequestID,
-		&g.CreatedAt, &g.ExpiresAt, &revoked, &g.RevokedBy); err != nil {
+		&g.CreatedAt, &g.ExpiresAt, &revoked, &g.RevokedBy, &ids); err != nil {
 		return g, err
+	}
+	if ids != "" && ids != "null" {
+		// Identities that do not read fail the lookup: the gate answers deny.
+		if err := json.Unmarshal([]byte(ids), &g.GivenIDs); err != nil {
+			return g, fmt.Errorf("grant %s: given_ids: %w", g.ID, err)
+		}
 	}
 	g.CreatedAt, g.ExpiresAt = g.CreatedAt.UTC(), g.ExpiresAt.UTC()
 	if revoked != nil {

@@ -71,9 +71,9 @@ const (
 	qCountOutcomes = `SELECT COUNT(*) FROM events WHERE request_id = $1 AND type IN ('` +
 		gate.EventToolRan + `', '` + gate.EventToolFailed + `')`
 	qNotify      = `SELECT pg_notify($1, $2)`
-	qInsertGrant = `INSERT INTO grants (id, route, caller, tool, args_hash, given_by, given_via, request_id, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
-	grantColumns = `id, route, caller, tool, args_hash, given_by, given_via, request_id, created_at, expires_at, revoked_at, revoked_by`
+	qInsertGrant = `INSERT INTO grants (id, route, caller, tool, args_hash, given_by, given_via, request_id, created_at, expires_at, given_ids)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+	grantColumns = `id, route, caller, tool, args_hash, given_by, given_via, request_id, created_at, expires_at, revoked_at, revoked_by, given_ids`
 	// qFindGrant finds the grant of a call: for its arguments on a route
 	// that remembers the same arguments, for any ('') on one that
 	// remembers any. A grant for any arguments, given before a reload
@@ -426,8 +426,12 @@ func (s *DB) Transition(ctx context.Context, t gate.Transition) (gate.Outcome, e
 		gate.SealVerdict(&events[0], out.Request)
 		if t.Grant != nil {
 			g, e := t.Grant(out.Request)
+			ids, err := json.Marshal(g.GivenIDs)
+			if err != nil {
+				return err
+			}
 			if _, err := w.exec(qInsertGrant, g.ID, g.Route, g.Caller, g.Tool, g.ArgsHash, g.GivenBy, g.GivenVia, g.RequestID,
-				utc(g.CreatedAt), utc(g.ExpiresAt)); err != nil {
+				utc(g.CreatedAt), utc(g.ExpiresAt), string(ids)); err != nil {
 				return err
 			}
 			events = append(events, e)

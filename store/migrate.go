@@ -305,6 +305,12 @@ CREATE UNIQUE INDEX cards_one ON cards (request_id, channel, kind, target, step)
 ALTER TABLE votes ADD COLUMN identities TEXT NOT NULL DEFAULT '';
 UPDATE votes SET identities = COALESCE((SELECT '["' || REPLACE(REPLACE(e.actor, '\', '\\'), '"', '\"') || '"]' FROM events e
 	WHERE e.request_id = votes.request_id AND e.type = 'vote' AND e.at = votes.at AND e.actor <> '' LIMIT 1), '')`},
+	// A grant keeps every identity its giver tapped with, as a vote does:
+	// a Feishu tap's actor is an app's open_id, and the person is found by
+	// the union_id beside it (self-approval, person: approvers). Grants
+	// given before keep their giver alone, as they were judged.
+	{version: 9, name: "grants keep their giver's identities", sql: `
+ALTER TABLE grants ADD COLUMN given_ids TEXT NOT NULL DEFAULT ''`},
 }
 
 // SchemaVersion is the newest migration this binary knows.
