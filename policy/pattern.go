@@ -61,8 +61,8 @@ type fileTool struct {
 // ones. As in Claude Code, an Edit(…) rule covers every tool that edits
 // files and a Read(…) rule every tool that reads them (so a deny of
 // Edit(/etc/**) is not dodged by Write, nor a deny of Read(./secrets/**)
-// by Grep or by Gemini CLI's read_file). A rule naming another of these
-// tools (Write(…)) covers that tool only. (A switch would do as well; the
+// by Grep or by Gemini CLI's read_file); a Write, MultiEdit or
+// NotebookEdit rule is an Edit rule. (A switch would do as well; the
 // table also says where each path is.)
 var fileTools = map[string]fileTool{
 	// Claude Code.
