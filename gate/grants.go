@@ -66,7 +66,7 @@ func (s *Service) grantHolds(g *Grant, r *Request, rt Route, people *People, now
 	}
 	// The giver as Decide knows them: every identity they tapped with (a
 	// Feishu tap's union_id says who the person is, its open_id does not).
-	tapped := append([]string{g.GivenBy}, g.GivenIDs...)
+	tapped := g.identities()
 	givers := people.of(tapped...)
 	if rt.Plan.ForbidSelf && slices.ContainsFunc(people.askers(r), func(a string) bool { return slices.Contains(givers, a) }) {
 		return false
@@ -77,11 +77,7 @@ func (s *Service) grantHolds(g *Grant, r *Request, rt Route, people *People, now
 	if len(rt.Approvers) == 0 {
 		return slices.Contains(rt.Channels, g.GivenVia)
 	}
-	ids := tapped
-	for _, p := range givers {
-		ids = append(ids, PersonPrefix+p)
-	}
-	return MayDecide(rt.Approvers, ids...)
+	return people.mayDecide(rt.Approvers, tapped...)
 }
 
 // SetWebGiverCheck gives the gate the web server's word on whether a web

@@ -126,52 +126,41 @@ func TestGrantIsForOneWorkingDirectory(t *testing.T) {
 // grant alice gave on bob's call (a shared token) approved her own later
 // call at once in her name, which she could not approve herself (a sixth
 // reader). Her call now asks a person; bob's calls still use the grant.
+// Through Feishu the tap's actor is an app's open_id and the person is
+// found by the union_id beside it: a grant kept the actor alone, so on a
+// route of person: approvers it never held, and it approved its giver's
+// own calls (an eighth reader). Grants keep every identity tapped with now
+// (migration 9).
 func TestGrantsDoNotApproveTheirGiversCalls(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		svc := peopleService(t, db, gate.Route{Name: "deploys", Tool: "deploy", Channels: []string{"fake"},
-			Approvers: []string{"person:alice", "person:bob"}, Remember: time.Hour, RememberAny: true, Plan: gate.Plan{ForbidSelf: true}})
-		ctx := context.Background()
-		bobs := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: json.RawMessage(`{"env":"staging"}`), Caller: "ci", UserID: "u_bob"})
-		if _, err := svc.Decide(ctx, gate.Decision{RequestID: bobs.ID, Approve: true, Remember: true, Actor: "web:alice", Via: "web"}); err != nil {
-			t.Fatal(err)
-		}
-		mine := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: json.RawMessage(`{"env":"prod"}`), Caller: "ci", UserID: "u_42"})
-		if mine.Status != gate.StatusPending {
-			t.Fatalf("alice's own call: %s by %s via %s (%s); want it to ask a person", mine.Status, mine.DecidedBy, mine.DecidedVia, mine.Reason)
-		}
-		again := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: json.RawMessage(`{"env":"prod"}`), Caller: "ci", UserID: "u_bob"})
-		if again.Status != gate.StatusApproved || again.DecidedVia != gate.ViaGrant {
-			t.Fatalf("bob's next call: %s via %s; want the grant to approve it", again.Status, again.DecidedVia)
-		}
-	})
-}
-
-// TestFeishuGrantsKnowTheirGiver: a Feishu tap's actor is an app's
-// open_id; the person is found by the union_id beside it. A grant kept the
-// actor alone, so on a route of person: approvers it never held, and under
-// self_approval: forbid it approved its giver's own calls (an eighth
-// reader). Grants keep every identity tapped with now (migration 9).
-func TestFeishuGrantsKnowTheirGiver(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		svc := peopleService(t, db, gate.Route{Name: "deploys", Tool: "deploy", Channels: []string{"fake"},
-			Approvers: []string{"person:alice", "person:bob"}, Remember: time.Hour, RememberAny: true, Plan: gate.Plan{ForbidSelf: true}})
-		ctx := context.Background()
-		bobs := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: json.RawMessage(`{"env":"staging"}`), Caller: "ci", UserID: "u_bob"})
-		if _, err := svc.Decide(ctx, gate.Decision{RequestID: bobs.ID, Approve: true, Remember: true, Actor: "feishu:ou_alice_in_app2",
-			Identities: []string{"feishu:union:on_alice"}, Voter: "feishu:union:on_alice", Via: "fake"}); err != nil {
-			t.Fatal(err)
-		}
-		again := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: json.RawMessage(`{"env":"prod"}`), Caller: "ci", UserID: "u_bob"})
-		if again.Status != gate.StatusApproved || again.DecidedVia != gate.ViaGrant {
-			t.Fatalf("bob's next call: %s via %s (%s); want alice's grant to approve it", again.Status, again.DecidedVia, again.Reason)
-		}
-		mine := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: json.RawMessage(`{"env":"prod"}`), Caller: "ci", UserID: "u_42"})
-		if mine.Status != gate.StatusPending {
-			t.Fatalf("alice's own call: %s by %s via %s; want it to ask a person", mine.Status, mine.DecidedBy, mine.DecidedVia)
-		}
-		gs, err := svc.Grants(ctx, nil, true)
-		if err != nil || len(gs) != 1 || !slices.Contains(gs[0].GivenIDs, "feishu:union:on_alice") {
-			t.Fatalf("grants: %v %+v", err, gs)
-		}
-	})
+	for _, giver := range []gate.Decision{
+		{Actor: "web:alice", Via: "web"},
+		{Actor: "feishu:ou_alice_in_app2", Identities: []string{"feishu:union:on_alice"}, Voter: "feishu:union:on_alice", Via: "fake"},
+	} {
+		t.Run(giver.Actor, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				svc := peopleService(t, db, gate.Route{Name: "deploys", Tool: "deploy", Channels: []string{"fake"},
+					Approvers: []string{"person:alice", "person:bob"}, Remember: time.Hour, RememberAny: true, Plan: gate.Plan{ForbidSelf: true}})
+				ctx := context.Background()
+				bobs := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: json.RawMessage(`{"env":"staging"}`), Caller: "ci", UserID: "u_bob"})
+				d := giver
+				d.RequestID, d.Approve, d.Remember = bobs.ID, true, true
+				if _, err := svc.Decide(ctx, d); err != nil {
+					t.Fatal(err)
+				}
+				mine := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: json.RawMessage(`{"env":"prod"}`), Caller: "ci", UserID: "u_42"})
+				if mine.Status != gate.StatusPending {
+					t.Fatalf("alice's own call: %s by %s via %s (%s); want it to ask a person", mine.Status, mine.DecidedBy, mine.DecidedVia, mine.Reason)
+				}
+				again := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: json.RawMessage(`{"env":"prod"}`), Caller: "ci", UserID: "u_bob"})
+				if again.Status != gate.StatusApproved || again.DecidedVia != gate.ViaGrant {
+					t.Fatalf("bob's next call: %s via %s (%s); want alice's grant to approve it", again.Status, again.DecidedVia, again.Reason)
+				}
+				gs, err := svc.Grants(ctx, nil, true)
+				if err != nil || len(gs) != 1 || !slices.Contains(gs[0].GivenIDs, giver.Actor) ||
+					giver.Voter != "" && !slices.Contains(gs[0].GivenIDs, giver.Voter) {
+					t.Fatalf("grants: %v %+v", err, gs)
+				}
+			})
+		})
+	}
 }

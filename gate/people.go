@@ -201,12 +201,6 @@ func MightDecide(approvers []string, ids ...string) bool {
 	return false
 }
 
-// tally counts a request's approvals by the people in force now: two
-// votes are one approver's when they have the same voter, share an
-// identity, or have identities of the same person. An earlier vote is
-// read again by its identities, not only by the voter it was counted for
-// then: a reload that gives an identity a person, takes it away or
-// renames the person must not let one approver count twice.
 // deciding are the votes whose identities may still decide under
 // approvers, by the people in force now: a vote from an identity a reload
 // took from an approver counts no more than a new tap from it would (one
@@ -215,17 +209,29 @@ func MightDecide(approvers []string, ids ...string) bool {
 // kept them) is judged by the voter it was counted for.
 func (p *People) deciding(approvers []string, casts []Cast) []Cast {
 	return slices.DeleteFunc(slices.Clone(casts), func(c Cast) bool {
-		ids := slices.Clone(c.Identities)
-		if len(ids) == 0 {
-			ids = []string{c.Voter}
+		if len(c.Identities) == 0 {
+			return !p.mayDecide(approvers, c.Voter)
 		}
-		for _, name := range p.of(ids...) {
-			ids = append(ids, PersonPrefix+name)
-		}
-		return !MayDecide(approvers, ids...)
+		return !p.mayDecide(approvers, c.Identities...)
 	})
 }
 
+// mayDecide says identities may decide under approvers, which name them
+// or, as person:NAME, the people they belong to now.
+func (p *People) mayDecide(approvers []string, ids ...string) bool {
+	all := slices.Clone(ids)
+	for _, name := range p.of(ids...) {
+		all = append(all, PersonPrefix+name)
+	}
+	return MayDecide(approvers, all...)
+}
+
+// tally counts a request's approvals by the people in force now: two
+// votes are one approver's when they have the same voter, share an
+// identity, or have identities of the same person. An earlier vote is
+// read again by its identities, not only by the voter it was counted for
+// then: a reload that gives an identity a person, takes it away or
+// renames the person must not let one approver count twice.
 func (p *People) tally(mine Cast, earlier []Cast) (fresh bool, votes int) {
 	all := append(slices.Clone(earlier), mine)
 	persons := make([][]string, len(all))

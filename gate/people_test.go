@@ -112,23 +112,32 @@ func TestQuorumCountsApproversAcrossAReload(t *testing.T) {
 	}
 }
 
+// votedThenReloaded is a request of quorum 2 (person:alice, person:bob)
+// approved once through slack:T1/UX, then one of alice's identities, after
+// which a reload puts these people in force.
+func votedThenReloaded(t *testing.T, db *store.DB, after ...gate.Person) (harness, *gate.Request) {
+	t.Helper()
+	before := gate.NewPeople([]gate.Person{{Name: "alice", Identities: []string{"slack:T1/UA", "slack:T1/UX"}}, {Name: "bob", Identities: []string{"slack:T1/UB"}}}, nil)
+	svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")},
+		routes: []gate.Route{{Name: "pay", Tool: "pay", Channels: []string{"fake"}, Approvers: []string{"person:alice", "person:bob"}, Quorum: 2}},
+		tweak:  func(o *gate.Options) { o.People = before }})
+	r := submit(t, svc, gate.Submission{ToolName: "pay"})
+	if _, err := svc.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UX", Via: "fake"}); err != nil {
+		t.Fatal(err)
+	}
+	svc.SetPeople(gate.NewPeople(after, nil))
+	return svc, r
+}
+
 // An identity moved from one person to another by a reload is the new
 // person's: bob's earlier tap with it, counted for alice then, is bob's
 // now, and alice can still give the second approval (found by a second
 // reader: both were refused, and the request could only expire).
 func TestMovedIdentityCountsForItsNewPerson(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		before := gate.NewPeople([]gate.Person{{Name: "alice", Identities: []string{"slack:T1/UA", "slack:T1/UX"}}, {Name: "bob", Identities: []string{"slack:T1/UB"}}}, nil)
-		after := gate.NewPeople([]gate.Person{{Name: "alice", Identities: []string{"slack:T1/UA"}}, {Name: "bob", Identities: []string{"slack:T1/UB", "slack:T1/UX"}}}, nil)
-		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")},
-			routes: []gate.Route{{Name: "pay", Tool: "pay", Channels: []string{"fake"}, Approvers: []string{"person:alice", "person:bob"}, Quorum: 2}},
-			tweak:  func(o *gate.Options) { o.People = before }})
+		svc, r := votedThenReloaded(t, db, gate.Person{Name: "alice", Identities: []string{"slack:T1/UA"}},
+			gate.Person{Name: "bob", Identities: []string{"slack:T1/UB", "slack:T1/UX"}})
 		ctx := context.Background()
-		r := submit(t, svc, gate.Submission{ToolName: "pay"})
-		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UX", Via: "fake"}); err != nil {
-			t.Fatal(err)
-		}
-		svc.SetPeople(after)
 		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UB", Via: "fake"}); gate.ErrorCode(err) != gate.ECONFLICT {
 			t.Fatalf("bob again, through another identity: %v", err)
 		}

@@ -120,17 +120,9 @@ func TestDecideReadsPeopleUnderTheLock(t *testing.T) {
 // sixth reader).
 func TestVotesOfRemovedIdentitiesNoLongerCount(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		before := gate.NewPeople([]gate.Person{{Name: "alice", Identities: []string{"slack:T1/UA", "slack:T1/UX"}}, {Name: "bob", Identities: []string{"slack:T1/UB"}}}, nil)
-		after := gate.NewPeople([]gate.Person{{Name: "alice", Identities: []string{"slack:T1/UA"}}, {Name: "bob", Identities: []string{"slack:T1/UB"}}}, nil)
-		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")},
-			routes: []gate.Route{{Name: "pay", Tool: "pay", Channels: []string{"fake"}, Approvers: []string{"person:alice", "person:bob"}, Quorum: 2}},
-			tweak:  func(o *gate.Options) { o.People = before }})
+		svc, r := votedThenReloaded(t, db, gate.Person{Name: "alice", Identities: []string{"slack:T1/UA"}},
+			gate.Person{Name: "bob", Identities: []string{"slack:T1/UB"}})
 		ctx := context.Background()
-		r := submit(t, svc, gate.Submission{ToolName: "pay"})
-		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UX", Via: "fake"}); err != nil {
-			t.Fatal(err)
-		}
-		svc.SetPeople(after)
 		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UX", Via: "fake"}); gate.ErrorCode(err) != gate.EFORBIDDEN {
 			t.Fatalf("UX after the reload: %v, want forbidden", err)
 		}

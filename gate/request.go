@@ -244,13 +244,22 @@ type Grant struct {
 	Tool      string     `json:"tool"`
 	ArgsHash  string     `json:"args_hash,omitempty"` // "" covers any arguments
 	GivenBy   string     `json:"given_by"`
-	GivenIDs  []string   `json:"given_ids,omitempty"` // every identity the giver tapped with
+	GivenIDs  []string   `json:"given_ids,omitempty"` // every identity the giver tapped with, GivenBy first
 	GivenVia  string     `json:"given_via"`
 	RequestID string     `json:"request_id"` // the approval that gave it
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt time.Time  `json:"expires_at"`
 	RevokedAt *time.Time `json:"revoked_at"`
 	RevokedBy string     `json:"revoked_by,omitempty"`
+}
+
+// identities are the giver's: every identity they tapped with, or the
+// giver alone for a grant given before grants kept them.
+func (g *Grant) identities() []string {
+	if len(g.GivenIDs) == 0 {
+		return []string{g.GivenBy}
+	}
+	return g.GivenIDs
 }
 
 // Active reports whether the grant covers calls at now.
