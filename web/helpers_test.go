@@ -75,7 +75,6 @@ func newEnvWith(t *testing.T, routes []gate.Route, mod func(*web.Options)) *env 
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.SetWebGiverCheck(s.MayApprove) // as serve does
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
 	return &env{t: t, srv: hs, svc: svc, db: db, web: s}

@@ -149,6 +149,11 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{e: echo.New(), svc: o.Service, opts: o, log: o.Logger, now: o.Now, sso: newSSO(o.OIDC, o.PublicURL)}
 	s.SetAuth(o.Tokens, o.Users)
+	if o.Service != nil {
+		// A grant given on the web page holds while its giver may still
+		// approve here.
+		o.Service.SetWebGiverCheck(s.MayApprove)
+	}
 	p, err := newPages(s)
 	if err != nil {
 		return nil, err

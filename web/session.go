@@ -32,7 +32,9 @@ type User struct {
 }
 
 // CanDecide reports whether the user may approve or reject on the web.
-func (u *User) CanDecide() bool { return u.Role == config.RoleApprover || u.Role == config.RoleAdmin }
+func (u *User) CanDecide() bool { return canDecide(u.Role) }
+
+func canDecide(role string) bool { return role == config.RoleApprover || role == config.RoleAdmin }
 
 // Identity is the user's approver identity.
 func (u *User) Identity() string { return "web:" + u.Name }
@@ -130,12 +132,22 @@ func (s *Server) sessionRole(se store.Session) (role string, ok bool) {
 	default:
 		return "", false
 	}
+	return s.configRole(se.UserName)
+}
+
+// configRole is a password user's role as the config says now: the
+// bootstrap admin's when no users are configured; listed is false for a
+// name the config does not hold.
+func (s *Server) configRole(name string) (role string, listed bool) {
 	users := s.auth.Load().users
 	if len(users) == 0 {
-		return se.Role, se.UserName == "admin" && s.opts.BootstrapPassword != ""
+		if name == "admin" && s.opts.BootstrapPassword != "" {
+			return config.RoleAdmin, true
+		}
+		return "", false
 	}
 	for _, u := range users {
-		if u.Name == se.UserName {
+		if u.Name == name {
 			return u.Role, true
 		}
 	}
@@ -148,14 +160,8 @@ func (s *Server) sessionRole(se store.Session) (role string, ok bool) {
 // role is what the provider said at sign-in), or the bootstrap admin.
 // The gate asks it before a grant given on the web page approves a call.
 func (s *Server) MayApprove(name string) bool {
-	users := s.auth.Load().users
-	if len(users) == 0 && name == "admin" && s.opts.BootstrapPassword != "" {
-		return true
-	}
-	for _, u := range users {
-		if u.Name == name {
-			return u.Role == config.RoleApprover || u.Role == config.RoleAdmin
-		}
+	if role, listed := s.configRole(name); listed {
+		return canDecide(role)
 	}
 	return s.sso != nil
 }

@@ -153,7 +153,6 @@ func runServer(ctx context.Context, cfg *config.Config, path string, log *slog.L
 
 	bg, cancelBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBG()
-	svc.SetWebGiverCheck(srv.MayApprove)
 	svc.Start(bg)
 	var wg sync.WaitGroup
 	for _, r := range built.runners {
