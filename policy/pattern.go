@@ -52,8 +52,8 @@ type fileTool struct {
 	edits  bool // writes the file
 	search bool // reads every file under a directory (the cwd when the call names none)
 	many   bool // reads files its call lists by globs (not read here)
-	// keys hold the path; the first one present is read, and a present
-	// one that is not a string is a path that cannot be read.
+	// keys hold the paths; every one present is read, and a present one
+	// that is not a string is a path that cannot be read.
 	keys []string
 }
 
@@ -102,10 +102,13 @@ func coversFileTool(ruleTool, tool string) bool {
 // Read rule to the tools that read, an Edit rule (or a Write, MultiEdit
 // or NotebookEdit one, which Claude Code reads as Edit) to those that edit.
 func (t fileTool) coveredBy(ruleTool, tool string) bool {
-	if ruleTool == "Read" {
+	switch ruleTool {
+	case "Read":
 		return !t.edits
+	case "Edit", "Write", "MultiEdit", "NotebookEdit":
+		return t.edits
 	}
-	return t.edits
+	return false
 }
 
 // paths are the files or directories the call names, one for each of the
@@ -210,6 +213,7 @@ func (p *pattern) match(c *Call, action Action) fit {
 	if p.bare {
 		return fitIf(globMatch(p.tool, c.Tool) || p.tool == "Bash" && shellTool(c.Tool))
 	}
+	// (p.broad is set on path rules only: other rules skip the table.)
 	if c.Tool != p.tool && !(p.tool == "Bash" && shellTool(c.Tool)) && !(p.broad != "" && coversFileTool(p.tool, c.Tool)) {
 		return misses
 	}
@@ -302,14 +306,14 @@ func (p *pattern) fileFit(c *Call, strict bool, unknown fit) fit {
 			return unknown
 		}
 	}
-	cwd := c.cwd()
+	cwd, fcwd, anchored := c.cwd(), fold(c.cwd()), p.anchored(c)
 	f := misses
 	for _, fp := range ps {
 		if fp == "" && ft.search {
 			fp = "."
 		}
 		switch {
-		case !placed(fp, cwd) || !p.anchored(c):
+		case !placed(fp, cwd) || !anchored:
 			if strict {
 				return misses
 			}
@@ -322,9 +326,9 @@ func (p *pattern) fileFit(c *Call, strict bool, unknown fit) fit {
 			if !pathMatch(p.arg, fp, cwd) {
 				return misses
 			}
-		case pathMatch(p.broad, fold(fp), fold(cwd)) || pathMatch(p.broadRaw, fp, cwd):
+		case pathMatch(p.broad, fold(fp), fcwd) || pathMatch(p.broadRaw, fp, cwd):
 			return covers
-		case ft.search && (mayHold(p.broad, fold(fp), fold(cwd)) || mayHold(p.broadRaw, fp, cwd)):
+		case ft.search && (mayHold(p.broad, fold(fp), fcwd) || mayHold(p.broadRaw, fp, cwd)):
 			f = unread
 		}
 	}
@@ -554,34 +558,17 @@ func fold(s string) string {
 // relative pattern is relative to the call's working directory; paths are
 // cleaned first, so /etc/../etc/passwd is /etc/passwd.
 func pathMatch(pat, p, cwd string) bool {
-	if p == "" {
-		return false
-	}
-	if !path.IsAbs(p) {
-		if cwd == "" {
-			return false
-		}
-		p = path.Join(cwd, p)
-	}
-	p = path.Clean(p)
-	pat, ok := placePattern(pat, cwd)
-	if !ok {
-		return false
-	}
-	return segmentsMatch(strings.Split(strings.Trim(pat, "/"), "/"), strings.Split(strings.Trim(p, "/"), "/"))
+	ps, ss, ok := segments(pat, p, cwd)
+	return ok && segmentsMatch(ps, ss)
 }
 
 // mayHold says a path rule may cover dir or something under it: the
 // rule's leading segments match all of dir's (a ** matches the rest).
 func mayHold(pat, dir, cwd string) bool {
-	if !path.IsAbs(dir) {
-		dir = path.Join(cwd, dir)
-	}
-	pat, ok := placePattern(pat, cwd)
+	ps, ds, ok := segments(pat, dir, cwd)
 	if !ok {
 		return false
 	}
-	ps, ds := strings.Split(strings.Trim(pat, "/"), "/"), strings.Split(strings.Trim(path.Clean(dir), "/"), "/")
 	if len(ds) == 1 && ds[0] == "" {
 		return true // the root holds everything
 	}
@@ -597,6 +584,25 @@ func mayHold(pat, dir, cwd string) bool {
 		}
 	}
 	return true
+}
+
+// segments are a rule's and a path's segments, both absolute: the path
+// joined to the cwd and cleaned, the rule placed by placePattern; ok is
+// false when either has no place.
+func segments(pat, p, cwd string) (ps, ss []string, ok bool) {
+	if p == "" {
+		return nil, nil, false
+	}
+	if !path.IsAbs(p) {
+		if cwd == "" {
+			return nil, nil, false
+		}
+		p = path.Join(cwd, p)
+	}
+	if pat, ok = placePattern(pat, cwd); !ok {
+		return nil, nil, false
+	}
+	return strings.Split(strings.Trim(pat, "/"), "/"), strings.Split(strings.Trim(path.Clean(p), "/"), "/"), true
 }
 
 // placePattern is a path rule made absolute: a relative rule is joined to
