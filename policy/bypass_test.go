@@ -661,3 +661,29 @@ func TestPathRulesEighthReader(t *testing.T) {
 		t.Errorf("Read(..) from /repo/sub, Read /repo: route %s", got)
 	}
 }
+
+// TestAbsolutePathRulesAreCleaned: a path is cleaned before it is matched,
+// and a relative rule is cleaned when it is joined to the cwd, but an
+// absolute rule was matched as written: Read(/etc//shadow) and
+// Read(/etc/./shadow) named a place no cleaned path is, so the deny never
+// denied. A rule means the place it names, written either way.
+func TestAbsolutePathRulesAreCleaned(t *testing.T) {
+	for _, rule := range []string{"Read(/etc//shadow)", "Read(/etc/./shadow)", "Read(/srv/../etc/shadow)", "Read(//etc/shadow)", "Read(/etc/sub/../shadow)"} {
+		rs := []Route{{Name: "deny", Calls: []string{rule}, Action: Deny}, {Name: "rest", Action: Allow}}
+		for _, p := range []string{"/etc/shadow", "/etc//shadow", "/tmp/../etc/shadow"} {
+			if got := routeOf(t, rs, "Read", map[string]string{"file_path": p}, `{"cwd":"/repo"}`); got != "deny" {
+				t.Errorf("%s, %s: route %s, want deny", rule, p, got)
+			}
+		}
+		if got := routeOf(t, rs, "Grep", map[string]string{"path": "/etc"}, `{"cwd":"/repo"}`); got != "deny" {
+			t.Errorf("%s, a search of /etc: route %s, want deny (it may read the file)", rule, got)
+		}
+	}
+	// An allow rule is cleaned too, and still names only its place.
+	rs := []Route{{Name: "docs", Calls: []string{"Read(/repo//docs/./**)"}, Action: Allow}, {Name: "rest", Action: Ask}}
+	for p, want := range map[string]string{"/repo/docs/a.md": "docs", "/repo/src/a.go": "rest", "/repo/docs/../src/a.go": "rest"} {
+		if got := routeOf(t, rs, "Read", map[string]string{"file_path": p}, `{"cwd":"/repo"}`); got != want {
+			t.Errorf("allow, %s: route %s, want %s", p, got, want)
+		}
+	}
+}

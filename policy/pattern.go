@@ -605,11 +605,12 @@ func segments(pat, p, cwd string) (ps, ss []string, ok bool) {
 	return strings.Split(strings.Trim(pat, "/"), "/"), strings.Split(strings.Trim(path.Clean(p), "/"), "/"), true
 }
 
-// placePattern is a path rule made absolute: a relative rule is joined to
-// the call's cwd, or has no place when there is none.
+// placePattern is a path rule made absolute and cleaned as paths are
+// (/etc//shadow is /etc/shadow): a relative rule is joined to the call's
+// cwd, or has no place when there is none.
 func placePattern(pat, cwd string) (string, bool) {
 	if path.IsAbs(pat) {
-		return pat, true
+		return path.Clean(pat), true
 	}
 	for strings.HasPrefix(pat, "./") {
 		pat = strings.TrimLeft(pat[2:], "/") // .//x is ./x, not /x
