@@ -130,6 +130,9 @@ func (s *DB) Seal(ctx context.Context, limit int) (int, error) {
 			}
 			recs = append(recs, r)
 		}
+		if err := rows.Err(); err != nil {
+			return err // the rows are closed when Next ends
+		}
 		if err := rows.Close(); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -91,13 +92,7 @@ func (s *DB) RevokeGrant(ctx context.Context, id, by string, at time.Time) (*gat
 		if err != nil {
 			return err
 		}
-		found := rows.Next()
-		if found {
-			g, err = scanGrant(rows)
-		}
-		if cerr := rows.Close(); err == nil {
-			err = cerr
-		}
+		found, err := firstRow(rows, func() (err error) { g, err = scanGrant(rows); return err })
 		if err != nil {
 			return err
 		}
@@ -123,11 +118,9 @@ func (s *DB) CountCall(ctx context.Context, key string, window, keep time.Time) 
 		if err != nil {
 			return err
 		}
-		if rows.Next() {
-			err = rows.Scan(&n)
-		}
-		if cerr := rows.Close(); err == nil {
-			err = cerr
+		found, err := firstRow(rows, func() error { return rows.Scan(&n) })
+		if err == nil && !found {
+			err = errors.New("the counter returned no count")
 		}
 		if err != nil || n != 1 {
 			return err // older windows went when this one opened

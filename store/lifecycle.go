@@ -259,6 +259,21 @@ func (s *DB) write(ctx context.Context, fn func(t *wtx) error) (err error) {
 	return tx.Commit()
 }
 
+// firstRow scans the first row of rows with scan, and closes them; found
+// is false when there is none. A statement that fails as it steps (SQLite
+// reports a full disk or an I/O error there, after the query returned) is
+// its error, never "no row".
+func firstRow(rows *sql.Rows, scan func() error) (found bool, err error) {
+	defer rows.Close()
+	if !rows.Next() {
+		return false, rows.Err()
+	}
+	if err := scan(); err != nil {
+		return true, err
+	}
+	return true, rows.Close()
+}
+
 // scanRequest reads one row of requestColumns, or nil when there is none.
 func scanRequest(rows *sql.Rows) (*requestRow, error) {
 	defer rows.Close()
