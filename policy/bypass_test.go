@@ -687,3 +687,88 @@ func TestAbsolutePathRulesAreCleaned(t *testing.T) {
 		}
 	}
 }
+
+// TestNumbersThatAreNotNumbersNeverAllow: CEL's double() reads "NaN" (any
+// case), and every comparison with NaN is false, so the docs' own rule
+// double(args.amount) > 50000.0 let {"amount":"NaN"} through as a small
+// payment; a number too large for a float64 (1e400) was decoded as null,
+// with no error, though the tool reads it as infinity. Both are errors
+// now, which never allow. Found by a reader.
+func TestNumbersThatAreNotNumbersNeverAllow(t *testing.T) {
+	p := mustCompile(t,
+		Route{Name: "big-payments", Tool: "pay", When: `double(args.amount) > 50000.0`, Action: Ask},
+		Route{Name: "nulls", Tool: "pay", When: `args.amount == null || double(args.amount) > 50000.0`, Action: Deny},
+		Route{Name: "small-payments", Tool: "pay", Action: Allow},
+	)
+	for _, a := range []string{`{"amount":"NaN"}`, `{"amount":"nan"}`, `{"amount":" -nan"}`, `{"amount":"+NaN"}`, `{"amount":1e400}`,
+		`{"amount":-1e400, "note":"x"}`, `{"amount":600, "fee":1e999}`} {
+		res := p.Evaluate(call("pay", a), false)
+		if res.Action == Allow || len(res.Errors) == 0 {
+			t.Errorf("%s: route %d, action %s, errors %q; want an error that does not allow", a, res.Route, res.Action, res.Errors)
+		}
+	}
+	// NaN made by arithmetic is an error too.
+	ratio := mustCompile(t,
+		Route{Name: "ratio", Tool: "pay", When: `double(args.a) / double(args.b) > 2.0`, Action: Ask},
+		Route{Name: "rest", Tool: "pay", Action: Allow})
+	if res := ratio.Evaluate(call("pay", `{"a":0,"b":0}`), false); res.Action == Allow {
+		t.Errorf("0/0: route %d, action %s; want the error to ask", res.Route, res.Action)
+	}
+	for _, a := range []string{`{"amount":600}`, `{"amount":"600"}`, `{"amount":1e300}`} {
+		want := Allow
+		if a == `{"amount":1e300}` {
+			want = Ask
+		}
+		if res := p.Evaluate(call("pay", a), false); res.Action != want || len(res.Errors) != 0 {
+			t.Errorf("%s: action %s, errors %q; want %s", a, res.Action, res.Errors, want)
+		}
+	}
+}
+
+// TestArgumentsThatAreNotAnObject: tool_args that are not an object (a
+// string, a list) have no fields for a condition to test, so a condition
+// errs (and never allows) rather than reading them as {}; a Tool(glob)
+// rule reads a lone string as the single argument it is.
+func TestArgumentsThatAreNotAnObject(t *testing.T) {
+	rs := []Route{
+		{Name: "no-drop", Calls: []string{"mcp__db__query(*DROP*)"}, Action: Deny},
+		{Name: "queries", Tool: "mcp__db__query", When: `tool == "mcp__db__query"`, Action: Allow},
+		{Name: "rest", Action: Ask}}
+	for args, want := range map[string]string{`"DROP TABLE users"`: "no-drop", `["DROP TABLE users"]`: "no-drop", `["SELECT 1"]`: "rest",
+		`"SELECT 1"`: "rest", `7`: "rest", `{"sql":"SELECT 1"}`: "queries"} {
+		if got := routeOf(t, rs, "mcp__db__query", json.RawMessage(args), `{}`); got != want {
+			t.Errorf("args %s: route %s, want %s", args, got, want)
+		}
+	}
+	single := []Route{{Name: "selects", Calls: []string{"mcp__db__query(SELECT *)"}, Action: Allow}, {Name: "rest", Action: Ask}}
+	if got := routeOf(t, single, "mcp__db__query", json.RawMessage(`"SELECT 1"`), `{}`); got != "selects" {
+		t.Errorf("a lone string argument: route %s, want selects", got)
+	}
+}
+
+// TestDenyGlobsReadEveryArgument: a Tool(glob) rule names a tool's single
+// string argument; an ask or deny rule read only that, so a second
+// argument ({"sql":"DROP TABLE users","limit":10}) dodged it. An ask or
+// deny rule now covers a call when any string in its arguments (a key or
+// a value, at any depth) matches; an allow rule still needs the one
+// argument to match. Found by a reader.
+func TestDenyGlobsReadEveryArgument(t *testing.T) {
+	rs := []Route{
+		{Name: "no-drop", Calls: []string{"mcp__db__query(*DROP*)"}, Action: Deny},
+		{Name: "selects", Calls: []string{"mcp__db__query(SELECT *)"}, Action: Allow},
+		{Name: "rest", Action: Ask}}
+	for args, want := range map[string]string{
+		`{"sql":"DROP TABLE users"}`:                       "no-drop",
+		`{"sql":"DROP TABLE users","limit":10}`:            "no-drop",
+		`{"limit":10,"sql":"DROP TABLE users"}`:            "no-drop",
+		`{"q":{"statements":["SELECT 1","DROP TABLE x"]}}`: "no-drop",
+		`{"DROP TABLE x":true}`:                            "no-drop",
+		`{"sql":"SELECT 1","note":"DROP"}`:                 "no-drop",
+		`{"sql":"SELECT 1"}`:                               "selects",
+		`{"sql":"SELECT 1","limit":10}`:                    "rest", // an allow names the one argument
+	} {
+		if got := routeOf(t, rs, "mcp__db__query", json.RawMessage(args), `{}`); got != want {
+			t.Errorf("args %s: route %s, want %s", args, got, want)
+		}
+	}
+}

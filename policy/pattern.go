@@ -272,6 +272,11 @@ func (p *pattern) match(c *Call, action Action) fit {
 		host = strings.ToLower(strings.TrimSuffix(host, "."))
 		return fitIf(host == p.arg || strings.HasSuffix(host, "."+p.arg))
 	}
+	if !strict {
+		// Any string of the call's may be what the rule names: a second
+		// argument must not hide the first ({"sql":"DROP …","limit":10}).
+		return fitIf(c.anyString(func(s string) bool { return globMatch(p.arg, s) }))
+	}
 	v, ok := c.singleString()
 	return fitIf(ok && globMatch(p.arg, v))
 }

@@ -7,13 +7,17 @@ package policy
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/interpreter"
 )
 
 // Action is what a route does with the calls it matches.
@@ -134,7 +138,35 @@ func compileWhen(expr string) (cel.Program, error) {
 	if ast.OutputType() != cel.BoolType {
 		return nil, fmt.Errorf("must be true or false, not %s", ast.OutputType())
 	}
-	return celEnv.Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptOptimize))
+	return celEnv.Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptOptimize), cel.CustomDecoratorV2(noNaN))
+}
+
+// noNaN makes a NaN that a function gives an error. double() reads "NaN"
+// from a string (and 0.0 / 0.0 makes one), and every comparison with NaN
+// is false: double(args.amount) > 50000.0 would read {"amount":"NaN"} as
+// a small payment. As an error it never allows.
+func noNaN(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+	if call, ok := i.(interpreter.InterpretableCall); ok {
+		return nanChecked{call}, nil
+	}
+	return i, nil
+}
+
+type nanChecked struct{ interpreter.InterpretableCall }
+
+func (n nanChecked) Eval(a interpreter.Activation) ref.Val {
+	return n.check(n.InterpretableCall.Eval(a))
+}
+
+func (n nanChecked) Exec(f *interpreter.ExecutionFrame) ref.Val {
+	return n.check(n.InterpretableCall.Exec(f))
+}
+
+func (n nanChecked) check(v ref.Val) ref.Val {
+	if d, ok := v.(types.Double); ok && math.IsNaN(float64(d)) {
+		return types.NewErr("%s gave NaN, which is not a number", n.Function())
+	}
+	return v
 }
 
 // Call is a tool call as the policy sees it.
@@ -148,6 +180,12 @@ type Call struct {
 	Metadata   map[string]any
 	Now        time.Time
 
+	// other is the arguments when they are not an object (a string, a
+	// list); argsErr says why a condition cannot read them: they are not
+	// an object, or hold a number out of a float64's range.
+	other   any
+	argsErr error
+
 	sh     *shellCmd
 	shRead bool
 	vars   map[string]any
@@ -159,9 +197,19 @@ type Call struct {
 func NewCall(tool string, args, metadata json.RawMessage) *Call {
 	c := &Call{Tool: tool, Args: map[string]any{}, Metadata: map[string]any{}}
 	if len(args) > 0 {
-		_ = json.Unmarshal(args, &c.Args)
-		if c.Args == nil {
-			c.Args = map[string]any{}
+		var v any
+		err := json.Unmarshal(args, &v)
+		if m, isObject := v.(map[string]any); isObject {
+			c.Args = m
+		} else if v != nil {
+			c.other, c.argsErr = v, fmt.Errorf("tool_args are %s, not an object", kindOf(v))
+		}
+		var bad *json.UnmarshalTypeError
+		if errors.As(err, &bad) {
+			// Decoded as null: what the tool reads (infinity) is not.
+			c.argsErr = fmt.Errorf("tool_args: %s is out of range", bad.Value)
+		} else if err != nil {
+			c.argsErr = fmt.Errorf("tool_args: %v", err)
 		}
 	}
 	if len(metadata) > 0 {
@@ -190,8 +238,11 @@ func (c *Call) stringArg(key string) (string, bool) {
 }
 
 // singleString is the call's one argument, when it has exactly one and
-// it is a string.
+// it is a string (or the arguments are one string).
 func (c *Call) singleString() (string, bool) {
+	if s, ok := c.other.(string); ok || c.argsErr != nil {
+		return s, ok
+	}
 	if len(c.Args) != 1 {
 		return "", false
 	}
@@ -200,6 +251,42 @@ func (c *Call) singleString() (string, bool) {
 		return s, ok
 	}
 	return "", false
+}
+
+// anyString says f holds for a string of the call's arguments: a key or
+// a value, at any depth.
+func (c *Call) anyString(f func(string) bool) bool {
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		switch v := v.(type) {
+		case string:
+			return f(v)
+		case []any:
+			return slices.ContainsFunc(v, walk)
+		case map[string]any:
+			for k, x := range v {
+				if f(k) || walk(x) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(c.Args) || walk(c.other)
+}
+
+// kindOf names a JSON value's kind, for errors.
+func kindOf(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case []any:
+		return "a list"
+	case bool:
+		return "true or false"
+	default:
+		return "a number"
+	}
 }
 
 // unreadable says a shell call holds something that cannot be read (see
@@ -309,6 +396,16 @@ func (p *Policy) heldBy(i int, res Result, explain bool, after string) Result {
 // matches tests one route, cheapest test first, and says why when asked
 // to explain. It is unread only on a deny route whose patterns may or may
 // not match (see Evaluate).
+// eval is the route's condition on the call: an error when the call's
+// arguments cannot be read as the condition reads them.
+func (r *rule) eval(c *Call) (ref.Val, error) {
+	if c.argsErr != nil {
+		return nil, c.argsErr
+	}
+	out, _, err := r.when.Eval(c.activation())
+	return out, err
+}
+
 func (r *rule) matches(c *Call, res *Result, explain bool) (fit, string) {
 	// The reasons are built only when asked for: the arguments of a
 	// formatted string escape to the heap even when it is never made.
@@ -361,7 +458,7 @@ func (r *rule) matches(c *Call, res *Result, explain bool) (fit, string) {
 		}
 	}
 	if r.when != nil {
-		out, _, err := r.when.Eval(c.activation())
+		out, err := r.eval(c)
 		switch {
 		case err != nil:
 			res.Errors = append(res.Errors, fmt.Sprintf("route %s: when %s: %v", r.Name, r.When, err))

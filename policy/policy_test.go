@@ -250,7 +250,9 @@ func TestOtherPatterns(t *testing.T) {
 		{"mcp__github__create_pr", `{}`, 2},
 		{"mcp__gitlab__create_mr", `{}`, -1},
 		{"Skill", `{"name":"deploy-prod"}`, 3},
-		{"Skill", `{"name":"deploy-prod","extra":"x"}`, -1}, // not a single string argument
+		{"Skill", `{"name":"deploy-prod","extra":"x"}`, 3},  // an ask rule reads every argument
+		{"Skill", `{"name":"build","extra":"deploy-x"}`, 3}, // whichever holds it
+		{"Skill", `{"name":"build","n":2}`, -1},
 	} {
 		if got := p.Evaluate(call(tc.tool, tc.args), false).Route; got != tc.route {
 			t.Errorf("%s %s: route %d, want %d", tc.tool, tc.args, got, tc.route)
