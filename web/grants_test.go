@@ -13,6 +13,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/web"
 )
 
 // TestGrantsAPISeesItsOwn: GET /api/v1/grants lists a token's own grants;
@@ -92,10 +93,22 @@ func grants(t *testing.T, base, token, query string) []gate.Grant {
 // web grant stands on its giver's approver role. A reload that demotes
 // alice to auditor, or removes her, refuses her taps at once; her grant
 // went on approving calls in her name until it expired (a sixth reader).
+// With single sign-on on, a removed password user was taken for a single
+// sign-on user, whose grants stand on their role at sign-in, and her grant
+// held (a reader): only names with @ are single sign-on's.
 func TestWebGrantsEndWithTheirGiversRole(t *testing.T) {
-	for _, after := range []string{"demoted", "removed"} {
+	sso := func(o *web.Options) {
+		o.PublicURL = "https://gatehouse.example.com"
+		o.OIDC = &config.OIDC{Issuer: "https://idp.example.com", ClientID: "gatehouse", ClientSecret: "s",
+			Roles: config.OIDCRoles{Approver: []string{"*@example.com"}}}
+	}
+	for _, tc := range []struct {
+		after string
+		mod   func(*web.Options)
+	}{{"demoted", nil}, {"removed", nil}, {"demoted with single sign-on on", sso}, {"removed with single sign-on on", sso}} {
+		after := tc.after
 		t.Run(after, func(t *testing.T) {
-			e := newEnvWith(t, []gate.Route{{Name: "deploys", Tool: "deploy", Channels: []string{gate.WebChannel}, Remember: time.Hour, Timeout: time.Hour}}, nil)
+			e := newEnvWith(t, []gate.Route{{Name: "deploys", Tool: "deploy", Channels: []string{gate.WebChannel}, Remember: time.Hour, Timeout: time.Hour}}, tc.mod)
 			first := e.submit(`{"tool_name":"deploy","tool_args":{"env":"prod"},"agent_id":"bot"}`)
 			b := e.login("alice")
 			if res, body := b.post("/approvals/"+first.ID+"/decide", url.Values{"csrf": {b.csrf}, "verdict": {"approve_for"}}); res.StatusCode != http.StatusSeeOther {
@@ -106,7 +119,7 @@ func TestWebGrantsEndWithTheirGiversRole(t *testing.T) {
 			}
 			hash, _ := bcrypt.GenerateFromPassword([]byte(testPassword), bcrypt.MinCost)
 			users := []config.User{{Name: "bob", Role: config.RoleApprover, PasswordBcrypt: string(hash)}}
-			if after == "demoted" {
+			if strings.HasPrefix(after, "demoted") {
 				users = append(users, config.User{Name: "alice", Role: config.RoleAuditor, PasswordBcrypt: string(hash)})
 			}
 			e.web.SetAuth(nil, users)

@@ -38,7 +38,7 @@ func newSSOEnv(t *testing.T) *ssoEnv {
 	}
 	t.Cleanup(func() { db.Close() })
 	svc := gate.NewService(gate.Options{Store: db, Routes: []gate.Route{
-		{Name: "deploys", Tool: "deploy", Channels: []string{gate.WebChannel}, Approvers: []string{"web:*@example.com"}, Timeout: time.Hour},
+		{Name: "deploys", Tool: "deploy", Channels: []string{gate.WebChannel}, Approvers: []string{"web:*@example.com"}, Timeout: time.Hour, Remember: time.Hour},
 	}})
 	svc.Register(web.Channel{})
 	bg, cancel := context.WithCancel(ctx)
@@ -136,6 +136,16 @@ func TestSingleSignOn(t *testing.T) {
 		got, _ := e.svc.Get(context.Background(), r.ID)
 		if got.Status != gate.StatusApproved || got.DecidedBy != "web:alice@example.com" {
 			t.Fatalf("after the SSO approver's tap: %s by %q", got.Status, got.DecidedBy)
+		}
+	})
+	t.Run("a single sign-on approver's grant holds", func(t *testing.T) {
+		f := e.signIn(alice, "/")
+		_, page := f.b.get("/")
+		r := e.submit(`{"tool_name":"deploy","tool_args":{"env":"staging"}}`)
+		m := csrfField.FindStringSubmatch(page)
+		f.b.post("/approvals/"+r.ID+"/decide", url.Values{"csrf": {m[1]}, "verdict": {"approve_for"}})
+		if next := e.submit(`{"tool_name":"deploy","tool_args":{"env":"staging"}}`); next.DecidedVia != gate.ViaGrant || next.DecidedBy != "web:alice@example.com" {
+			t.Fatalf("the next call: %s by %q via %s, want alice's grant to approve it", next.Status, next.DecidedBy, next.DecidedVia)
 		}
 	})
 	t.Run("roles from groups and email globs", func(t *testing.T) {

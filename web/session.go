@@ -155,15 +155,18 @@ func (s *Server) configRole(name string) (role string, listed bool) {
 }
 
 // MayApprove says whether a web user may approve now, as far as this
-// server can tell: a password user by the config's role at this moment; a
-// user the config does not list only when single sign-on is on (their
-// role is what the provider said at sign-in), or the bootstrap admin.
-// The gate asks it before a grant given on the web page approves a call.
+// server can tell: a password user by the config's role at this moment
+// (the bootstrap admin included); a single sign-on user, whose name is
+// their email (password names hold no @ when single sign-on is on), while
+// single sign-on is on, by the role the provider gave at sign-in. A name
+// the config no longer lists is a removed password user, whether or not
+// single sign-on is on. The gate asks it before a grant given on the web
+// page approves a call.
 func (s *Server) MayApprove(name string) bool {
 	if role, listed := s.configRole(name); listed {
 		return canDecide(role)
 	}
-	return s.sso != nil
+	return s.sso != nil && strings.Contains(name, "@")
 }
 
 // requireLogin sends visitors without a session to the login page.
