@@ -440,6 +440,40 @@ func TestRateLimitRetryOnUnrecordedRoute(t *testing.T) {
 	})
 }
 
+// TestUsedKeyOnUnrecordedRoute: a key the agent used for a call it
+// raised to an ask, which a person then rejected, answered "approved" on
+// a retry sending requires_confirmation false, on a record: false route
+// (no lookup of the key came before the unrecorded allow); a recorded
+// route refuses the changed call. Both refuse it now. Found by a reader.
+func TestUsedKeyOnUnrecordedRoute(t *testing.T) {
+	for _, noRecord := range []bool{false, true} {
+		t.Run(fmt.Sprintf("record %v", !noRecord), func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: []gate.Route{
+					{Name: "reads", Tool: "Read", Action: policy.Allow, NoRecord: noRecord, Channels: []string{"fake"}}}})
+				in := gate.Submission{ToolName: "Read", ToolArgs: json.RawMessage(`{"file_path":"/etc/shadow"}`), Caller: "bot",
+					IdempotencyKey: "k1", RequiresConfirmation: yes()}
+				r, _, err := svc.Submit(ctx, in)
+				if err != nil || r.Status != gate.StatusPending {
+					t.Fatalf("raised to an ask: %+v %v", r, err)
+				}
+				if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: false, Actor: "web:a", Via: "fake"}); err != nil {
+					t.Fatal(err)
+				}
+				in.RequiresConfirmation = no()
+				if r2, _, err := svc.Submit(ctx, in); gate.ErrorCode(err) != gate.EIDEMPOTENCY {
+					t.Fatalf("the rejected request's key, requires_confirmation now false: %+v %v; want an idempotency conflict", r2, err)
+				}
+				in.RequiresConfirmation = yes()
+				if r3, created, err := svc.Submit(ctx, in); err != nil || created || r3.ID != r.ID || r3.Status != gate.StatusRejected {
+					t.Fatalf("a retry of the rejected request: %+v created %v %v; want its rejection", r3, created, err)
+				}
+			})
+		})
+	}
+}
+
 // A reload puts new routes in force at once; routes that do not compile are
 // refused and the old ones stay.
 func TestReloadRoutes(t *testing.T) {

@@ -214,20 +214,21 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		e, _ = text.CutBytes(text.Clean(e), maxTextLen)
 		events = append(events, Event{Type: EventPolicyError, At: now, Actor: ActorSystem, Channel: ViaPolicy, Detail: e})
 	}
-	if d.action != policy.Deny && rt.Rate != nil {
-		// A retry under a key already used gets what the key holds, and
-		// is not counted again. It must be answered here: on a record:
-		// false route an allow is never stored, so no Create would find
-		// the rejection the key holds, and a call the limit denied would
-		// be allowed on its retry.
-		if in.IdempotencyKey != "" {
-			prev, err := s.store.ByKey(ctx, in.Caller, in.IdempotencyKey)
-			if err == nil {
-				return s.attach(prev, r)
-			} else if ErrorCode(err) != ENOTFOUND {
-				return nil, false, err
-			}
+	if in.IdempotencyKey != "" && d.action != policy.Deny && (rt.Rate != nil || rt.NoRecord) {
+		// A retry under a key already used gets what the key holds (or
+		// is refused when the call changed), and is not counted again.
+		// It must be answered here: on a record: false route an allow is
+		// never stored, so no Create would find what the key holds, and a
+		// call the limit denied, or one the agent raised to an ask that a
+		// person rejected, would be allowed on its retry.
+		prev, err := s.store.ByKey(ctx, in.Caller, in.IdempotencyKey)
+		if err == nil {
+			return s.attach(prev, r)
+		} else if ErrorCode(err) != ENOTFOUND {
+			return nil, false, err
 		}
+	}
+	if d.action != policy.Deny && rt.Rate != nil {
 		over, err := s.overRate(ctx, &in, rt, now)
 		if err != nil {
 			return nil, false, err
