@@ -14,7 +14,13 @@ import (
 type Explanation struct {
 	Route  string        `json:"route"`
 	Action policy.Action `json:"action"`
-	Why    []string      `json:"why"`
+	// Hook is what a hook answers its client, for a hook's call: allow,
+	// deny, ask (it waits for a person), or defer (the client's own
+	// permission prompt decides: an allow the agent's flag gave).
+	Hook string   `json:"hook,omitempty"`
+	Why  []string `json:"why"`
+	// AgentDecided: the agent's requires_confirmation gave the action.
+	AgentDecided bool `json:"-"`
 }
 
 // Explain decides a call with routes and defaults exactly as Submit would,
@@ -33,7 +39,7 @@ func Explain(routes []Route, d Defaults, in Submission, now time.Time) (Explanat
 	if err != nil {
 		return Explanation{}, err
 	}
-	ex := Explanation{Route: dec.route.Name, Action: dec.action}
+	ex := Explanation{Route: dec.route.Name, Action: dec.action, AgentDecided: dec.byAgent}
 	for _, st := range dec.steps {
 		verb := "does not match"
 		if st.Matched {
@@ -74,7 +80,10 @@ func Explain(routes []Route, d Defaults, in Submission, now time.Time) (Explanat
 				text.Duration(rt.Remember), scope))
 		}
 	case policy.Allow:
-		if rt.NoRecord && !dec.byAgent {
+		switch {
+		case rt.NoRecord && !dec.byAgent && len(dec.errors) > 0:
+			ex.Why = append(ex.Why, "record: false, but a condition failed on the way: the call is stored, with the error in its trail")
+		case rt.NoRecord && !dec.byAgent:
 			ex.Why = append(ex.Why, "record: false: the allow is counted in the metrics, not stored")
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/hook"
+	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/web"
 )
 
@@ -95,6 +96,18 @@ func policyCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "gatehouse policy test: %s\n", gate.ErrorMessage(err))
 		return 1
+	}
+	if *hookClient != "" {
+		// What the hook answers the client, which is not always the
+		// action: an allow only the agent's flag gave (hooks send false)
+		// leaves the call to the client's own prompt, as the hook does.
+		switch ex.Hook = string(ex.Action); {
+		case ex.Action == policy.Allow && ex.AgentDecided:
+			ex.Hook = "defer"
+			ex.Why = append(ex.Why, fmt.Sprintf("the hook leaves the call to %s's own permission prompt: nothing in the config allows or asks about it", *hookClient))
+		case ex.Action == policy.Ask:
+			ex.Why = append(ex.Why, "the hook waits for the person's verdict and answers it (deny when its wait runs out first)")
+		}
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")

@@ -45,14 +45,21 @@ defaults:
 type explanation struct {
 	Route  string   `json:"route"`
 	Action string   `json:"action"`
+	Hook   string   `json:"hook"`
 	Why    []string `json:"why"`
 }
 
 // policyTest runs `gatehouse policy test` in-process over policyConfig.
 func policyTest(t *testing.T, stdin string, args ...string) (explanation, string, int) {
 	t.Helper()
+	return policyTestOf(t, policyConfig, stdin, args...)
+}
+
+// policyTestOf runs `gatehouse policy test` in-process over cfg.
+func policyTestOf(t *testing.T, cfg, stdin string, args ...string) (explanation, string, int) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "gatehouse.yaml")
-	if err := os.WriteFile(path, []byte(policyConfig), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
@@ -169,6 +176,52 @@ func TestPolicyTestHook(t *testing.T) {
 	}
 	if _, stderr, code = policyTest(t, cp, "--hook", "copilot", "--event", "postToolUse"); code == 0 || !strings.Contains(stderr, "not gated") {
 		t.Fatalf("copilot on an event that is not gated: exit %d %s", code, stderr)
+	}
+}
+
+// TestPolicyTestSaysWhatTheHookAnswers: with --hook the dry run names
+// the hook's answer. A call no route claims, with defaults.action unset,
+// was shown as "allow" (the agent's flag, false from a hook, decided),
+// while the hook leaves it to the client's own prompt (a reader); a
+// record: false allow whose condition failed was shown as not stored,
+// while the gate stores it with the error.
+func TestPolicyTestSaysWhatTheHookAnswers(t *testing.T) {
+	const cfg = `routes:
+  - name: pushes
+    match: { call: "Bash(git push:*)" }
+  - name: reads
+    match: { tool: Read, when: 'args.file_path.startsWith("/repo/")' }
+    action: allow
+    record: false
+  - name: bash
+    match: { tool: Bash }
+    action: allow
+`
+	hookCall := func(tool, input string) string {
+		return `{"hook_event_name":"PreToolUse","session_id":"s1","tool_name":"` + tool + `","tool_use_id":"t1","cwd":"/repo","tool_input":` + input + `}`
+	}
+	for _, tc := range []struct {
+		tool, input, route, action, hook, why string
+	}{
+		{"WebSearch", `{"query":"x"}`, "default", "allow", "defer", "own permission prompt"},
+		{"Bash", `{"command":"git push"}`, "pushes", "ask", "ask", "waits for the person's verdict"},
+		{"Bash", `{"command":"ls"}`, "bash", "allow", "allow", ""},
+		{"Read", `{"file_path":"/repo/a"}`, "reads", "allow", "allow", "not stored"},
+	} {
+		ex, stderr, code := policyTestOf(t, cfg, hookCall(tc.tool, tc.input), "--hook", "claude-code")
+		if code != 0 || ex.Route != tc.route || ex.Action != tc.action || ex.Hook != tc.hook || !strings.Contains(strings.Join(ex.Why, "\n"), tc.why) {
+			t.Errorf("%s %s: exit %d %s: %+v; want route %s, action %s, hook %s, saying %q", tc.tool, tc.input, code, stderr, ex, tc.route, tc.action, tc.hook, tc.why)
+		}
+	}
+	// Without --hook there is no hook answer.
+	if ex, _, _ := policyTestOf(t, cfg, "", "--tool", "WebSearch"); ex.Hook != "" {
+		t.Errorf("--tool: hook %q, want none", ex.Hook)
+	}
+	// A record: false allow whose condition failed is stored.
+	ex, _, _ := policyTestOf(t, strings.Replace(cfg, "record: false", "record: false\n  - name: reads-too\n    match: { tool: Read }\n    action: allow\n    record: false", 1),
+		hookCall("Read", `{"path":"/repo/a"}`), "--hook", "claude-code")
+	if why := strings.Join(ex.Why, "\n"); ex.Route != "reads-too" || strings.Contains(why, "not stored") || !strings.Contains(why, "the call is stored") {
+		t.Errorf("a record: false allow after a failed condition: %+v", ex)
 	}
 }
 
