@@ -48,7 +48,12 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 		// quorum, whichever identity they tap with. The voter comes first:
 		// where a platform knows an identity that is stable across its
 		// apps (Feishu's union_id), that one says who the person is.
-		people := s.peopleNow()
+		rs := s.rules.Load()
+		people := rs.people
+		// The approvers: the request's list, and its route's list as it is
+		// now, so an identity a reload took off the route decides no more
+		// (additions reach only the requests made after).
+		lists := [][]string{r.Approvers, rs.approversOf(r.Route)}
 		persons := people.of(append([]string{d.Voter, d.Actor}, d.Identities...)...)
 		ids := append([]string{d.Actor}, d.Identities...)
 		for _, p := range persons {
@@ -60,9 +65,9 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 				t.Vote.Voter = PersonPrefix + persons[0]
 			}
 			mine := Cast{Voter: t.Vote.Voter, Identities: tapped}
-			t.Vote.Tally = func(earlier []Cast) (bool, int) { return people.tally(mine, people.deciding(r.Approvers, earlier)) }
+			t.Vote.Tally = func(earlier []Cast) (bool, int) { return people.tally(mine, people.deciding(lists, earlier)) }
 		}
-		if !MayDecide(r.Approvers, ids...) {
+		if !MayDecide(r.Approvers, ids...) || !MayDecide(lists[1], ids...) {
 			return Errorf(EFORBIDDEN, "%s is not an approver of this request", d.Actor)
 		}
 		if len(r.Approvers) == 0 && !slices.Contains(r.Channels, d.Via) {

@@ -201,18 +201,20 @@ func MightDecide(approvers []string, ids ...string) bool {
 	return false
 }
 
-// deciding are the votes whose identities may still decide under
-// approvers, by the people in force now: a vote from an identity a reload
-// took from an approver counts no more than a new tap from it would (one
-// person with two identities, one of them taken away, must not meet a
-// quorum of 2). A vote whose identities are not known (cast before votes
-// kept them) is judged by the voter it was counted for.
-func (p *People) deciding(approvers []string, casts []Cast) []Cast {
+// deciding are the votes whose identities may still decide under every
+// approvers list, by the people in force now: a vote from an identity a
+// reload took from an approver, or off the route, counts no more than a
+// new tap from it would (one person with two identities, one of them
+// taken away, must not meet a quorum of 2). A vote whose identities are
+// not known (cast before votes kept them) is judged by the voter it was
+// counted for.
+func (p *People) deciding(lists [][]string, casts []Cast) []Cast {
 	return slices.DeleteFunc(slices.Clone(casts), func(c Cast) bool {
-		if len(c.Identities) == 0 {
-			return !p.mayDecide(approvers, c.Voter)
+		ids := c.Identities
+		if len(ids) == 0 {
+			ids = []string{c.Voter}
 		}
-		return !p.mayDecide(approvers, c.Identities...)
+		return slices.ContainsFunc(lists, func(approvers []string) bool { return !p.mayDecide(approvers, ids...) })
 	})
 }
 

@@ -136,3 +136,52 @@ func TestVotesOfRemovedIdentitiesNoLongerCount(t *testing.T) {
 		}
 	})
 }
+
+// TestApproversTakenOffStopDecidingPendingRequests: a request keeps the
+// approvers its route gave it, but a reload that takes an identity off the
+// route's list (bob left) let it go on approving the requests made before,
+// where a person taken off stopped at once. An identity must now be on the
+// request's list and on its route's list as it is now; a vote it gave
+// before no longer counts toward a quorum. Additions do not reach requests
+// already made.
+func TestApproversTakenOffStopDecidingPendingRequests(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		route := func(approvers ...string) []gate.Route {
+			return []gate.Route{{Name: "pay", Tool: "pay", Channels: []string{"fake"}, Approvers: approvers, Quorum: 2}}
+		}
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: route("slack:T1/UA", "slack:T1/UB", "slack:T1/UC")})
+		ctx := context.Background()
+		r := submit(t, svc, gate.Submission{ToolName: "pay"})
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UB", Via: "fake"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.SetRoutes(route("slack:T1/UA", "slack:T1/UC", "slack:T1/UD"), gate.Defaults{Channels: []string{"fake"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UB", Via: "fake"}); gate.ErrorCode(err) != gate.EFORBIDDEN {
+			t.Fatalf("bob, taken off the route, taps again: %v, want forbidden", err)
+		}
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UD", Via: "fake"}); gate.ErrorCode(err) != gate.EFORBIDDEN {
+			t.Fatalf("dave, added after the request was made: %v, want forbidden", err)
+		}
+		got, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UA", Via: "fake"})
+		if err != nil || got.Status != gate.StatusPending {
+			t.Fatalf("alice after bob's removal: %v, %s; want one vote that counts, pending", err, got.Status)
+		}
+		got, err = svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UC", Via: "fake"})
+		if err != nil || got.Status != gate.StatusApproved {
+			t.Fatalf("carol completes the quorum: %v, %s", err, got.Status)
+		}
+		// A route that no longer exists leaves the request its own list.
+		r2 := submit(t, svc, gate.Submission{ToolName: "pay"})
+		if err := svc.SetRoutes([]gate.Route{{Name: "payments", Tool: "pay", Channels: []string{"fake"}}}, gate.Defaults{Channels: []string{"fake"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r2.ID, Approve: true, Actor: "slack:T1/UA", Via: "fake"}); err != nil {
+			t.Fatalf("alice, on a request whose route was renamed: %v", err)
+		}
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r2.ID, Approve: true, Actor: "slack:T1/UX", Via: "fake"}); gate.ErrorCode(err) != gate.EFORBIDDEN {
+			t.Fatalf("a stranger, on a request whose route was renamed: %v, want forbidden", err)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -171,6 +172,23 @@ func (s *Service) Reconfigure(routes []Route, d Defaults, p *People) error {
 
 // peopleNow are the people in force.
 func (s *Service) peopleNow() *People { return s.rules.Load().people }
+
+// approversOf is everyone the route named so may ever ask, as it is now:
+// its approvers and its escalations' (which a request's list gains as
+// they come due); nil (anyone the request's own list admits) when no
+// route has the name or the route has no list.
+func (rs *rules) approversOf(name string) []string {
+	for _, rt := range rs.routes {
+		if rt.Name == name && len(rt.Approvers) > 0 {
+			all := slices.Clone(rt.Approvers)
+			for _, e := range rt.Plan.Escalate {
+				all = append(all, e.Approvers...)
+			}
+			return all
+		}
+	}
+	return nil
+}
 
 // SetPeople puts new people in force (a config reload). Who an identity
 // is, is read when a verdict comes: a person's identities removed from the
