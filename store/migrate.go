@@ -162,8 +162,8 @@ CREATE UNIQUE INDEX requests_caller_key ON requests (caller, idempotency_key)`},
 	// Policy (issue 13): what a request's approvers may remember, the
 	// grants they give ("approve for 1h"), and the rate counters routes
 	// share across replicas. A grant names the request that gave it but
-	// does not hold it: retention may delete that request before an old,
-	// expired grant.
+	// does not hold it: retention may delete that request before an old
+	// grant that has ended (never before an active one: version 10).
 	{version: 4, name: "grants and rate counters", sql: `
 ALTER TABLE requests ADD COLUMN remember_seconds INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE requests ADD COLUMN remember_any {{bool}} NOT NULL DEFAULT FALSE;
@@ -311,6 +311,10 @@ UPDATE votes SET identities = COALESCE((SELECT '["' || REPLACE(REPLACE(e.actor, 
 	// given before keep their giver alone, as they were judged.
 	{version: 9, name: "grants keep their giver's identities", sql: `
 ALTER TABLE grants ADD COLUMN given_ids TEXT NOT NULL DEFAULT ''`},
+	// Retention keeps a request while a grant it gave is active (the
+	// revocation is written to its trail), and finds those grants by it.
+	{version: 10, name: "grants found by the request that gave them", sql: `
+CREATE INDEX grants_request ON grants (request_id)`},
 }
 
 // SchemaVersion is the newest migration this binary knows.

@@ -17,6 +17,9 @@ import (
 //
 //   - only requests whose events are all sealed, so every cut event is a
 //     link whose place in the chain is known;
+//   - never a request whose grant is still active: its revocation is
+//     written to that request's trail, and with the request gone it could
+//     not be, and the grant would go on approving calls;
 //   - each cut event leaves its link behind in audit_records, kind 'cut':
 //     its seq, prev_hash and hash, without its content, so the chain stays
 //     whole and Verify checks every link on either side;
@@ -30,7 +33,8 @@ import (
 const (
 	qPruneCandidates = `SELECT id FROM requests WHERE status <> 'pending' AND created_at < $1
 		AND NOT EXISTS (SELECT 1 FROM events WHERE events.request_id = requests.id AND events.seq IS NULL)
-		ORDER BY created_at, id LIMIT $2`
+		AND NOT EXISTS (SELECT 1 FROM grants WHERE grants.request_id = requests.id AND grants.revoked_at IS NULL AND grants.expires_at > $2)
+		ORDER BY created_at, id LIMIT $3`
 	qInsertChainRecord = `INSERT INTO audit_records (seq, kind, at, type, actor, detail, prev_hash, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 )
 
@@ -47,7 +51,7 @@ func (s *DB) Prune(ctx context.Context, cutoff, now time.Time, limit int, key ed
 		if s.driver == Postgres {
 			q += ` FOR UPDATE OF requests`
 		}
-		ids, err := c.strings(q, utc(cutoff), limit)
+		ids, err := c.strings(q, utc(cutoff), utc(now), limit)
 		if err != nil || len(ids) == 0 {
 			return err
 		}
