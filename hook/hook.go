@@ -328,7 +328,7 @@ func SmallReport(c Call, input []byte, max int) []byte {
 		"hook_event_name": c.Event, "session_id": c.SessionID, "cwd": c.Metadata["cwd"],
 		"tool_name": c.ToolName, "tool_input": c.ToolInput, "tool_use_id": c.ToolUseID,
 		"tool_response": fmt.Sprintf("(an output of %d bytes, too large to record)", len(c.Ran.Output)),
-		"error":         text.EllipsisBytes(c.Ran.Error, 8<<10), "is_interrupt": c.Ran.Interrupted,
+		"error":         text.EllipsisWords(c.Ran.Error, 8<<10), "is_interrupt": c.Ran.Interrupted,
 	})
 	return out
 }
@@ -521,7 +521,7 @@ func (c Call) Summary() string {
 	if detail != "" {
 		line += ": " + detail
 	}
-	return text.EllipsisBytes(line, 300)
+	return text.EllipsisWords(line, 300)
 }
 
 func label(client string) string {

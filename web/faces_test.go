@@ -295,3 +295,38 @@ func TestExportsAreRedacted(t *testing.T) {
 		t.Errorf("the CSV export carries %v", l)
 	}
 }
+
+// TestHookSummaryKeepsNoPartOfASecret: the hook cuts its summary ("Claude
+// Code wants to run Bash: <command>") to 300 bytes before the server
+// redacts it; a key that straddled the cut no longer matched its pattern,
+// and its first characters showed on the request page, the export and
+// every card's headline. The cut now drops the word it would split. Found
+// by a reader.
+func TestHookSummaryKeepsNoPartOfASecret(t *testing.T) {
+	rd, _ := redact.New(nil, []string{`AKIA[0-9A-Z]{16}`})
+	e := newEnvWith(t, []gate.Route{{Name: "shell", Tool: "Bash", Channels: []string{gate.WebChannel}, Timeout: time.Hour}}, func(o *web.Options) {
+		o.Present = &present.Presenter{Redact: rd, Looks: o.Service.RouteLooks}
+		o.Tokens = []config.APIToken{{Name: "agent-a", Token: scopeTokens["agent-a"]}}
+	})
+	prefix := "Claude Code wants to run Bash: "
+	cmd := "aws s3 ls " + strings.Repeat("x", 297-len(prefix)-12-17) + " --key=" + awsKey // the key starts 12 bytes before the cut
+	body := `{"hook_event_name":"PreToolUse","session_id":"s1","tool_name":"Bash","tool_input":{"command":"` + cmd + `"},"tool_use_id":"t1","cwd":"/r"}`
+	if code, out := call(t, e.srv.URL, "agent-a", http.MethodPost, "/hooks/claude-code?wait=0s", body); code != http.StatusOK {
+		t.Fatalf("hook: %d %s", code, out)
+	}
+	rs, _, err := e.svc.List(context.Background(), gate.Filter{})
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("%d requests, %v", len(rs), err)
+	}
+	if !strings.HasSuffix(rs[0].Summary, " …") || !strings.HasPrefix(rs[0].Summary, prefix+"aws s3 ls xxx") {
+		t.Fatalf("summary %q: want it cut after a whole word", rs[0].Summary)
+	}
+	alice := e.login("alice")
+	_, page := alice.get("/approvals/" + rs[0].ID)
+	_, csv := alice.get("/export.csv")
+	for what, s := range map[string]string{"request page": page, "export": csv} {
+		if i := strings.Index(s, awsKey[:8]); i >= 0 {
+			t.Errorf("the %s shows the key's first characters: …%s", what, s[i:i+12])
+		}
+	}
+}

@@ -78,6 +78,27 @@ func EllipsisBytes(s string, n int) string {
 	return cut + "…"
 }
 
+// EllipsisWords is EllipsisBytes for text cut before it is redacted (what
+// is stored, and redacted when shown): it also drops the word the cut
+// would split, so no first part of a secret is kept that its pattern no
+// longer matches (AKIAIOSF… of an AWS key). A word is a run of anything
+// but spaces, quotes and brackets and , ; :; text with no such boundary
+// before the cut is cut to nothing.
+func EllipsisWords(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut, _ := CutBytes(s, n-len("…"))
+	if next, _ := utf8.DecodeRuneInString(s[len(cut):]); !wordBreak(next) {
+		cut = cut[:strings.LastIndexFunc(cut, wordBreak)+1]
+	}
+	return cut + "…"
+}
+
+func wordBreak(r rune) bool {
+	return unicode.IsSpace(r) || strings.ContainsRune("\"'`,;:()[]{}<>", r)
+}
+
 // UpperFirst upper-cases the first character of s.
 func UpperFirst(s string) string {
 	r, size := utf8.DecodeRuneInString(s)

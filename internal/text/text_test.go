@@ -89,3 +89,28 @@ func TestReveal(t *testing.T) {
 		t.Fatalf("the escaped JSON reads back as another value: %q against %q", b, a)
 	}
 }
+
+// TestEllipsisWordsKeepsNoPartOfAWord: text is cut before it is redacted,
+// so a secret the cut would split must go whole, or its first part stays
+// where no pattern finds it.
+func TestEllipsisWordsKeepsNoPartOfAWord(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"aws s3 ls --key=AKIAIOSFODNN7EXAMPLE", 26, "aws s3 ls …"},
+		{`{"token":"tok-123456789"}`, 16, `{"token":"…`},
+		{"run: échappé-très-long", 12, "run: …"},
+		{"short", 10, "short"},
+		{"a b", 3, "a b"},
+		{"ab cd ef", 7, "ab …"}, // "ab c" would split cd
+		{"ab cd ef", 9, "ab cd ef"},
+		{"oneverylongword", 8, "…"},
+	} {
+		got := EllipsisWords(tc.in, tc.n)
+		if got != tc.want {
+			t.Errorf("EllipsisWords(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
