@@ -52,8 +52,12 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 		people := rs.people
 		// The approvers: the request's list, and its route's list as it is
 		// now, so an identity a reload took off the route decides no more
-		// (additions reach only the requests made after).
-		lists := [][]string{r.Approvers, rs.approversOf(r.Route)}
+		// (additions reach only the requests made after). A request made
+		// with no list stays its channels' audience's.
+		lists := [][]string{r.Approvers, nil}
+		if len(r.Approvers) > 0 {
+			lists[1] = rs.approversOf(r.Route)
+		}
 		persons := people.of(append([]string{d.Voter, d.Actor}, d.Identities...)...)
 		ids := append([]string{d.Actor}, d.Identities...)
 		for _, p := range persons {

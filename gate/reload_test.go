@@ -183,5 +183,19 @@ func TestApproversTakenOffStopDecidingPendingRequests(t *testing.T) {
 		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r2.ID, Approve: true, Actor: "slack:T1/UX", Via: "fake"}); gate.ErrorCode(err) != gate.EFORBIDDEN {
 			t.Fatalf("a stranger, on a request whose route was renamed: %v, want forbidden", err)
 		}
+		// A route given a list by a reload leaves the requests made before
+		// it to the audience they were sent to (a second reader).
+		open := []gate.Route{{Name: "open", Tool: "open", Channels: []string{"fake"}}}
+		if err := svc.SetRoutes(open, gate.Defaults{Channels: []string{"fake"}}); err != nil {
+			t.Fatal(err)
+		}
+		r3 := submit(t, svc, gate.Submission{ToolName: "open"})
+		open[0].Approvers = []string{"slack:T1/UD"}
+		if err := svc.SetRoutes(open, gate.Defaults{Channels: []string{"fake"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r3.ID, Approve: true, Actor: "slack:T1/UA", Via: "fake"}); err != nil {
+			t.Fatalf("alice, of the channel a request was sent to before its route had a list: %v", err)
+		}
 	})
 }
