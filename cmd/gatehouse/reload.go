@@ -40,11 +40,13 @@ func (r *reloader) reload() error {
 	// The server keeps listening where it started until a restart, so the
 	// new tokens are judged with that address: a file that drops
 	// auth.api_tokens and moves listen to loopback validates on its own,
-	// but would open the agent API on the address still served.
+	// but would open the agent API on the address still served. Single
+	// sign-on too runs as started: the new password users are judged with
+	// it (no @ in their names, which are single sign-on's emails).
 	inForce := *next
-	inForce.Listen = r.started.Listen
+	inForce.Listen, inForce.PublicURL, inForce.Auth.OIDC = r.started.Listen, r.started.PublicURL, r.started.Auth.OIDC
 	if err := inForce.Validate(); err != nil {
-		return fmt.Errorf("the config does not validate with listen %s, where the server listens until a restart, so the running one stays:\n%s", r.started.Listen, indent(err))
+		return fmt.Errorf("the config does not validate with listen %s and single sign-on as the server runs them until a restart, so the running one stays:\n%s", r.started.Listen, indent(err))
 	}
 	gr, gd := routes(next), defaults(next)
 	for _, rt := range append(gr, gate.Route{Name: "defaults", Channels: gd.Channels}) {

@@ -110,3 +110,41 @@ func TestReloadNamesStartOnlyKeysUntilARestart(t *testing.T) {
 		}
 	}
 }
+
+// TestReloadJudgesPasswordNamesWithSingleSignOnInForce: single sign-on is
+// read at start only, so a reload whose file drops auth.oidc still runs
+// with it on. The file's password users were judged without it, so one
+// named with @ went in force; removed later, she was taken for a single
+// sign-on user (web.Server.MayApprove) and her grants kept approving.
+// Found by a second reader.
+func TestReloadJudgesPasswordNamesWithSingleSignOnInForce(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gatehouse.yaml")
+	const sso = "public_url: https://gatehouse.example.com\nauth:\n  oidc:\n    issuer: https://idp.example.com\n    client_id: gatehouse\n    client_secret: s\n    roles: {approver: ['*@example.com']}\n"
+	started, err := config.Parse([]byte(sso), dir, os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := storetest.SQLite(t)
+	svc := gate.NewService(gate.Options{Store: db})
+	srv, err := web.New(web.Options{Service: svc, Sessions: db, OIDC: started.Auth.OIDC, PublicURL: started.PublicURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl := &reloader{path: path, started: started, channels: []string{gate.WebChannel}, svc: svc, srv: srv, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	const hash = "$2a$04$C6UzMDM.H6dfI/f/IKcEeO5r8PGLi0sc0XQ5w6q0iQQ6nVYqB1y9W"
+	file := "public_url: https://gatehouse.example.com\nauth:\n  users:\n    - {name: carol@corp.example, role: approver, password_bcrypt: '" + hash + "'}\n"
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := rl.reload(); err == nil || !strings.Contains(err.Error(), "contains @") {
+		t.Fatalf("a password user named with @ while single sign-on runs: %v, want the reload refused", err)
+	}
+	// Without the @ the same file reloads.
+	if err := os.WriteFile(path, []byte(strings.Replace(file, "carol@corp.example", "carol", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := rl.reload(); err != nil {
+		t.Fatalf("a password user carol: %v", err)
+	}
+}
