@@ -740,6 +740,10 @@ func TestArgumentsThatAreNotAnObject(t *testing.T) {
 			t.Errorf("args %s: route %s, want %s", args, got, want)
 		}
 	}
+	skills := []Route{{Name: "s-skills", Calls: []string{"Skill(s*)"}, Action: Ask}, {Name: "rest", Action: Allow}}
+	if got := routeOf(t, skills, "Skill", json.RawMessage(`{"skill":"pdf"}`), `{}`); got != "rest" {
+		t.Errorf(`Skill(s*), {"skill":"pdf"}: route %s, want rest`, got)
+	}
 	single := []Route{{Name: "selects", Calls: []string{"mcp__db__query(SELECT *)"}, Action: Allow}, {Name: "rest", Action: Ask}}
 	if got := routeOf(t, single, "mcp__db__query", json.RawMessage(`"SELECT 1"`), `{}`); got != "selects" {
 		t.Errorf("a lone string argument: route %s, want selects", got)
@@ -749,9 +753,10 @@ func TestArgumentsThatAreNotAnObject(t *testing.T) {
 // TestDenyGlobsReadEveryArgument: a Tool(glob) rule names a tool's single
 // string argument; an ask or deny rule read only that, so a second
 // argument ({"sql":"DROP TABLE users","limit":10}) dodged it. An ask or
-// deny rule now covers a call when any string in its arguments (a key or
-// a value, at any depth) matches; an allow rule still needs the one
-// argument to match. Found by a reader.
+// deny rule now covers a call when any string in its arguments (a value
+// at any depth, a key below the parameters' names) matches; an allow rule
+// still needs the one argument to match. Found by a reader; a second
+// reader found Skill(s*) taking every call of a "skill" parameter.
 func TestDenyGlobsReadEveryArgument(t *testing.T) {
 	rs := []Route{
 		{Name: "no-drop", Calls: []string{"mcp__db__query(*DROP*)"}, Action: Deny},
@@ -762,7 +767,8 @@ func TestDenyGlobsReadEveryArgument(t *testing.T) {
 		`{"sql":"DROP TABLE users","limit":10}`:            "no-drop",
 		`{"limit":10,"sql":"DROP TABLE users"}`:            "no-drop",
 		`{"q":{"statements":["SELECT 1","DROP TABLE x"]}}`: "no-drop",
-		`{"DROP TABLE x":true}`:                            "no-drop",
+		`{"q":{"DROP TABLE x":true}}`:                      "no-drop", // a key of data
+		`{"DROP":"SELECT 1"}`:                              "selects", // a parameter's name is not data
 		`{"sql":"SELECT 1","note":"DROP"}`:                 "no-drop",
 		`{"sql":"SELECT 1"}`:                               "selects",
 		`{"sql":"SELECT 1","limit":10}`:                    "rest", // an allow names the one argument

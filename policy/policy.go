@@ -253,8 +253,10 @@ func (c *Call) singleString() (string, bool) {
 	return "", false
 }
 
-// anyString says f holds for a string of the call's arguments: a key or
-// a value, at any depth.
+// anyString says f holds for a string of the call's arguments: a value at
+// any depth, or a key below the top (the top's keys are the tool's
+// parameter names, which name no data: Skill(s*) must not take every call
+// with a "skill" parameter).
 func (c *Call) anyString(f func(string) bool) bool {
 	var walk func(v any) bool
 	walk = func(v any) bool {
@@ -272,7 +274,12 @@ func (c *Call) anyString(f func(string) bool) bool {
 		}
 		return false
 	}
-	return walk(c.Args) || walk(c.other)
+	for _, v := range c.Args {
+		if walk(v) {
+			return true
+		}
+	}
+	return walk(c.other)
 }
 
 // kindOf names a JSON value's kind, for errors.
