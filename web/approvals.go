@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -182,6 +183,43 @@ func (s *Server) forReader(reader string, r *gate.Request) *gate.Request {
 	return s.opts.Present.Redactor().Request(r)
 }
 
+// list is svc.List for a reader (an API token's name; "" for the pages,
+// which show every request redacted). The store's search (q) runs over
+// what it stores, unredacted: a request it found only through what the
+// reader is shown as [redacted] is left out, or which searches find it
+// would tell the value a character at a time. A page may then hold fewer
+// than its limit; the cursor goes on as before.
+func (s *Server) list(ctx context.Context, f gate.Filter, reader string) ([]*gate.Request, string, error) {
+	rs, next, err := s.svc.List(ctx, f)
+	if err != nil || f.Query == "" || !s.opts.Present.Redactor().Active() {
+		return rs, next, err
+	}
+	q := strings.ToLower(f.Query)
+	kept := rs[:0]
+	for _, r := range rs {
+		shown := r
+		if reader == "" || r.Caller != reader {
+			shown = s.opts.Present.Redactor().Request(r)
+		}
+		hidden := shown.Summary != r.Summary || shown.Reason != r.Reason || !bytes.Equal(shown.ToolArgs, r.ToolArgs)
+		if !hidden || r.ID == f.Query || searchFinds(shown, q) {
+			kept = append(kept, r)
+		}
+	}
+	return kept, next, nil
+}
+
+// searchFinds says the search q (lower case) finds r by what it shows, in
+// the fields the store's search reads.
+func searchFinds(r *gate.Request, q string) bool {
+	for _, field := range []string{r.ToolName, r.Summary, string(r.ToolArgs), r.AgentID, r.DecidedBy, r.Reason} {
+		if strings.Contains(strings.ToLower(field), q) {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Server) cancelApproval(c echo.Context) error {
 	var b struct {
 		Reason string `json:"reason"`
@@ -220,7 +258,7 @@ func (s *Server) listApprovals(c echo.Context) error {
 	if a := s.access(c); !a.ReadAll {
 		f.Caller = &a.Name
 	}
-	rs, next, err := s.svc.List(c.Request().Context(), f)
+	rs, next, err := s.list(c.Request().Context(), f, s.access(c).Name)
 	if err != nil {
 		return s.apiError(c, err)
 	}

@@ -113,7 +113,7 @@ func (s *Server) endDownload(err error) error {
 // one store page at a time, and flush after each page.
 func (s *Server) eachRequest(ctx context.Context, f gate.Filter, fn func(*gate.Request) error, flush func() error) error {
 	for {
-		rs, next, err := s.svc.List(ctx, f)
+		rs, next, err := s.list(ctx, f, "")
 		if err != nil {
 			return err
 		}

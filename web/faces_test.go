@@ -330,3 +330,36 @@ func TestHookSummaryKeepsNoPartOfASecret(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchTellsNothingRedactionHides: the history's free-text search
+// (q) runs over the stored arguments, unredacted, so whether a search
+// found a request told a reader shown [redacted] the value a character at
+// a time ("password":"h, "password":"hu, …) on the history page, the
+// exports, the charts and the API. A request found only through what the
+// reader is shown redacted is left out now; the agent's own token still
+// finds its own requests by their values. Found by a reader.
+func TestSearchTellsNothingRedactionHides(t *testing.T) {
+	e := newFacesEnv(t)
+	r := e.submitAs("agent-a", secretCall)
+	audrey := e.login("audrey")
+	for _, q := range []string{`"password":"h`, "hunter2", "akiaiosf", "tok-1"} {
+		if _, page := audrey.get("/history?q=" + url.QueryEscape(q)); strings.Contains(page, r.ID) {
+			t.Errorf("history, q=%s: the request is found through a value it shows redacted", q)
+		}
+		if _, csv := audrey.get("/export.csv?q=" + url.QueryEscape(q)); strings.Contains(csv, r.ID) {
+			t.Errorf("export, q=%s: the request is found through a value it shows redacted", q)
+		}
+		if _, out := call(t, e.srv.URL, "reader", http.MethodGet, "/api/v1/approvals?q="+url.QueryEscape(q), ""); strings.Contains(out, r.ID) {
+			t.Errorf("API (read_all), q=%s: the request is found through a value it shows redacted", q)
+		}
+		if _, out := call(t, e.srv.URL, "agent-a", http.MethodGet, "/api/v1/approvals?q="+url.QueryEscape(q), ""); !strings.Contains(out, r.ID) {
+			t.Errorf("API (its own token), q=%s: the agent does not find its own request", q)
+		}
+	}
+	// What is shown is still found.
+	for _, q := range []string{"prod", "deploy --key", "ops-bot", r.ID} {
+		if _, page := audrey.get("/history?q=" + url.QueryEscape(q)); !strings.Contains(page, r.ID) {
+			t.Errorf("history, q=%s: the request is not found by what it shows", q)
+		}
+	}
+}
