@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/present"
 )
 
 // ExportColumns are the CSV export's columns, in order. The README documents
@@ -20,7 +21,7 @@ import (
 var ExportColumns = []string{
 	"id", "status", "tool_name", "summary", "agent_id", "user_id", "session_id", "tool_call_id", "route",
 	"created_at", "expires_at", "decided_at", "decided_by", "decided_via", "waited_seconds", "reason",
-	"tool_args", "modified_args", "metadata",
+	"tool_args", "modified_args", "metadata", "edited",
 }
 
 // exportPageSize is how many rows are read from the store at a time, so a
@@ -40,7 +41,7 @@ func (s *Server) exportCSV(c echo.Context) error {
 	}
 	rd := s.opts.Present.Redactor()
 	err = s.eachRequest(c.Request().Context(), f, func(r *gate.Request) error {
-		return w.Write(csvRow(rd.Request(r)))
+		return w.Write(csvRow(rd.Request(r), present.Edited(r)))
 	}, func() error { w.Flush(); c.Response().Flush(); return w.Error() })
 	return s.endDownload(err)
 }
@@ -135,8 +136,9 @@ func (s *Server) eachRequest(ctx context.Context, f gate.Filter, fn func(*gate.R
 	}
 }
 
-// csvRow is one request in ExportColumns order.
-func csvRow(r *gate.Request) []string {
+// csvRow is one request in ExportColumns order; edited is judged on the
+// request before redaction (an edit of a hidden value looks like none).
+func csvRow(r *gate.Request, edited bool) []string {
 	decided, waited := "", ""
 	if r.DecidedAt != nil {
 		decided = r.DecidedAt.UTC().Format(time.RFC3339)
@@ -146,6 +148,7 @@ func csvRow(r *gate.Request) []string {
 		r.ID, string(r.Status), r.ToolName, r.Summary, r.AgentID, r.UserID, r.SessionID, r.ToolCallID, r.Route,
 		r.CreatedAt.UTC().Format(time.RFC3339), r.ExpiresAt.UTC().Format(time.RFC3339), decided, r.DecidedBy,
 		r.DecidedVia, waited, r.Reason, jsonCell(r.ToolArgs), jsonCell(r.ModifiedArgs), jsonCell(r.Metadata),
+		strconv.FormatBool(edited),
 	}
 	for i, cell := range row {
 		row[i] = defuseFormula(cell)

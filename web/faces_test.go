@@ -363,3 +363,34 @@ func TestSearchTellsNothingRedactionHides(t *testing.T) {
 		}
 	}
 }
+
+// TestEditOfAHiddenValueIsShown: an approver who edits only a value
+// redaction hides (another key in place of the agent's) makes the agent
+// run other arguments; the request page compared the redacted forms, saw
+// no change, and showed only the proposed arguments. The page and the
+// export's edited column now judge the edit before redaction. Found by a
+// reader.
+func TestEditOfAHiddenValueIsShown(t *testing.T) {
+	e := newFacesEnv(t)
+	alice := e.login("alice")
+	r := e.submitAs("agent-a", `{"tool_name":"deploy","requires_confirmation":true,"tool_args":{"env":"prod","cmd":"deploy --key `+awsKey+`"}}`)
+	edited := `{"env":"prod","cmd":"deploy --key AKIAZZZZZZZZZZZZZZZZ"}`
+	if res, body := alice.post("/approvals/"+r.ID+"/decide", url.Values{"csrf": {alice.csrf}, "verdict": {"approve"}, "modified_args": {edited}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("approve with edits: %d %s", res.StatusCode, body)
+	}
+	_, page := alice.get("/approvals/" + r.ID)
+	if !strings.Contains(page, "Arguments: proposed and approved") || !strings.Contains(page, "hidden by redaction") {
+		t.Errorf("the agent runs edited arguments, but the request page shows only the proposed ones:\n%s", page)
+	}
+	_, out := alice.get("/export.csv")
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(rows) != 2 || rows[0][len(rows[0])-1] != "edited" || rows[1][len(rows[1])-1] != "true" {
+		t.Errorf("export: %v %q; want the last column, edited, true", err, rows)
+	}
+	// Unedited: the plain arguments, and edited false.
+	plain := e.submitAs("agent-a", `{"tool_name":"deploy","requires_confirmation":true,"tool_args":{"env":"staging"}}`)
+	alice.post("/approvals/"+plain.ID+"/decide", url.Values{"csrf": {alice.csrf}, "verdict": {"approve"}})
+	if _, page := alice.get("/approvals/" + plain.ID); strings.Contains(page, "Arguments: proposed and approved") {
+		t.Errorf("an approval without edits shows edited arguments")
+	}
+}

@@ -94,16 +94,8 @@ func newPages(s *Server) (*pages, error) {
 	return p, nil
 }
 
-// sameJSON reports whether a and b hold the same JSON value, however each
-// is spelled (space, key order, escapes).
-func sameJSON(a, b json.RawMessage) bool {
-	ca, err1 := jsonx.Canonical(a)
-	cb, err2 := jsonx.Canonical(b)
-	if err1 != nil || err2 != nil {
-		return bytes.Equal(compact(a), compact(b))
-	}
-	return bytes.Equal(ca, cb)
-}
+// sameJSON reports whether a and b hold the same JSON value.
+func sameJSON(a, b json.RawMessage) bool { return jsonx.Same(a, b) }
 
 // view is r as people see it: redacted, risk first, with its route's looks.
 func (s *Server) view(r *gate.Request) *present.View {

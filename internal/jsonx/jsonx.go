@@ -39,6 +39,26 @@ func Canonical(raw json.RawMessage) ([]byte, error) {
 	return Marshal(v)
 }
 
+// Same reports whether a and b hold the same JSON value, however each is
+// spelled (space, key order, escapes); text that is not JSON is compared
+// compacted where it can be, else as it is.
+func Same(a, b json.RawMessage) bool {
+	ca, err1 := Canonical(a)
+	cb, err2 := Canonical(b)
+	if err1 != nil || err2 != nil {
+		return bytes.Equal(compacted(a), compacted(b))
+	}
+	return bytes.Equal(ca, cb)
+}
+
+func compacted(raw json.RawMessage) []byte {
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return raw
+	}
+	return buf.Bytes()
+}
+
 // Rewrite copies one JSON value, keys in their order and numbers with the
 // digits they were written with, passing every string (keys included)
 // through str and replacing the whole value under a key for which hide is

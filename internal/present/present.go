@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
 	"github.com/gatehouse-dev/gatehouse/internal/redact"
 	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
@@ -51,6 +52,10 @@ type View struct {
 	// saying which ("" when the arguments have neither).
 	Big  string
 	Kind string
+	// Edited: an approver edited the arguments, and the agent runs
+	// ModifiedArgs. It is judged before redaction, which shows an edit of
+	// a hidden value (another key in place of the agent's) as no change.
+	Edited bool
 	gate.Looks
 }
 
@@ -62,7 +67,7 @@ const (
 
 // View presents r.
 func (p *Presenter) View(r *gate.Request) View {
-	v := View{Request: p.redactor().Request(r)}
+	v := View{Request: p.redactor().Request(r), Edited: Edited(r)}
 	if p != nil && p.Looks != nil {
 		v.Looks = p.Looks(r.Route)
 	}
@@ -92,6 +97,12 @@ func (p *Presenter) View(r *gate.Request) View {
 	}
 	v.Request = &c
 	return v
+}
+
+// Edited says an approver edited r's arguments: the agent runs
+// ModifiedArgs. Judge it on r before redaction.
+func Edited(r *gate.Request) bool {
+	return len(r.ModifiedArgs) > 0 && !jsonx.Same(r.ModifiedArgs, r.ToolArgs)
 }
 
 // Redactor is the presenter's redactor (nil when there is none).
