@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -88,5 +89,24 @@ func TestOversizedReportIsNoted(t *testing.T) {
 	out, _ := io.ReadAll(res.Body)
 	if res.StatusCode != http.StatusOK || string(out) != "{}" || res.Header.Get("Gatehouse-Status") != "noted" {
 		t.Fatalf("an oversized report: %d %q %s", res.StatusCode, res.Header.Get("Gatehouse-Status"), out)
+	}
+}
+
+// TestWhatRanHidesByKeyRulesAddedLater: a report stored before a key rule
+// existed ({"access_token": …}) showed its value in "What ran": a trail's
+// details were redacted by the patterns only, though the docs say a rule
+// added later hides old requests too. Found by a reader.
+func TestWhatRanHidesByKeyRulesAddedLater(t *testing.T) {
+	e := newFacesEnv(t) // keys: password, *token*
+	r := e.submitAs("agent-a", `{"tool_name":"deploy","requires_confirmation":true,"tool_args":{"env":"prod"}}`)
+	alice := e.login("alice")
+	alice.post("/approvals/"+r.ID+"/decide", url.Values{"csrf": {alice.csrf}, "verdict": {"approve"}})
+	// Ran stores the detail as given: what a server without the rule wrote.
+	if ok, err := e.svc.Ran(context.Background(), gate.Caller{Name: "agent-a"}, r.ID, false, `{"stdout":"ok","access_token":"tok-123"}`); !ok || err != nil {
+		t.Fatalf("ran: %v %v", ok, err)
+	}
+	_, page := alice.get("/approvals/" + r.ID)
+	if strings.Contains(page, "tok-123") || !strings.Contains(page, "ok") {
+		t.Fatal(`"What ran" shows the value of access_token, which the key rule *token* hides everywhere else`)
 	}
 }
