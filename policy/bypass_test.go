@@ -740,9 +740,9 @@ func TestArgumentsThatAreNotAnObject(t *testing.T) {
 			t.Errorf("args %s: route %s, want %s", args, got, want)
 		}
 	}
-	skills := []Route{{Name: "s-skills", Calls: []string{"Skill(s*)"}, Action: Ask}, {Name: "rest", Action: Allow}}
-	if got := routeOf(t, skills, "Skill", json.RawMessage(`{"skill":"pdf"}`), `{}`); got != "rest" {
-		t.Errorf(`Skill(s*), {"skill":"pdf"}: route %s, want rest`, got)
+	env := []Route{{Name: "no-preload", Calls: []string{"mcp__env__set(*LD_PRELOAD*)"}, Action: Deny}, {Name: "rest", Action: Allow}}
+	if got := routeOf(t, env, "mcp__env__set", json.RawMessage(`{"LD_PRELOAD":"/tmp/x.so"}`), `{}`); got != "no-preload" {
+		t.Errorf(`{"LD_PRELOAD":"/tmp/x.so"}: route %s, want no-preload`, got)
 	}
 	single := []Route{{Name: "selects", Calls: []string{"mcp__db__query(SELECT *)"}, Action: Allow}, {Name: "rest", Action: Ask}}
 	if got := routeOf(t, single, "mcp__db__query", json.RawMessage(`"SELECT 1"`), `{}`); got != "selects" {
@@ -753,10 +753,12 @@ func TestArgumentsThatAreNotAnObject(t *testing.T) {
 // TestDenyGlobsReadEveryArgument: a Tool(glob) rule names a tool's single
 // string argument; an ask or deny rule read only that, so a second
 // argument ({"sql":"DROP TABLE users","limit":10}) dodged it. An ask or
-// deny rule now covers a call when any string in its arguments (a value
-// at any depth, a key below the parameters' names) matches; an allow rule
-// still needs the one argument to match. Found by a reader; a second
-// reader found Skill(s*) taking every call of a "skill" parameter.
+// deny rule now covers a call when any string in its arguments (a key or
+// a value, at any depth) matches; an allow rule still needs the one
+// argument to match. Found by a reader. Parameter names count too: for
+// some tools the top's keys are data (mcp__env__set(*LD_PRELOAD*) and
+// {"LD_PRELOAD":…}, a second reader), so Skill(s*) asks about a call with
+// a "skill" parameter: write globs that name no parameter.
 func TestDenyGlobsReadEveryArgument(t *testing.T) {
 	rs := []Route{
 		{Name: "no-drop", Calls: []string{"mcp__db__query(*DROP*)"}, Action: Deny},
@@ -768,7 +770,7 @@ func TestDenyGlobsReadEveryArgument(t *testing.T) {
 		`{"limit":10,"sql":"DROP TABLE users"}`:            "no-drop",
 		`{"q":{"statements":["SELECT 1","DROP TABLE x"]}}`: "no-drop",
 		`{"q":{"DROP TABLE x":true}}`:                      "no-drop", // a key of data
-		`{"DROP":"SELECT 1"}`:                              "selects", // a parameter's name is not data
+		`{"DROP TABLE x":true}`:                            "no-drop", // a top key may be data too
 		`{"sql":"SELECT 1","note":"DROP"}`:                 "no-drop",
 		`{"sql":"SELECT 1"}`:                               "selects",
 		`{"sql":"SELECT 1","limit":10}`:                    "rest", // an allow names the one argument

@@ -253,10 +253,10 @@ func (c *Call) singleString() (string, bool) {
 	return "", false
 }
 
-// anyString says f holds for a string of the call's arguments: a value at
-// any depth, or a key below the top (the top's keys are the tool's
-// parameter names, which name no data: Skill(s*) must not take every call
-// with a "skill" parameter).
+// anyString says f holds for a string of the call's arguments: a key or
+// a value, at any depth. The top's keys count too: they are parameter
+// names for most tools, but data for some (an environment's variables, a
+// request's headers), and an ask or deny rule errs toward covering.
 func (c *Call) anyString(f func(string) bool) bool {
 	var walk func(v any) bool
 	walk = func(v any) bool {
@@ -274,12 +274,7 @@ func (c *Call) anyString(f func(string) bool) bool {
 		}
 		return false
 	}
-	for _, v := range c.Args {
-		if walk(v) {
-			return true
-		}
-	}
-	return walk(c.other)
+	return walk(c.Args) || walk(c.other)
 }
 
 // kindOf names a JSON value's kind, for errors.
