@@ -90,7 +90,12 @@ func EllipsisWords(s string, n int) string {
 	}
 	cut, _ := CutBytes(s, n-len("…"))
 	if next, _ := utf8.DecodeRuneInString(s[len(cut):]); !wordBreak(next) {
-		cut = cut[:strings.LastIndexFunc(cut, wordBreak)+1]
+		if i := strings.LastIndexFunc(cut, wordBreak); i >= 0 {
+			_, size := utf8.DecodeRuneInString(cut[i:])
+			cut = cut[:i+size] // after the break, which may be more than a byte
+		} else {
+			cut = ""
+		}
 	}
 	return cut + "…"
 }

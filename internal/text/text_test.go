@@ -107,9 +107,11 @@ func TestEllipsisWordsKeepsNoPartOfAWord(t *testing.T) {
 		{"ab cd ef", 7, "ab …"}, // "ab c" would split cd
 		{"ab cd ef", 9, "ab cd ef"},
 		{"oneverylongword", 8, "…"},
+		{"deploy\u3000" + strings.Repeat("x", 40), 20, "deploy\u3000…"}, // a break of three bytes (a second reader)
+		{"deploy\u00a0" + strings.Repeat("x", 40), 20, "deploy\u00a0…"},
 	} {
 		got := EllipsisWords(tc.in, tc.n)
-		if got != tc.want {
+		if got != tc.want || !utf8.ValidString(got) || len(got) > max(tc.n, len(tc.in)) {
 			t.Errorf("EllipsisWords(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
 		}
 	}
