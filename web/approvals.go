@@ -183,13 +183,13 @@ func (s *Server) forReader(reader string, r *gate.Request) *gate.Request {
 	return s.opts.Present.Redactor().Request(r)
 }
 
-// list is svc.List for a reader (an API token's name; "" for the pages,
-// which show every request redacted). The store's search (q) runs over
-// what it stores, unredacted: a request it found only through what the
-// reader is shown as [redacted] is left out, or which searches find it
-// would tell the value a character at a time. A page may then hold fewer
-// than its limit; the cursor goes on as before.
-func (s *Server) list(ctx context.Context, f gate.Filter, reader string) ([]*gate.Request, string, error) {
+// list is svc.List for a reader, who is shown each request as shown
+// gives it (forReader for an API token, the redactor for the pages). The
+// store's search (q) runs over what it stores, unredacted: a request it
+// found only through what the reader is shown as [redacted] is left out,
+// or which searches find it would tell the value a character at a time.
+// A page may then hold fewer than its limit; the cursor goes on as before.
+func (s *Server) list(ctx context.Context, f gate.Filter, shown func(*gate.Request) *gate.Request) ([]*gate.Request, string, error) {
 	rs, next, err := s.svc.List(ctx, f)
 	if err != nil || f.Query == "" || !s.opts.Present.Redactor().Active() {
 		return rs, next, err
@@ -197,10 +197,7 @@ func (s *Server) list(ctx context.Context, f gate.Filter, reader string) ([]*gat
 	q := strings.ToLower(f.Query)
 	kept := rs[:0]
 	for _, r := range rs {
-		shown := r
-		if reader == "" || r.Caller != reader {
-			shown = s.opts.Present.Redactor().Request(r)
-		}
+		shown := shown(r)
 		hidden := shown.Summary != r.Summary || shown.Reason != r.Reason || !bytes.Equal(shown.ToolArgs, r.ToolArgs)
 		if !hidden || r.ID == f.Query || searchFinds(shown, q) {
 			kept = append(kept, r)
@@ -258,7 +255,8 @@ func (s *Server) listApprovals(c echo.Context) error {
 	if a := s.access(c); !a.ReadAll {
 		f.Caller = &a.Name
 	}
-	rs, next, err := s.list(c.Request().Context(), f, s.access(c).Name)
+	reader := s.access(c).Name
+	rs, next, err := s.list(c.Request().Context(), f, func(r *gate.Request) *gate.Request { return s.forReader(reader, r) })
 	if err != nil {
 		return s.apiError(c, err)
 	}

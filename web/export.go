@@ -114,7 +114,7 @@ func (s *Server) endDownload(err error) error {
 // one store page at a time, and flush after each page.
 func (s *Server) eachRequest(ctx context.Context, f gate.Filter, fn func(*gate.Request) error, flush func() error) error {
 	for {
-		rs, next, err := s.list(ctx, f, "")
+		rs, next, err := s.list(ctx, f, s.opts.Present.Redactor().Request)
 		if err != nil {
 			return err
 		}

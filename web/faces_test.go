@@ -394,3 +394,21 @@ func TestEditOfAHiddenValueIsShown(t *testing.T) {
 		t.Errorf("an approval without edits shows edited arguments")
 	}
 }
+
+// TestOpenServerSearchFindsWhatItShows: on a server with no API tokens the
+// API shows an agent's requests whole, and its search must find them by
+// what it shows; it filtered them as the pages do (a second reader).
+func TestOpenServerSearchFindsWhatItShows(t *testing.T) {
+	rd, _ := redact.New([]string{"password", "*token*"}, []string{`AKIA[0-9A-Z]{16}`})
+	e := newEnvWith(t, facesRoutes, func(o *web.Options) { o.Present = &present.Presenter{Redact: rd, Looks: o.Service.RouteLooks} })
+	if code, out := call(t, e.srv.URL, "", http.MethodPost, "/api/v1/approvals", secretCall); code != http.StatusCreated {
+		t.Fatalf("create: %d %s", code, out)
+	}
+	if _, out := call(t, e.srv.URL, "", http.MethodGet, "/api/v1/approvals?q=hunter2", ""); !strings.Contains(out, "hunter2") {
+		t.Fatalf("the open API shows the request whole, but its search does not find it by hunter2: %s", out)
+	}
+	audrey := e.login("audrey")
+	if _, page := audrey.get("/history?q=hunter2"); strings.Contains(page, "deploy") && strings.Contains(page, "ops-bot") {
+		t.Fatalf("the history page, which shows the request redacted, finds it by hunter2")
+	}
+}

@@ -39,7 +39,7 @@ func (s *Server) historyPage(c echo.Context) error {
 	if f.Limit == 0 {
 		f.Limit = historyPageSize
 	}
-	rs, next, err := s.list(c.Request().Context(), f, "")
+	rs, next, err := s.list(c.Request().Context(), f, s.opts.Present.Redactor().Request)
 	if err != nil {
 		return err
 	}
