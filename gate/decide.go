@@ -50,12 +50,15 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 		// apps (Feishu's union_id), that one says who the person is.
 		rs := s.rules.Load()
 		people := rs.people
-		// The approvers: the request's list, and its route's list as it is
-		// now, so an identity a reload took off the route decides no more
-		// (additions reach only the requests made after). A request made
-		// with no list stays its channels' audience's.
+		// The approvers: the request's list, and for an approval its
+		// route's list as it is now, so an identity a reload took off the
+		// route approves no more (additions reach only the requests made
+		// after). A request made with no list stays its channels'
+		// audience's. Its own approvers may still reject it: a route
+		// renamed and its name given to another with other approvers must
+		// not leave it with no one who may stop it.
 		lists := [][]string{r.Approvers, nil}
-		if len(r.Approvers) > 0 {
+		if len(r.Approvers) > 0 && d.Approve {
 			lists[1] = rs.approversOf(r.Route)
 		}
 		persons := people.of(append([]string{d.Voter, d.Actor}, d.Identities...)...)

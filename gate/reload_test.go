@@ -199,3 +199,38 @@ func TestApproversTakenOffStopDecidingPendingRequests(t *testing.T) {
 		}
 	})
 }
+
+// TestApproversTakenOffDefaultsAndRenamedRoutes: the route of a call no
+// route claims is "default", whose approvers are defaults.approvers: one
+// taken off them went on approving (a second reader). A route renamed,
+// and its old name given to another route with other approvers, left its
+// pending requests with no one who could approve or reject them; their
+// own approvers may still reject them (a second reader).
+func TestApproversTakenOffDefaultsAndRenamedRoutes(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: []gate.Route{{Name: "pay", Tool: "pay",
+			Channels: []string{"fake"}, Approvers: []string{"slack:T1/UA"}, Timeout: time.Hour}},
+			tweak: func(o *gate.Options) {
+				o.Defaults = gate.Defaults{Channels: []string{"fake"}, Approvers: []string{"slack:T1/UA", "slack:T1/UB"}}
+			}})
+		other := submit(t, svc, gate.Submission{ToolName: "anything"})
+		pay := submit(t, svc, gate.Submission{ToolName: "pay"})
+		if err := svc.SetRoutes([]gate.Route{
+			{Name: "pay-legacy", Tool: "pay", Channels: []string{"fake"}, Approvers: []string{"slack:T1/UA"}, Timeout: time.Hour},
+			{Name: "pay", Tool: "refund", Channels: []string{"fake"}, Approvers: []string{"slack:T1/UZ"}},
+		}, gate.Defaults{Channels: []string{"fake"}, Approvers: []string{"slack:T1/UA"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: other.ID, Approve: true, Actor: "slack:T1/UB", Via: "fake"}); gate.ErrorCode(err) != gate.EFORBIDDEN {
+			t.Fatalf("bob, taken off defaults.approvers, approves: %v, want forbidden", err)
+		}
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: pay.ID, Approve: true, Actor: "slack:T1/UZ", Via: "fake"}); gate.ErrorCode(err) != gate.EFORBIDDEN {
+			t.Fatalf("zed, of the route that took the old name, approves: %v, want forbidden", err)
+		}
+		got, err := svc.Decide(ctx, gate.Decision{RequestID: pay.ID, Approve: false, Actor: "slack:T1/UA", Via: "fake"})
+		if err != nil || got.Status != gate.StatusRejected {
+			t.Fatalf("alice, its own approver, rejects the renamed route's request: %v", err)
+		}
+	})
+}

@@ -175,9 +175,13 @@ func (s *Service) peopleNow() *People { return s.rules.Load().people }
 
 // approversOf is everyone the route named so may ever ask, as it is now:
 // its approvers and its escalations' (which a request's list gains as
-// they come due); nil (anyone the request's own list admits) when no
+// they come due), or defaults.approvers for "default", the route of calls
+// no route claims; nil (anyone the request's own list admits) when no
 // route has the name or the route has no list.
 func (rs *rules) approversOf(name string) []string {
+	if name == "default" {
+		return rs.defaults.Approvers
+	}
 	for _, rt := range rs.routes {
 		if rt.Name == name && len(rt.Approvers) > 0 {
 			all := slices.Clone(rt.Approvers)
