@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
 	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
@@ -51,7 +52,7 @@ func (s *Service) Ran(ctx context.Context, c Caller, id string, failed bool, det
 		return false, nil
 	}
 	e := Event{RequestID: id, At: s.stamp(), Type: EventToolRan, Actor: actorOf(r), Channel: "hook",
-		Detail: text.EllipsisBytes(text.Clean(detail), MaxOutcome)}
+		Detail: outcome(detail)}
 	if failed {
 		e.Type = EventToolFailed
 	}
@@ -63,4 +64,20 @@ func (s *Service) Ran(ctx context.Context, c Caller, id string, failed bool, det
 		s.log.Info("tool outcome recorded", "request_id", id, "type", e.Type)
 	}
 	return added, nil
+}
+
+// outcome is a report as the trail keeps it: at most MaxOutcome bytes, a
+// JSON report shrunk value by value so that it stays JSON (the page
+// redacts it by key when shown, with the rules of that day: a cut report
+// would be read as text, by the patterns alone), anything else cut
+// without splitting a word.
+func outcome(detail string) string {
+	detail = text.Clean(detail)
+	if len(detail) <= MaxOutcome {
+		return detail
+	}
+	if out, ok := jsonx.Shrink([]byte(detail), MaxOutcome); ok {
+		return string(out)
+	}
+	return text.EllipsisWords(detail, MaxOutcome)
 }

@@ -110,3 +110,22 @@ func TestWhatRanHidesByKeyRulesAddedLater(t *testing.T) {
 		t.Fatal(`"What ran" shows the value of access_token, which the key rule *token* hides everywhere else`)
 	}
 }
+
+// TestWhatRanHidesByKeyRulesInALongReport: a report longer than the trail
+// keeps was cut as text, no longer JSON, and shown redacted by the
+// patterns alone: a key rule added later did not hide access_token's
+// value (a second reader). It is shrunk value by value now, and stays
+// JSON.
+func TestWhatRanHidesByKeyRulesInALongReport(t *testing.T) {
+	e := newFacesEnv(t) // keys: password, *token*
+	r := e.submitAs("agent-a", `{"tool_name":"deploy","requires_confirmation":true,"tool_args":{"env":"prod"}}`)
+	alice := e.login("alice")
+	alice.post("/approvals/"+r.ID+"/decide", url.Values{"csrf": {alice.csrf}, "verdict": {"approve"}})
+	detail := `{"access_token":"tok-123","stdout":"` + strings.Repeat("line of output ", 300) + `"}`
+	if ok, err := e.svc.Ran(context.Background(), gate.Caller{Name: "agent-a"}, r.ID, false, detail); !ok || err != nil {
+		t.Fatalf("ran: %v %v", ok, err)
+	}
+	if _, page := alice.get("/approvals/" + r.ID); strings.Contains(page, "tok-123") || !strings.Contains(page, "line of output") {
+		t.Fatal(`"What ran" shows access_token's value when the report was long`)
+	}
+}

@@ -85,10 +85,36 @@ type rewriter struct {
 	hide    func(string) bool
 	mark    string
 	changed bool
+	// keepKeys: str is for values only; keys are copied as they are.
+	keepKeys bool
+	inKey    bool
+}
+
+// Shrink is raw, one JSON value, with its long string values cut on word
+// boundaries (text.EllipsisWords), shorter and shorter, until it fits in
+// max bytes; it stays JSON, and its keys are kept whole, so redaction by
+// key still finds them when it is shown. ok is false when it does not
+// read or no cut makes it fit.
+func Shrink(raw []byte, max int) (out []byte, ok bool) {
+	for n := max; n >= 16; n /= 2 {
+		w := rewriter{dec: json.NewDecoder(bytes.NewReader(raw)), keepKeys: true,
+			str: func(s string) string { return text.EllipsisWords(s, n) }}
+		w.dec.UseNumber()
+		if err := w.value(); err != nil {
+			return nil, false
+		}
+		if _, err := w.dec.Token(); err != io.EOF {
+			return nil, false
+		}
+		if w.out.Len() <= max {
+			return w.out.Bytes(), true
+		}
+	}
+	return nil, false
 }
 
 func (w *rewriter) string(s string) {
-	if w.str != nil {
+	if w.str != nil && !(w.keepKeys && w.inKey) {
 		t := w.str(s)
 		w.changed = w.changed || t != s
 		s = t
@@ -134,7 +160,9 @@ func (w *rewriter) object() error {
 		if i > 0 {
 			w.out.WriteByte(',')
 		}
+		w.inKey = true
 		w.string(k)
+		w.inKey = false
 		w.out.WriteByte(':')
 		if w.hide != nil && w.hide(k) {
 			var skip json.RawMessage

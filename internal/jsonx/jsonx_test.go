@@ -1,6 +1,10 @@
 package jsonx
 
-import "testing"
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
 
 func TestMarshalKeepsHTMLAndDropsNewline(t *testing.T) {
 	got, err := Marshal(map[string]string{"cmd": "a && b <main>"})
@@ -50,5 +54,30 @@ func TestRewrite(t *testing.T) {
 		if _, _, err := Rewrite([]byte(bad), nil, nil, ""); err == nil {
 			t.Errorf("Rewrite(%s): no error", bad)
 		}
+	}
+}
+
+// TestShrinkStaysJSON: a report too long to keep is shrunk value by value,
+// so it stays JSON whose keys read whole (a key rule added later still
+// finds them when it is shown); a value is cut without splitting a word.
+func TestShrinkStaysJSON(t *testing.T) {
+	long := `{"access_token":"tok-123","stdout":"` + strings.Repeat("word ", 1000) + `","nested":{"k":["` + strings.Repeat("a b ", 500) + `"]},"n":12345678901234567890}`
+	out, ok := Shrink([]byte(long), 2048)
+	if !ok || len(out) > 2048 || !json.Valid(out) {
+		t.Fatalf("Shrink: ok %v, %d bytes, valid %v: %s", ok, len(out), json.Valid(out), out)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(out, &m); err != nil || m["access_token"] != "tok-123" || !strings.HasSuffix(m["stdout"].(string), "word…") {
+		t.Fatalf("shrunk: %v %s", err, out)
+	}
+	if !strings.Contains(string(out), `"n":12345678901234567890`) {
+		t.Errorf("a number lost its digits: %s", out)
+	}
+	if _, ok := Shrink([]byte(`{"a":1`), 4); ok {
+		t.Error("text that is not JSON shrank")
+	}
+	many := "[" + strings.Repeat(`"x",`, 2000) + `"x"]`
+	if _, ok := Shrink([]byte(many), 100); ok {
+		t.Error("a list of 2,001 values fit in 100 bytes")
 	}
 }
