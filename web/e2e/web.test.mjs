@@ -23,7 +23,7 @@ const PHONE = { width: 390, height: 844 };
 // The columns web/README.md documents for the CSV export.
 const CSV_COLUMNS = ['id', 'status', 'tool_name', 'summary', 'agent_id', 'user_id', 'session_id', 'tool_call_id', 'route',
   'created_at', 'expires_at', 'decided_at', 'decided_by', 'decided_via', 'waited_seconds', 'reason',
-  'tool_args', 'modified_args', 'metadata'];
+  'tool_args', 'modified_args', 'metadata', 'edited'];
 
 let dir, server, serverLog = '', base, context, page;
 const seeded = {};
@@ -327,6 +327,8 @@ test('export CSV of the filtered history', async () => {
   assert.equal(pay.decided_by, 'web:alice');
   assert.equal(JSON.parse(pay.modified_args).amount, 50000);
   assert.equal(JSON.parse(pay.tool_args).amount, 60000);
+  assert.equal(pay.edited, 'true');
+  assert.equal(byTool['shell_exec:pending'].edited, 'false');
 
   const [filtered] = await Promise.all([page.waitForEvent('download'), page.goto(base + '/history?status=rejected').then(() => page.click('.exports a:text("CSV")'))]);
   const frows = parseCSV(readFileSync(await filtered.path(), 'utf8'));
