@@ -67,10 +67,10 @@ func (s *Service) Ran(ctx context.Context, c Caller, id string, failed bool, det
 }
 
 // outcome is a report as the trail keeps it: at most MaxOutcome bytes, a
-// JSON report shrunk value by value so that it stays JSON (the page
-// redacts it by key when shown, with the rules of that day: a cut report
-// would be read as text, by the patterns alone), anything else cut
-// without splitting a word.
+// JSON report shrunk (jsonx.Shrink) so that it stays JSON with its keys
+// whole (the page redacts it by key when shown, with the rules of that
+// day: a cut report would be read as text, by the patterns alone),
+// anything else cut without splitting a word.
 func outcome(detail string) string {
 	detail = text.Clean(detail)
 	if len(detail) <= MaxOutcome {

@@ -129,3 +129,22 @@ func TestWhatRanHidesByKeyRulesInALongReport(t *testing.T) {
 		t.Fatal(`"What ran" shows access_token's value when the report was long`)
 	}
 }
+
+// TestWhatRanHidesByKeyRulesInAReportOfManyValues: a long report whose
+// length is in its numbers (or keys, or many short values) did not shrink
+// by cutting strings, so it was cut as text and shown by the patterns
+// alone (a third reader). Its lists and objects keep their first members
+// now, and it stays JSON.
+func TestWhatRanHidesByKeyRulesInAReportOfManyValues(t *testing.T) {
+	e := newFacesEnv(t) // keys: password, *token*
+	r := e.submitAs("agent-a", `{"tool_name":"deploy","requires_confirmation":true,"tool_args":{"env":"prod"}}`)
+	alice := e.login("alice")
+	alice.post("/approvals/"+r.ID+"/decide", url.Values{"csrf": {alice.csrf}, "verdict": {"approve"}})
+	detail := `{"access_token":"tok-123","ids":[` + strings.Repeat("1234567,", 400) + `1]}`
+	if ok, err := e.svc.Ran(context.Background(), gate.Caller{Name: "agent-a"}, r.ID, false, detail); !ok || err != nil {
+		t.Fatalf("ran: %v %v", ok, err)
+	}
+	if _, page := alice.get("/approvals/" + r.ID); strings.Contains(page, "tok-123") || !strings.Contains(page, "1234567") {
+		t.Fatal(`"What ran" shows access_token's value when the report's length is in its numbers`)
+	}
+}

@@ -88,29 +88,57 @@ type rewriter struct {
 	// keepKeys: str is for values only; keys are copied as they are.
 	keepKeys bool
 	inKey    bool
+	// maxItems, when above 0, keeps a list's or an object's first members
+	// only, and a "…" for the rest.
+	maxItems int
 }
 
-// Shrink is raw, one JSON value, with its long string values cut on word
-// boundaries (text.EllipsisWords), shorter and shorter, until it fits in
-// max bytes; it stays JSON, and its keys are kept whole, so redaction by
-// key still finds them when it is shown. ok is false when it does not
-// read or no cut makes it fit.
-func Shrink(raw []byte, max int) (out []byte, ok bool) {
-	for n := max; n >= 16; n /= 2 {
-		w := rewriter{dec: json.NewDecoder(bytes.NewReader(raw)), keepKeys: true,
-			str: func(s string) string { return text.EllipsisWords(s, n) }}
-		w.dec.UseNumber()
-		if err := w.value(); err != nil {
-			return nil, false
+// skipRest skips the members left in the list or object being read, and
+// writes "…" for them (a member "…":"…" in an object).
+func (w *rewriter) skipRest(object bool) error {
+	for w.dec.More() {
+		if object {
+			if _, err := w.dec.Token(); err != nil {
+				return err
+			}
 		}
-		if _, err := w.dec.Token(); err != io.EOF {
-			return nil, false
-		}
-		if w.out.Len() <= max {
-			return w.out.Bytes(), true
+		var skip json.RawMessage
+		if err := w.dec.Decode(&skip); err != nil {
+			return err
 		}
 	}
-	return nil, false
+	w.out.WriteString(`,"…"`)
+	if object {
+		w.out.WriteString(`:"…"`)
+	}
+	return nil
+}
+
+// Shrink is raw, one JSON value, made to fit in max bytes and stay JSON,
+// with its keys whole, so that redaction by key still finds them when it is
+// shown: long string values are cut on word boundaries (text.EllipsisWords),
+// and then lists and objects keep only their first members (a "…" stands
+// for the rest), shorter and shorter. Where nothing fits, it is a note of
+// the report's size. ok is false only when raw is not one JSON value.
+func Shrink(raw []byte, max int) (out []byte, ok bool) {
+	for _, items := range []int{0, 32, 4} {
+		for _, n := range []int{max, max / 4, max / 16, 16} {
+			w := rewriter{dec: json.NewDecoder(bytes.NewReader(raw)), keepKeys: true, maxItems: items,
+				str: func(s string) string { return text.EllipsisWords(s, n) }}
+			w.dec.UseNumber()
+			if err := w.value(); err != nil {
+				return nil, false
+			}
+			if _, err := w.dec.Token(); err != io.EOF {
+				return nil, false
+			}
+			if w.out.Len() <= max {
+				return w.out.Bytes(), true
+			}
+		}
+	}
+	note, _ := Marshal(map[string]string{"…": fmt.Sprintf("a report of %d bytes, too large to keep in %d", len(raw), max)})
+	return note, true
 }
 
 func (w *rewriter) string(s string) {
@@ -152,6 +180,12 @@ func (w *rewriter) value() error {
 func (w *rewriter) object() error {
 	w.out.WriteByte('{')
 	for i := 0; w.dec.More(); i++ {
+		if w.maxItems > 0 && i == w.maxItems {
+			if err := w.skipRest(true); err != nil {
+				return err
+			}
+			break
+		}
 		tok, err := w.dec.Token()
 		if err != nil {
 			return err
@@ -188,6 +222,12 @@ func (w *rewriter) object() error {
 func (w *rewriter) array() error {
 	w.out.WriteByte('[')
 	for i := 0; w.dec.More(); i++ {
+		if w.maxItems > 0 && i == w.maxItems {
+			if err := w.skipRest(false); err != nil {
+				return err
+			}
+			break
+		}
 		if i > 0 {
 			w.out.WriteByte(',')
 		}

@@ -76,8 +76,20 @@ func TestShrinkStaysJSON(t *testing.T) {
 	if _, ok := Shrink([]byte(`{"a":1`), 4); ok {
 		t.Error("text that is not JSON shrank")
 	}
-	many := "[" + strings.Repeat(`"x",`, 2000) + `"x"]`
-	if _, ok := Shrink([]byte(many), 100); ok {
-		t.Error("a list of 2,001 values fit in 100 bytes")
+	// A length in many values, numbers or keys: lists and objects keep
+	// their first members, and the keys still read whole (a second reader:
+	// cut as text, such a report lost its key redaction).
+	for _, raw := range []string{
+		`{"access_token":"tok-123","ids":[` + strings.Repeat("1234567,", 400) + `1]}`,
+		"[" + strings.Repeat(`{"token":"t","n":1},`, 300) + `{"token":"t"}]`,
+		`{"a":` + strings.Repeat(`{"b":`, 600) + "1" + strings.Repeat("}", 600) + "}",
+	} {
+		out, ok := Shrink([]byte(raw), 200)
+		if !ok || len(out) > 200 || !json.Valid(out) {
+			t.Errorf("Shrink of %.40s…: ok %v, %d bytes, valid %v: %s", raw, ok, len(out), json.Valid(out), out)
+		}
+	}
+	if out, _ := Shrink([]byte(`{"access_token":"tok-123","ids":[`+strings.Repeat("1234567,", 400)+`1]}`), 200); !strings.Contains(string(out), `"access_token":"tok-123"`) {
+		t.Errorf("the key and its value are gone: %s", out)
 	}
 }
