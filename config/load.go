@@ -418,7 +418,15 @@ func (ck *checker) checkChannel(n *yaml.Node, path string) {
 	case TypeWebhook:
 		settings = reflect.TypeOf(Webhook{})
 	default:
-		// Validate names the bad type; report no key as unknown meanwhile.
+		// Validate names the bad type; report no key as unknown meanwhile,
+		// but check the common ones, so that an error names its key (a name
+		// that is a mapping was "line 3: cannot unmarshal !!map into
+		// string", found by fuzzing).
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i].Value; k == "name" || k == "type" {
+				ck.check(n.Content[i+1], fields[k], keyPath(path, n.Content[i]))
+			}
+		}
 		return
 	}
 	for i := 0; i < settings.NumField(); i++ {
