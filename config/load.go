@@ -363,6 +363,13 @@ func checkDecode(n *yaml.Node, t reflect.Type, path string, errs *Errors) {
 }
 
 func (ck *checker) checkMapping(n *yaml.Node, fields map[string]reflect.Type, path string) {
+	ck.checkKeys(n, fields, path, true)
+}
+
+// checkKeys checks a mapping's keys, each given once and plain, and the
+// values of those in fields; a key not in fields is an error only when
+// unknownIsError.
+func (ck *checker) checkKeys(n *yaml.Node, fields map[string]reflect.Type, path string, unknownIsError bool) {
 	errs := ck.errs
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -379,6 +386,9 @@ func (ck *checker) checkMapping(n *yaml.Node, fields map[string]reflect.Type, pa
 		}
 		seen[k] = true
 		ft, ok := fields[k]
+		if !ok && !unknownIsError {
+			continue
+		}
 		if !ok {
 			known := make([]string, 0, len(fields))
 			for f := range fields {
@@ -419,14 +429,11 @@ func (ck *checker) checkChannel(n *yaml.Node, path string) {
 		settings = reflect.TypeOf(Webhook{})
 	default:
 		// Validate names the bad type; report no key as unknown meanwhile,
-		// but check the common ones, so that an error names its key (a name
-		// that is a mapping was "line 3: cannot unmarshal !!map into
-		// string", found by fuzzing).
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if k := n.Content[i].Value; k == "name" || k == "type" {
-				ck.check(n.Content[i+1], fields[k], keyPath(path, n.Content[i]))
-			}
-		}
+		// but check the keys and the common values, so that an error names
+		// its key (a name that is a mapping was "line 3: cannot unmarshal
+		// !!map into string", a key given twice "line 3: mapping key "n"
+		// already defined"; found by fuzzing).
+		ck.checkKeys(n, fields, path, false)
 		return
 	}
 	for i := 0; i < settings.NumField(); i++ {
