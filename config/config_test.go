@@ -140,12 +140,15 @@ func testKeyPEM(t *testing.T) []byte {
 }
 
 func TestParseDuration(t *testing.T) {
-	for in, want := range map[string]time.Duration{"90s": 90 * time.Second, "400d": 400 * 24 * time.Hour, "1d12h": 36 * time.Hour, "0d": 0} {
+	for in, want := range map[string]time.Duration{"90s": 90 * time.Second, "400d": 400 * 24 * time.Hour, "1d12h": 36 * time.Hour, "0d": 0,
+		"106751d": 106751 * 24 * time.Hour} {
 		if got, err := ParseDuration(in); err != nil || got != want {
 			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"d", "1.5d", "-1d", "1dx", "1d-1h", "12 days", "99999999d"} {
+	for _, bad := range []string{"d", "1.5d", "-1d", "1dx", "1d-1h", "12 days", "99999999d",
+		// past what a time.Duration holds: these wrapped (213505d to a day)
+		"106752d", "213505d", "365000d", "106751d24h"} {
 		if _, err := ParseDuration(bad); err == nil {
 			t.Errorf("ParseDuration(%q) took it", bad)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -539,14 +540,23 @@ func ParseDuration(s string) (time.Duration, error) {
 		return time.ParseDuration(s)
 	}
 	n, err := strconv.ParseUint(days, 10, 32)
-	if err != nil || n > 1<<20 {
+	if err != nil {
 		return 0, fmt.Errorf("%q: days must be a whole number before d", s)
+	}
+	// A time.Duration holds about 292 years; past that, n days would wrap
+	// (213505d was a day and a bit, so a retention of centuries cut the
+	// history after a day).
+	if n > uint64(math.MaxInt64/int64(24*time.Hour)) {
+		return 0, fmt.Errorf("%q: longer than the 106751 days a duration can hold", s)
 	}
 	d := time.Duration(n) * 24 * time.Hour
 	if rest != "" {
 		r, err := time.ParseDuration(rest)
 		if err != nil || r < 0 {
 			return 0, fmt.Errorf("%q: %q after the days is not a duration", s, rest)
+		}
+		if r > math.MaxInt64-d {
+			return 0, fmt.Errorf("%q: longer than the 106751 days a duration can hold", s)
 		}
 		d += r
 	}
