@@ -254,6 +254,17 @@ auth:
       token: scalar-token-0123456789
       scopes: read_all
 `, []string{"auth.api_tokens[0].scopes: must be a list"}},
+		// The holder of a token two entries share acted as the last one (its
+		// scopes, its person); the error names entries, never the secret.
+		{"one token twice", `
+auth:
+  api_tokens:
+    - { name: reader, token: shared-token-0123456789 }
+    - { name: ops, token: shared-token-0123456789, scopes: [read_all, cancel_all] }
+    - { name: hashed, token_sha256: EECCE33B1835BF3A802AFAFF3848D4AE1A2B37C506C08269A912B095D12D3BB1 }
+    - { name: other, token: other-token-0123456789 }
+`, []string{"auth.api_tokens[1].token: the same token as auth.api_tokens[0]: give each its own",
+			"auth.api_tokens[2].token: the same token as auth.api_tokens[0]: give each its own"}},
 		{"audit and retention", `
 audit:
   signing_key: not a key

@@ -2,6 +2,7 @@ package config
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -127,6 +128,27 @@ func checkVerdict(v, path string, errs *Errors) {
 
 func (c *Config) validateAuth(errs *Errors) {
 	seen := map[string]bool{}
+	// Two entries with one secret would let its holder act as the last of
+	// them (its name, scopes and person), so a token is told apart by its
+	// hash, whichever way it is given; the error names the entries only.
+	bySum := map[[32]byte]string{}
+	for i, t := range c.Auth.APITokens {
+		p := fmt.Sprintf("auth.api_tokens[%d]", i)
+		var sum [32]byte
+		switch b, err := hex.DecodeString(t.TokenSHA256); {
+		case t.Token != "" && t.TokenSHA256 == "":
+			sum = sha256.Sum256([]byte(t.Token))
+		case t.Token == "" && err == nil && len(b) == 32:
+			copy(sum[:], b)
+		default:
+			continue // reported below
+		}
+		if first, ok := bySum[sum]; ok {
+			errs.add(p+".token", "the same token as %s: give each its own", first)
+		} else {
+			bySum[sum] = p
+		}
+	}
 	for i, t := range c.Auth.APITokens {
 		p := fmt.Sprintf("auth.api_tokens[%d]", i)
 		if t.Name == "" {
