@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -370,19 +371,95 @@ func wantErrors(t *testing.T, yaml string, want []string) Errors {
 
 func TestExpand(t *testing.T) {
 	lookup := env(map[string]string{"A": "1", "EMPTY": ""})
-	for in, want := range map[string]string{
-		"${A}":             "1",
-		"x${A}y${A}":       "x1y1",
-		"${MISSING}":       "",
-		"${MISSING:-dflt}": "dflt",
-		"${EMPTY:-dflt}":   "dflt",
-		"$2a$10$abc":       "$2a$10$abc",
-		"${unterminated":   "${unterminated",
-		"plain":            "plain",
+	for _, tc := range []struct {
+		in, want string
+		unset    []string
+	}{
+		{"${A}", "1", nil},
+		{"x${A}y${A}", "x1y1", nil},
+		{"${MISSING}", "", []string{"MISSING"}},
+		{"${EMPTY}", "", []string{"EMPTY"}},
+		{"${MISSING:-dflt}", "dflt", nil},
+		{"${EMPTY:-dflt}", "dflt", nil},
+		{"${MISSING:-}", "", nil},
+		{"$2a$10$abc", "$2a$10$abc", nil},
+		{"${unterminated", "${unterminated", nil},
+		{"plain", "plain", nil},
+		{"$${A}", "${A}", nil},
+		{"x$$${A}", "x$${A}", nil},
+		{"$$${A}${A}", "$${A}1", nil},
 	} {
-		if got := expand(in, lookup); got != want {
-			t.Errorf("expand(%q) = %q, want %q", in, got, want)
+		got, unset, err := expand(tc.in, lookup)
+		if err != nil || got != tc.want || !slices.Equal(unset, tc.unset) {
+			t.Errorf("expand(%q) = %q, unset %q, %v; want %q, unset %q", tc.in, got, unset, err, tc.want, tc.unset)
 		}
+	}
+	// The shell's other forms, and names no variable has, were read as a
+	// variable nobody set, so they expanded to nothing.
+	for _, bad := range []string{"${A-x}", "${A:?required}", "${A?}", "${A:=x}", "${}", "${1A}", "${A B}", "x${A}${-}"} {
+		if got, _, err := expand(bad, lookup); err == nil {
+			t.Errorf("expand(%q) = %q, want an error", bad, got)
+		}
+	}
+}
+
+// An unset variable in a route or the defaults is an error: empty, a call
+// pattern's path, a tool or agent glob or a condition's operand covers
+// more than was meant, so Read(${WORKSPACE}/**) allowed Read(/**).
+func TestUnsetVariablesInRulesAreErrors(t *testing.T) {
+	doc := `defaults:
+  approvers: ["web:${BOSS}"]
+routes:
+  - name: workspace
+    match: { call: "Read(${WORKSPACE}/**)", agent: "${AGENT}" }
+    action: allow
+  - name: on-purpose
+    match: { tool: "x${SUFFIX:-}", when: 'args.path.startsWith("${WS:-/srv}/")' }
+    action: allow
+channels:
+  - { name: s, type: slack, channel_id: C1, bot_token: "${SLACK_BOT_TOKEN}", signing_secret: "${SLACK_SIGNING_SECRET}", app_token: "${SLACK_APP_TOKEN}" }
+`
+	_, err := Parse([]byte(doc), t.TempDir(), env(map[string]string{"AGENT": "", "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "0123456789abcdef"}))
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("err = %v", err)
+	}
+	want := []string{
+		"defaults.approvers[0]: ${BOSS} is not set",
+		"routes[0].match.call: ${WORKSPACE} is not set: empty, this rule would cover more than it says (write ${WORKSPACE:-} if empty is meant)",
+		"routes[0].match.agent: ${AGENT} is not set",
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("missing %q in:\n%v", w, err)
+		}
+	}
+	// The optional Socket Mode token may stay unset, and ${X:-} says empty
+	// on purpose.
+	if len(errs) != len(want) {
+		t.Errorf("%d errors, want %d:\n%v", len(errs), len(want), err)
+	}
+}
+
+// A plain ${VAR} is read as what it expands to, so numbers and switches can
+// come from the environment; a quoted one stays a string.
+func TestVariablesInNumbersAndSwitches(t *testing.T) {
+	c, err := Parse([]byte("cards:\n  workers: ${W}\nroutes:\n  - name: r\n    match: { tool: \"${T}\" }\n    confirm: ${C}\n    record: ${R:-true}\n"),
+		t.TempDir(), env(map[string]string{"W": "8", "C": "true", "T": "123"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Cards.Workers != 8 || c.Routes[0].Confirm == nil || !*c.Routes[0].Confirm || c.Routes[0].Record == nil || !*c.Routes[0].Record || c.Routes[0].Match.Tool != "123" {
+		t.Errorf("workers %d, confirm %v, record %v, tool %q", c.Cards.Workers, c.Routes[0].Confirm, c.Routes[0].Record, c.Routes[0].Match.Tool)
+	}
+	// A secret that looks like a number or null is still that text.
+	c, err = Parse([]byte("auth:\n  api_tokens:\n    - name: a\n      token: ${T1}\n    - name: b\n      token: ${T2}\n"),
+		t.TempDir(), env(map[string]string{"T1": "12345678901234567890", "T2": "0x1234567890abcdef"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := c.Auth.APITokens[0].Token, c.Auth.APITokens[1].Token; a != "12345678901234567890" || b != "0x1234567890abcdef" {
+		t.Errorf("tokens %q, %q", a, b)
 	}
 }
 
@@ -518,3 +595,4 @@ func TestSecretFileProblemsNamedOnce(t *testing.T) {
 		})
 	}
 }
+

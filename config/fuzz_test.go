@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -50,8 +51,19 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("an accepted config cannot be written: %v", err)
 		}
-		if _, err := Parse(out, dir, lookup); err != nil {
+		// What the config holds is literal: a ${ in it is written as $${.
+		out = bytes.ReplaceAll(out, []byte("${"), []byte("$${"))
+		c2, err := Parse(out, dir, lookup)
+		if err != nil {
 			t.Fatalf("an accepted config, written out, is refused: %v\n%s", err, out)
+		}
+		// and it means the same: written out again, it is the same text.
+		out2, err := yaml.Marshal(c2)
+		if err != nil {
+			t.Fatalf("a config read back cannot be written: %v", err)
+		}
+		if out2 = bytes.ReplaceAll(out2, []byte("${"), []byte("$${")); !bytes.Equal(out, out2) {
+			t.Fatalf("a config written out and read back changed:\n%s\nbecame\n%s", out, out2)
 		}
 	})
 }

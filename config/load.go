@@ -192,7 +192,11 @@ func prepare(n *yaml.Node, path, dir string, lookup func(string) (string, bool),
 					errs.add(p, "give %s or %s, not both", base, k.Value)
 					continue
 				}
-				file := expand(v.Value, lookup)
+				file, _, err := expand(v.Value, lookup)
+				if err != nil {
+					errs.add(p, "%v", err)
+					continue
+				}
 				if !filepath.IsAbs(file) {
 					file = filepath.Join(dir, file)
 				}
@@ -214,39 +218,97 @@ func prepare(n *yaml.Node, path, dir string, lookup func(string) (string, bool),
 			prepare(c, fmt.Sprintf("%s[%d]", path, i), dir, lookup, errs)
 		}
 	case yaml.ScalarNode:
-		if strings.Contains(n.Value, "${") {
-			n.Value = expand(n.Value, lookup)
-			if n.Tag != "!!str" {
+		if !strings.Contains(n.Value, "${") || path == "" { // a document that is one value is not a mapping, said once
+			return
+		}
+		v, unset, err := expand(n.Value, lookup)
+		switch {
+		case err != nil && secretKeys[lastKey(path)]:
+			errs.add(path, "a ${ in this secret is neither ${NAME} nor ${NAME:-default} (write $${ for a literal ${)")
+		case err != nil:
+			errs.add(path, "%v", err)
+		case len(unset) > 0 && (strings.HasPrefix(path, "routes[") || strings.HasPrefix(path, "defaults.")):
+			// Empty, a tool or agent glob, a call pattern's path or a
+			// condition's operand matches more than was meant:
+			// Read(${WORKSPACE}/**) would allow Read(/**).
+			errs.add(path, "${%s} is not set: empty, this rule would cover more than it says (write ${%[1]s:-} if empty is meant)", unset[0])
+		}
+		if err != nil {
+			n.Kind, n.Tag, n.Style, n.Value = yaml.ScalarNode, "!!null", 0, ""
+			return
+		}
+		n.Value = v
+		// A plain ${W} is read as what it expands to (cards.workers: 8,
+		// confirm: true); a quoted one, or one tagged, stays as written, and
+		// one that expands to nothing or to null stays an empty string.
+		const written = yaml.TaggedStyle | yaml.DoubleQuotedStyle | yaml.SingleQuotedStyle | yaml.LiteralStyle | yaml.FoldedStyle
+		if n.Style&written == 0 {
+			switch v {
+			case "", "~", "null", "Null", "NULL":
+				n.Tag = "!!str"
+			default:
 				n.Tag = ""
 			}
 		}
 	}
 }
 
-// expand replaces ${VAR} and ${VAR:-default}. A bare $ is left alone, so
-// bcrypt hashes ($2a$10$…) pass through untouched.
-func expand(s string, lookup func(string) (string, bool)) string {
+// lastKey is the last key of a path: token of auth.api_tokens[0].token.
+func lastKey(path string) string {
+	return path[strings.LastIndexByte(path, '.')+1:]
+}
+
+// expand replaces ${VAR} and ${VAR:-default}, and $${ with a literal ${.
+// A bare $ is left alone, so bcrypt hashes ($2a$10$…) pass through
+// untouched. It returns the variables that were unset or empty and had no
+// default, and an error for a ${…} that is neither form (${VAR-x} and
+// ${VAR:?msg} of the shell, a name that is no variable's) rather than
+// reading it as a variable nobody set.
+func expand(s string, lookup func(string) (string, bool)) (string, []string, error) {
 	var b strings.Builder
+	var unset []string
 	for {
 		i := strings.Index(s, "${")
 		if i < 0 {
 			b.WriteString(s)
-			return b.String()
+			return b.String(), unset, nil
+		}
+		if i > 0 && s[i-1] == '$' { // $${ is a literal ${
+			b.WriteString(s[:i-1])
+			b.WriteString("${")
+			s = s[i+2:]
+			continue
 		}
 		j := strings.IndexByte(s[i:], '}')
 		if j < 0 {
 			b.WriteString(s)
-			return b.String()
+			return b.String(), unset, nil
 		}
 		b.WriteString(s[:i])
-		name, def, _ := strings.Cut(s[i+2:i+j], ":-")
+		name, def, hasDef := strings.Cut(s[i+2:i+j], ":-")
+		if !isVarName(name) {
+			return "", nil, fmt.Errorf("%s: write ${NAME} or ${NAME:-default} (and $${ for a literal ${)", s[i:i+j+1])
+		}
 		if v, ok := lookup(name); ok && v != "" {
 			b.WriteString(v)
 		} else {
 			b.WriteString(def)
+			if !hasDef {
+				unset = append(unset, name)
+			}
 		}
 		s = s[i+j+1:]
 	}
+}
+
+// isVarName says whether s is an environment variable's name.
+func isVarName(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || 'A' <= r && r <= 'Z' || 'a' <= r && r <= 'z' || i > 0 && '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 var (
