@@ -596,3 +596,30 @@ func TestSecretFileProblemsNamedOnce(t *testing.T) {
 	}
 }
 
+// A channel's type given by an alias or through a merge key had its keys
+// checked as an unknown type's (not at all), then decoded as the real type,
+// which drops a misspelt key: a webhook's sekret was silently ignored.
+func TestChannelTypeByAliasOrMerge(t *testing.T) {
+	wantErrors(t, `channels:
+  - { name: a, type: &t webhook, url: "http://127.0.0.1:1/a", secret: 0123456789abcdef0 }
+  - { name: b, type: *t, url: "http://127.0.0.1:1/b", secret: 0123456789abcdef1, sekret: typo }
+`, []string{"channels[1].sekret: unknown key"})
+	wantErrors(t, `channels:
+  - <<: { type: webhook }
+    name: b
+    url: "http://127.0.0.1:1/b"
+    secret: 0123456789abcdef1
+`, []string{"channels[0].<<: unknown key"})
+}
+
+// A secret with a tag it cannot be read as is refused without showing it.
+func TestSecretsAreNotShownInErrors(t *testing.T) {
+	_, err := Parse([]byte("auth:\n  api_tokens:\n    - name: a\n      token: !!int TOPSECRET-0123456789\n"), t.TempDir(), env(nil))
+	if err == nil || strings.Contains(err.Error(), "TOPSECRET") || !strings.Contains(err.Error(), "auth.api_tokens[0].token: cannot be read as a string") {
+		t.Errorf("err = %v", err)
+	}
+	_, err = Parse([]byte("auth:\n  api_tokens:\n    - name: a\n      token: TOPSECRET${X-y}0123456789\n"), t.TempDir(), env(nil))
+	if err == nil || strings.Contains(err.Error(), "TOPSECRET") || !strings.Contains(err.Error(), "auth.api_tokens[0].token: a ${ in this secret") {
+		t.Errorf("err = %v", err)
+	}
+}

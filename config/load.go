@@ -417,6 +417,10 @@ func (ck *checker) check(n *yaml.Node, t reflect.Type, path string) {
 // number), so that the error names the key rather than a line.
 func checkDecode(n *yaml.Node, t reflect.Type, path string, errs *Errors) {
 	if err := n.Decode(reflect.New(t).Interface()); err != nil {
+		if secretKeys[lastKey(path)] { // YAML's message shows the value
+			errs.add(path, "cannot be read as a %s (tagged %s; the value is not shown, it is a secret)", t.Kind(), n.Tag)
+			return
+		}
 		msg := strings.TrimPrefix(err.Error(), "yaml: ")
 		if _, after, ok := strings.Cut(msg, ": cannot"); ok {
 			msg = "cannot" + after // "unmarshal errors:\n  line 3: cannot unmarshal …"
@@ -449,7 +453,7 @@ func (ck *checker) checkKeys(n *yaml.Node, fields map[string]reflect.Type, path 
 		}
 		seen[k] = true
 		ft, ok := fields[k]
-		if !ok && !unknownIsError {
+		if !ok && !unknownIsError && k != "<<" { // a merge could bring any key
 			continue
 		}
 		if !ok {
@@ -478,7 +482,11 @@ func (ck *checker) checkChannel(n *yaml.Node, path string) {
 	typ := ""
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if n.Content[i].Value == "type" {
-			typ = n.Content[i+1].Value
+			v := n.Content[i+1]
+			if v.Kind == yaml.AliasNode { // type: *t, as decoding reads it
+				v = v.Alias
+			}
+			typ = v.Value
 		}
 	}
 	fields := map[string]reflect.Type{"name": reflect.TypeOf(""), "type": reflect.TypeOf("")}
