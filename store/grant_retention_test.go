@@ -58,3 +58,44 @@ func TestRetentionKeepsRequestsOfActiveGrants(t *testing.T) {
 		}
 	})
 }
+
+// TestRevokingAnEndedGrant: once a grant has ended, retention may cut the
+// request that gave it; revoking it then went on to write into that
+// request's trail, and the foreign key made it a 500. An ended grant is no
+// active grant: revoking it is "not found", whether its request is kept or
+// cut. Found by a second reader.
+func TestRevokingAnEndedGrant(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		at := now.Add(-48 * time.Hour)
+		for _, id := range []string{"kept", "cut"} {
+			if _, _, err := db.Create(ctx, &gate.Request{ID: id, Status: gate.StatusPending, ToolName: "deploy", ToolArgs: []byte(`{}`),
+				Metadata: []byte(`{}`), Route: "r", Channels: []string{"web"}, Quorum: 1, OnTimeout: gate.VerdictDeny,
+				CreatedAt: at, ExpiresAt: at.Add(time.Hour)}, []gate.Event{{Type: gate.EventCreated, At: at}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Transition(ctx, gate.Transition{ID: id, To: gate.StatusApproved, At: at.Add(time.Minute), By: "web:alice", Via: "web",
+				Event: gate.Event{RequestID: id, At: at.Add(time.Minute), Type: gate.EventDecided},
+				Grant: func(r *gate.Request) (*gate.Grant, gate.Event) {
+					g := &gate.Grant{ID: "g-" + id, Route: "r", Caller: "bot", Tool: "deploy", GivenBy: "web:alice", GivenVia: "web",
+						RequestID: r.ID, CreatedAt: at.Add(time.Minute), ExpiresAt: at.Add(time.Hour)}
+					return g, gate.Event{RequestID: r.ID, At: at.Add(time.Minute), Type: gate.EventGrantGiven, Detail: "grant " + g.ID}
+				}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := db.RevokeGrant(ctx, "g-kept", "web:bob", now); gate.ErrorCode(err) != gate.ENOTFOUND {
+			t.Errorf("revoking an ended grant: %v (code %s), want ENOTFOUND", err, gate.ErrorCode(err))
+		}
+		sealAll(t, db)
+		if cut, err := db.Prune(ctx, now.Add(-24*time.Hour), now, 1, nil); err != nil || cut.Requests != 1 {
+			t.Fatalf("prune: %+v %v", cut, err)
+		}
+		for _, id := range []string{"g-kept", "g-cut"} {
+			if _, err := db.RevokeGrant(ctx, id, "web:bob", now); gate.ErrorCode(err) != gate.ENOTFOUND {
+				t.Errorf("revoking %s, ended, after retention cut one request: %v (code %s), want ENOTFOUND", id, err, gate.ErrorCode(err))
+			}
+		}
+	})
+}

@@ -80,7 +80,7 @@ const (
 	// narrowed the route, covers nothing.
 	qFindGrant = `SELECT ` + grantColumns + ` FROM grants WHERE caller = $1 AND route = $2 AND tool = $3 AND args_hash = $4
 		AND expires_at > $5 AND revoked_at IS NULL ORDER BY expires_at DESC LIMIT 1`
-	qRevokeGrant = `UPDATE grants SET revoked_at = $1, revoked_by = $2 WHERE id = $3 AND revoked_at IS NULL RETURNING ` + grantColumns
+	qRevokeGrant = `UPDATE grants SET revoked_at = $1, revoked_by = $2 WHERE id = $3 AND revoked_at IS NULL AND expires_at > $1 RETURNING ` + grantColumns
 	// qCountCall adds a call to a rate counter's window, atomically on
 	// both drivers, and returns the window's count.
 	qCountCall = `INSERT INTO rate_counts (key, window_start, count) VALUES ($1, $2, 1)
