@@ -138,14 +138,14 @@ func (r *Redactor) Request(req *gate.Request) *gate.Request {
 	return &c
 }
 
-// Event returns e with its detail redacted: by the patterns (a reason), and
-// by the keys too where it is a JSON object or list (a tool's outcome, which
-// was redacted when stored by the rules of the day: a key rule added later
-// must hide it as it hides the arguments).
+// Event returns e with its detail redacted by the patterns over its whole
+// text (a reason; a number or a "key": "value" pair a pattern names), and
+// first by the keys where it is a JSON object or list (a tool's outcome,
+// which was redacted when stored by the rules of the day: a key rule added
+// later must hide it as it hides the arguments).
 func (r *Redactor) Event(e gate.Event) gate.Event {
 	if d := bytes.TrimSpace([]byte(e.Detail)); len(d) > 0 && (d[0] == '{' || d[0] == '[') && json.Valid(d) {
 		e.Detail = string(r.JSON(json.RawMessage(e.Detail)))
-		return e
 	}
 	e.Detail = r.Text(e.Detail)
 	return e

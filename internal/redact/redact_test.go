@@ -142,6 +142,25 @@ func TestRequest(t *testing.T) {
 	}
 }
 
+// TestEventDetailJSON: a tool's report that is JSON is redacted by the
+// keys and, over its whole text, by the patterns: read as JSON alone (as
+// for a while), a number a pattern names and a "key": "value" pair a
+// pattern spans were shown.
+func TestEventDetailJSON(t *testing.T) {
+	r := mustNew(t, []string{"*token*"}, []string{`4[0-9]{15}`, `"api_key"\s*:\s*"[^"]*"`})
+	for detail, hidden := range map[string]string{
+		`{"access_token":"abc-123","ok":true}`:   "abc-123",
+		`{"card":4111111111111111,"ok":true}`:    "4111111111111111",
+		`{"stdout":"x","api_key":"sk-live-123"}`: "sk-live-123",
+		`[{"card":"4111111111111111"}]`:          "4111111111111111",
+	} {
+		got := r.Event(gate.Event{Type: gate.EventToolRan, Detail: detail}).Detail
+		if strings.Contains(got, hidden) || !strings.Contains(got, Mark) {
+			t.Errorf("detail %s shown as %s", detail, got)
+		}
+	}
+}
+
 type stringer struct{ s string }
 
 func (s stringer) String() string { return s.s }
