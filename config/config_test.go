@@ -503,6 +503,27 @@ func TestWarningForLooksNobodySees(t *testing.T) {
 	}
 }
 
+// defaults.approvers read as if a route without approvers took them, as it
+// takes the defaults' channels and timeout; it does not: anyone who sees
+// the route's cards may decide them, and check-config says so.
+func TestWarningWhenARouteHasNoApprovers(t *testing.T) {
+	no := false
+	c := Default()
+	c.Defaults.Action = ActionAsk
+	c.Defaults.Approvers = []string{"web:boss"}
+	c.Routes = []Route{{Name: "pay"}, {Name: "listed", Approvers: []string{"web:alice"}}, {Name: "reads", Action: ActionAllow},
+		{Name: "old-allow", Confirm: &no}, {Name: "deploys", Action: ActionAsk}}
+	ws := c.Warnings()
+	if len(ws) != 2 || !strings.Contains(ws[0], "routes[0] (pay) lists no approvers, so anyone who sees its cards may decide them") ||
+		!strings.Contains(ws[1], "routes[4] (deploys)") {
+		t.Fatalf("warnings %q", ws)
+	}
+	c.Defaults.Approvers = nil // nothing reads as a fallback
+	if ws := c.Warnings(); len(ws) != 0 {
+		t.Fatalf("warnings %q", ws)
+	}
+}
+
 func TestWebhookChannel(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "hook.secret"), []byte("0123456789abcdef-relay\n"), 0o600)

@@ -18,6 +18,17 @@ func (c *Config) Warnings() []string {
 		}
 	}
 	out = append(out, c.selfApprovalWarnings()...)
+	if len(c.Defaults.Approvers) > 0 {
+		// Channels, timeout and on_timeout fall back to the defaults';
+		// approvers do not, which reads as if they did.
+		for i, r := range c.Routes {
+			asks := r.Action == ActionAsk || r.Action == "" && (r.Confirm == nil || *r.Confirm)
+			if asks && len(r.Approvers) == 0 {
+				out = append(out, fmt.Sprintf("routes[%d] (%s) lists no approvers, so anyone who sees its cards may decide them: "+
+					"defaults.approvers decide only the calls no route takes", i, r.Name))
+			}
+		}
+	}
 	return out
 }
 
