@@ -229,6 +229,48 @@ func TestUnreadCallsGetNoLenientTerms(t *testing.T) {
 	})
 }
 
+// A call an ask route takes only because its condition failed on it ("an
+// error never allows") gets none of the route's lenient terms either: a
+// deploy with no env was approved by an "approve for 1h, any arguments"
+// grant given on a staging deploy, and silence would have allowed it.
+// Found by a second reader.
+func TestFailedConditionsGetNoLenientTerms(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: []gate.Route{
+			{Name: "staging", Tool: "deploy", When: `args.env == "staging"`, Channels: []string{"fake"},
+				Remember: time.Hour, RememberAny: true, OnTimeout: gate.VerdictAllow},
+			{Name: "prod", Tool: "deploy", Channels: []string{"fake"}},
+		}})
+		ctx := context.Background()
+		sub := func(args string) *gate.Request {
+			t.Helper()
+			r, _, err := svc.Submit(ctx, gate.Submission{ToolName: "deploy", ToolArgs: json.RawMessage(args), Caller: "bot"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		first := sub(`{"env":"staging","ref":"v1"}`)
+		if first.OnTimeout != gate.VerdictAllow || first.RememberSeconds == 0 {
+			t.Fatalf("a staging deploy keeps its route's terms: %+v", first)
+		}
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: first.ID, Approve: true, Actor: "slack:T1/U1", Via: "fake", Remember: true}); err != nil {
+			t.Fatal(err)
+		}
+		if r := sub(`{"env":"staging","ref":"v2"}`); r.DecidedVia != gate.ViaGrant {
+			t.Fatalf("a staging deploy the grant covers: %s via %s", r.Status, r.DecidedVia)
+		}
+		r := sub(`{"ref":"v9"}`) // no env: the condition fails, and the route takes it
+		if r.Status != gate.StatusPending || r.Route != "staging" || r.OnTimeout != gate.VerdictDeny || r.RememberSeconds != 0 {
+			t.Errorf("a call its condition failed on: %s on %s via %s (%s), on timeout %s, remember %ds",
+				r.Status, r.Route, r.DecidedVia, r.Reason, r.OnTimeout, r.RememberSeconds)
+		}
+		if ev := events(t, svc, r.ID); !strings.Contains(ev[len(ev)-1].Detail, "the route's condition failed on the call, so no grant covers it and silence denies it") {
+			t.Errorf("created event: %q", ev[len(ev)-1].Detail)
+		}
+	})
+}
+
 // Grants: "approve for 1h" covers the same agent, tool, route and
 // arguments, and nothing else; it is written with the approval, audited at
 // every use, revocable, and gone at its end.

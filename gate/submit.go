@@ -122,6 +122,7 @@ type decision struct {
 	byAgent bool          // the agent's requires_confirmation made the action
 	raised  bool          // the agent's requires_confirmation raised an allow to an ask
 	unread  bool          // the call, or a part of it, cannot be read (policy.Result.Unread)
+	byError bool          // the route matched because its condition failed (policy.Result.ByError)
 	errors  []string      // conditions that failed to evaluate on the way
 	steps   []policy.Step // every route tried, when explaining
 }
@@ -133,7 +134,7 @@ func (rs *rules) decide(in *Submission, now time.Time, explain bool) (decision, 
 	c := policy.NewCall(in.ToolName, in.ToolArgs, in.Metadata)
 	c.Agent, c.AgentLabel, c.User, c.Session, c.Now = agentKey(in.Caller, in.AgentID), in.AgentID, in.UserID, in.SessionID, now
 	res := rs.policy.Evaluate(c, explain)
-	d := decision{errors: res.Errors, action: rs.defaults.Action, steps: res.Steps, unread: res.Unread}
+	d := decision{errors: res.Errors, action: rs.defaults.Action, steps: res.Steps, unread: res.Unread, byError: res.ByError}
 	if res.Route >= 0 {
 		d.route, d.matched, d.action = rs.routes[res.Route], true, res.Action
 	} else {
@@ -184,11 +185,11 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		onTimeout = rs.defaults.OnTimeout
 	}
 	remember := rt.Remember
-	if d.unread {
-		// A call the policy cannot read is asked about for itself and a
-		// person only: a route's lenient terms (silence allows, approve
-		// for a while, grants) are for the calls it names, and no one
-		// knows this is one.
+	if d.unread || d.byError {
+		// A call the policy cannot read, or one its route's condition
+		// failed on, is asked about for itself and a person only: a
+		// route's lenient terms (silence allows, approve for a while,
+		// grants) are for the calls it names, and no one knows this is one.
 		onTimeout, remember = VerdictDeny, 0
 	}
 	if in.Timeout > 0 {
@@ -278,8 +279,11 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 	if r.Person != "" {
 		events[len(events)-1].Detail += "; asked by person " + r.Person
 	}
-	if d.unread {
+	switch {
+	case d.unread:
 		events[len(events)-1].Detail += "; the call cannot be read in full, so no grant covers it and silence denies it"
+	case d.byError:
+		events[len(events)-1].Detail += "; the route's condition failed on the call, so no grant covers it and silence denies it"
 	}
 	var note string
 	r.NewCards, note = s.firstCards(r, rs.people)

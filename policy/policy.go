@@ -340,6 +340,11 @@ type Result struct {
 	// and a person only: no grant covers it, silence denies it, and it
 	// cannot be approved for a while.
 	Unread bool
+	// ByError says the route matched only because its condition failed to
+	// evaluate on the call (an error never allows): it may not be a call
+	// the route names, so, as an unread call, it gets none of the route's
+	// lenient terms.
+	ByError bool
 }
 
 // Evaluate finds the first route that matches the call. A condition that
@@ -358,6 +363,7 @@ func (p *Policy) Evaluate(c *Call, explain bool) Result {
 	held := -1 // the first deny route the call may fall under
 	for i := range p.rules {
 		r := &p.rules[i]
+		failed := len(res.Errors)
 		m, why := r.matches(c, &res, explain)
 		if explain {
 			res.Steps = append(res.Steps, Step{Route: r.Name, Matched: m == covers || m == unread && r.Action != Deny, Why: why})
@@ -369,10 +375,10 @@ func (p *Policy) Evaluate(c *Call, explain bool) Result {
 			}
 		case m == unread:
 			// An ask route asks about what it cannot read.
-			res.Route, res.Action, res.Unread = i, r.Action, true
+			res.Route, res.Action, res.Unread, res.ByError = i, r.Action, true, len(res.Errors) > failed
 			return res
 		case m == covers && (held < 0 || !r.Action.mayAllow()):
-			res.Route, res.Action = i, r.Action
+			res.Route, res.Action, res.ByError = i, r.Action, len(res.Errors) > failed
 			res.Unread = held >= 0 || c.unreadable()
 			return res
 		case m == covers:

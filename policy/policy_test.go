@@ -64,15 +64,24 @@ func TestErrorsNeverAllow(t *testing.T) {
 		Route{Name: "rest", Action: Ask},
 	)
 	res := p.Evaluate(call("read", `{"path":"/x"}`), true)
-	if res.Route != 1 || res.Action != Ask || len(res.Errors) != 1 || !strings.Contains(res.Errors[0], "cheap-reads") {
+	if res.Route != 1 || res.Action != Ask || len(res.Errors) != 1 || !strings.Contains(res.Errors[0], "cheap-reads") || res.ByError {
 		t.Fatalf("an allow route's failing condition: %+v", res)
 	}
 	if !strings.Contains(res.Steps[0].Why, "an error never allows") {
 		t.Errorf("the explanation does not say why: %+v", res.Steps[0])
 	}
 	p = mustCompile(t, Route{Name: "no-prod", When: `args.env == "prod"`, Action: Deny}, Route{Name: "ok", Action: Allow})
-	if res := p.Evaluate(call("deploy", `{}`), false); res.Action != Deny {
+	if res := p.Evaluate(call("deploy", `{}`), false); res.Action != Deny || !res.ByError {
 		t.Fatalf("a deny route's failing condition must match: %+v", res)
+	}
+	// An ask route its condition failed on takes the call, and says so:
+	// the gate then gives it none of the route's lenient terms.
+	p = mustCompile(t, Route{Name: "staging", When: `args.env == "staging"`, Action: Ask}, Route{Name: "ok", Action: Allow})
+	if res := p.Evaluate(call("deploy", `{}`), false); res.Route != 0 || !res.ByError {
+		t.Fatalf("an ask route's failing condition: %+v", res)
+	}
+	if res := p.Evaluate(call("deploy", `{"env":"staging"}`), false); res.Route != 0 || res.ByError {
+		t.Fatalf("an ask route's condition that holds: %+v", res)
 	}
 	// A condition that would run away is stopped by the cost limit: an error.
 	p = mustCompile(t, Route{Name: "heavy", When: `args.xs.all(a, args.xs.all(b, args.xs.all(c, a + b + c >= 0)))`, Action: Allow}, Route{Name: "rest"})
