@@ -25,13 +25,26 @@ func argsHash(args, metadata []byte) string {
 	}
 	h := sha256.New()
 	h.Write(canon)
-	// The value as sent, whatever its type: {"cwd": 5} is not "no cwd".
-	var md map[string]json.RawMessage
-	if json.Unmarshal(metadata, &md) == nil && md["cwd"] != nil {
+	if cwd := cwdOf(metadata); cwd != nil {
 		h.Write([]byte("\x00cwd\x00"))
-		h.Write(md["cwd"])
+		h.Write(cwd)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// cwdOf is the working directory a call's metadata names, as canonical
+// JSON of the value sent, whatever its type ({"cwd": 5} is not "no cwd"),
+// or nil when it names none: the same command in another directory is
+// another call.
+func cwdOf(metadata []byte) []byte {
+	var md map[string]json.RawMessage
+	if json.Unmarshal(metadata, &md) != nil || md["cwd"] == nil {
+		return nil
+	}
+	if c, err := jsonx.Canonical(md["cwd"]); err == nil {
+		return c
+	}
+	return md["cwd"]
 }
 
 // grantFor is the grant an approval of r by who gives ("approve for"). It

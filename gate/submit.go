@@ -374,6 +374,8 @@ func (s *Service) attach(r, in *Request) (*Request, bool, error) {
 		return conflict(fmt.Sprintf("for tool %q", r.ToolName))
 	case !bytes.Equal(r.ToolArgs, in.ToolArgs):
 		return conflict("with other arguments")
+	case !bytes.Equal(cwdOf(r.Metadata), cwdOf(in.Metadata)):
+		return conflict("in another working directory")
 	case r.AgentID != in.AgentID:
 		return conflict("of another agent")
 	case r.Route != in.Route:

@@ -126,6 +126,7 @@ func TestIdempotentSubmit(t *testing.T) {
 			"other arguments":       {ToolName: "deploy", ToolArgs: json.RawMessage(`{"env":"prod"}`), IdempotencyKey: "call-1", Caller: "bot"},
 			"another agent label":   {ToolName: "deploy", AgentID: "other", IdempotencyKey: "call-1", Caller: "bot"},
 			"no confirmation asked": {ToolName: "deploy", IdempotencyKey: "call-1", Caller: "bot", RequiresConfirmation: new(bool)},
+			"another directory":     {ToolName: "deploy", IdempotencyKey: "call-1", Caller: "bot", Metadata: json.RawMessage(`{"cwd":"/home/u"}`)},
 		} {
 			if _, _, err := svc.Submit(ctx, in); gate.ErrorCode(err) != gate.EIDEMPOTENCY {
 				t.Errorf("%s under a used key: %v, want idempotency_conflict", name, err)

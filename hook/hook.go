@@ -453,7 +453,8 @@ func normalizeInput(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 // Key is the idempotency key of the call's n-th request. Key(0) is a hash of
-// the session, the tool and the canonical input, so that both events of one
+// the session, the tool, the canonical input and the working directory (the
+// same command elsewhere is another call), so that both events of one
 // call (PreToolUse and PermissionRequest; only the first has a tool_use_id),
 // a hook the client ran twice, and a command hook re-attaching after a
 // server restart all land on one request: one card, one verdict. A later
@@ -465,7 +466,7 @@ func (c Call) Key(n int) string {
 		canon = c.ToolInput
 	}
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte(c.SessionID), []byte(c.ToolName), canon} {
+	for _, part := range [][]byte{[]byte(c.SessionID), []byte(c.ToolName), canon, []byte(c.Metadata["cwd"])} {
 		h.Write([]byte(strconv.Itoa(len(part))))
 		h.Write([]byte{':'})
 		h.Write(part)

@@ -60,6 +60,7 @@ func TestKey(t *testing.T) {
 		`{"session_id":"t","tool_name":"Bash","tool_input":{"command":"ls","n":1.50}}`,
 		`{"session_id":"s","tool_name":"Write","tool_input":{"command":"ls","n":1.50}}`,
 		`{"session_id":"s","tool_name":"Bash","tool_input":{"command":"ls","n":1.5}}`,
+		`{"session_id":"s","tool_name":"Bash","tool_input":{"command":"ls","n":1.50},"cwd":"/home/u"}`,
 	} {
 		if parse(ClaudeCode, other).Key(0) == pre.Key(0) {
 			t.Errorf("%s shares the key", other)

@@ -456,6 +456,30 @@ func TestHookOneCallOneCard(t *testing.T) {
 	}
 }
 
+// TestHookVerdictStaysInItsDirectory: a client that sends no tool_use_id
+// (Claude Code's PermissionRequest, Cursor, Gemini, Copilot) reuses the
+// verdict of an identical call settled a moment ago; rm -rf build approved
+// in /proj was then allowed in the home directory, a call a grant treats
+// as another. Found by a second reader.
+func TestHookVerdictStaysInItsDirectory(t *testing.T) {
+	env := hookServer(t, hookTestRoutes)
+	ask := func(body string) string { return hookPost(t, env.url+"/hooks/claude-code?wait=0s", hookToken, body) }
+	if out := ask(ccPerm); strings.Contains(out, "allow") {
+		t.Fatalf("first call: %s", out)
+	}
+	<-hookDecide(t, env.svc, true, "", nil)
+	if got := hookNorm(ask(ccPerm)); got != ccPermAllow {
+		t.Errorf("the same call again, a moment later, takes its verdict: %s", got)
+	}
+	home := strings.Replace(ccPerm, `"cwd":"/proj"`, `"cwd":"/home/u"`, 1)
+	if out := ask(home); strings.Contains(out, "allow") {
+		t.Errorf("rm -rf build in /home/u was allowed by the approval of rm -rf build in /proj: %s", out)
+	}
+	if rs, _, _ := env.svc.List(context.Background(), gate.Filter{}); len(rs) != 2 {
+		t.Errorf("%d requests, want 2 (the other directory's call is a request of its own)", len(rs))
+	}
+}
+
 func hookPost(t *testing.T, url, token, body string) string {
 	t.Helper()
 	out, _ := hookPostStatus(t, url, token, strings.NewReader(body), int64(len(body)))
