@@ -376,6 +376,8 @@ func (s *Service) attach(r, in *Request) (*Request, bool, error) {
 		return conflict("with other arguments")
 	case !bytes.Equal(cwdOf(r.Metadata), cwdOf(in.Metadata)):
 		return conflict("in another working directory")
+	case r.ToolCallID != "" && in.ToolCallID != "" && r.ToolCallID != in.ToolCallID:
+		return conflict(fmt.Sprintf("for call %q", r.ToolCallID))
 	case r.AgentID != in.AgentID:
 		return conflict("of another agent")
 	case r.Route != in.Route:

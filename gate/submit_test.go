@@ -135,6 +135,26 @@ func TestIdempotentSubmit(t *testing.T) {
 	})
 }
 
+// An idempotency key names one call: a submission under it with another
+// call id is another call, even while the first waits (an approval is for
+// that call and never answers another), and one without a call id (a
+// client's second event of the call) still attaches.
+func TestIdempotencyKeyHoldsOneCallID(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: []gate.Route{{Name: "bank", Tool: "transfer", Channels: []string{"fake"}}}})
+		in := gate.Submission{ToolName: "transfer", ToolArgs: json.RawMessage(`{"to":"ACME","amount":100}`), Caller: "bot", IdempotencyKey: "k", ToolCallID: "t1"}
+		first := submit(t, svc, in)
+		in.ToolCallID = "t2"
+		if r, _, err := svc.Submit(context.Background(), in); gate.ErrorCode(err) != gate.EIDEMPOTENCY {
+			t.Errorf("another call id under a pending call's key: %v, %v; want idempotency_conflict", r, err)
+		}
+		in.ToolCallID = ""
+		if r, _, err := svc.Submit(context.Background(), in); err != nil || r.ID != first.ID {
+			t.Errorf("no call id under the key: %v, %v; want request %s", r, err, first.ID)
+		}
+	})
+}
+
 // Defect: re-attaching by idempotency_key compared the agent_id the caller
 // chose, not the token, so a second token sending the same body received
 // the first one's approval. Keys are scoped to the token now.

@@ -571,17 +571,18 @@ func edits(raw json.RawMessage) json.RawMessage {
 }
 
 // Reusable reports whether the request found under one of the call's keys
-// answers this call: it is still pending (one card, however often the
-// client asks), or it is this very call (same tool_use_id), or it was
-// settled less than Fresh ago and cannot be told apart. A settled request
-// of another call id, or an old one, is a previous identical call: the
-// caller moves on to the next key.
+// answers this call: it is this very call (same tool_use_id), or, where
+// one side has no call id, it is still pending (one card, however often
+// the client asks) or was settled less than Fresh ago and cannot be told
+// apart. A request of another call id, pending or not, is another call
+// (the model made the same transfer twice: two cards, two taps), and an
+// old one a previous identical call: the caller moves on to the next key.
 func (c Call) Reusable(o Outcome, now time.Time) bool {
-	if o.Status == Pending {
-		return true
-	}
 	if c.ToolUseID != "" && o.ToolCallID != "" {
 		return c.ToolUseID == o.ToolCallID
+	}
+	if o.Status == Pending {
+		return true
 	}
 	return o.DecidedAt == nil || now.Sub(*o.DecidedAt) < Fresh
 }

@@ -82,7 +82,11 @@ func TestReusable(t *testing.T) {
 		o    Outcome
 		want bool
 	}{
-		{"pending is always shared", withID, Outcome{Status: Pending, ToolCallID: "b"}, true},
+		{"pending, this call", withID, Outcome{Status: Pending, ToolCallID: "a"}, true},
+		{"pending, made with no call id", withID, Outcome{Status: Pending}, true},
+		{"pending, asked with no call id", noID, Outcome{Status: Pending, ToolCallID: "b"}, true},
+		// The same transfer made twice in one turn: two calls, two cards.
+		{"pending, another call id", withID, Outcome{Status: Pending, ToolCallID: "b"}, false},
 		{"same call id", withID, Outcome{Status: "approved", ToolCallID: "a", DecidedAt: &old}, true},
 		{"another call id", withID, Outcome{Status: "approved", ToolCallID: "b", DecidedAt: &recent}, false},
 		{"no id, recent", noID, Outcome{Status: "approved", ToolCallID: "b", DecidedAt: &recent}, true},

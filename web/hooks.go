@@ -131,6 +131,9 @@ func (s *Server) hookSettle(ctx context.Context, call hook.Call, agent, caller s
 		// Creates the request, or attaches to the one found (or made
 		// meanwhile by a concurrent hook call), checking it is this call.
 		r, _, err := s.svc.Submit(ctx, sub)
+		if gate.ErrorCode(err) == gate.EIDEMPOTENCY && !last {
+			continue // the key's request, made meanwhile, is another call's
+		}
 		if err != nil {
 			return hook.Outcome{}, err
 		}

@@ -456,6 +456,44 @@ func TestHookOneCallOneCard(t *testing.T) {
 	}
 }
 
+// TestHookTwoCallsTwoRequests: two calls with one input and two call ids
+// (the model made the same transfer twice in one turn), both waiting, each
+// get a request and a card of their own: one approval let both run, since
+// a pending request was shared by every identical call. Found by a second
+// reader.
+func TestHookTwoCallsTwoRequests(t *testing.T) {
+	env := hookServer(t, hookTestRoutes)
+	outs := make([]chan string, 2)
+	for i, id := range []string{"toolu_01ABC", "toolu_02DEF"} {
+		outs[i] = make(chan string, 1)
+		body := strings.Replace(ccPre, "toolu_01ABC", id, 1)
+		go func() { outs[i] <- hookPost(t, env.url+"/hooks/claude-code", hookToken, body) }()
+		awaitWaiters(t, i+1, env.url)
+	}
+	ctx := context.Background()
+	rs, _, err := env.svc.List(ctx, gate.Filter{})
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("%d requests (%v), want one per call", len(rs), err)
+	}
+	byCall := map[string]string{}
+	for _, r := range rs {
+		byCall[r.ToolCallID] = r.ID
+	}
+	if _, err := env.svc.Decide(ctx, gate.Decision{RequestID: byCall["toolu_01ABC"], Approve: true, Actor: "web:alice", Via: gate.WebChannel}); err != nil {
+		t.Fatal(err)
+	}
+	if got := hookNorm(<-outs[0]); got != ccPreOut("allow", rsApprove) {
+		t.Errorf("the approved call: %s", got)
+	}
+	if _, err := env.svc.Decide(ctx, gate.Decision{RequestID: byCall["toolu_02DEF"], Approve: false, Actor: "web:alice", Via: gate.WebChannel,
+		Reason: "once is enough"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := hookNorm(<-outs[1]); got != ccPreOut("deny", "gatehouse: rejected by web:alice via web after Ns: once is enough") {
+		t.Errorf("the other call, which nobody approved: %s", got)
+	}
+}
+
 // TestHookVerdictStaysInItsDirectory: a client that sends no tool_use_id
 // (Claude Code's PermissionRequest, Cursor, Gemini, Copilot) reuses the
 // verdict of an identical call settled a moment ago; rm -rf build approved
