@@ -13,7 +13,9 @@ type Store interface {
 	// Create inserts a request, its first events and, when it is pending,
 	// a card row for each of its channels, in one transaction. When the
 	// request's caller already used its idempotency key it inserts nothing
-	// and returns that caller's request with created false.
+	// and returns that caller's request with created false. When r.ByGrant
+	// is set and that grant is revoked or expired at r.CreatedAt, it
+	// inserts nothing and fails with EUNAVAILABLE.
 	Create(ctx context.Context, r *Request, events []Event) (got *Request, created bool, err error)
 	// Get returns one request, or an ENOTFOUND error.
 	Get(ctx context.Context, id string) (*Request, error)

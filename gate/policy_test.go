@@ -622,3 +622,57 @@ func TestGrantsCrossNoAgentWithoutTokens(t *testing.T) {
 		t.Fatalf("the grant names %+v, want build-bot", g)
 	}
 }
+
+// revokeOnFind revokes a grant right after the gate has found it, before
+// the gate records the call the grant approves.
+type revokeOnFind struct {
+	*store.DB
+	revoked chan string
+}
+
+func (s *revokeOnFind) FindGrant(ctx context.Context, route, caller, tool, argsHash string, now time.Time) (*gate.Grant, error) {
+	g, err := s.DB.FindGrant(ctx, route, caller, tool, argsHash, now)
+	if g != nil && s.revoked != nil {
+		if _, err := s.DB.RevokeGrant(ctx, g.ID, "web:admin", now); err != nil {
+			return nil, err
+		}
+		s.revoked <- g.ID
+		s.revoked = nil
+	}
+	return g, err
+}
+
+// A revocation that committed, and was answered "revoked", is never
+// followed by an approval through the grant: the gate found grants outside
+// the transaction that records the approval, so a call that found the
+// grant a moment before was approved by it. Create now writes such an
+// approval only while the grant is active; the call fails closed and,
+// asked again, waits for a person. Found by a second reader.
+func TestRevokedGrantApprovesNothingAfter(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		st := &revokeOnFind{DB: db}
+		svc := newService(t, st, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: []gate.Route{
+			{Name: "shell", Tool: "Bash", Channels: []string{"fake"}, Remember: time.Hour}}})
+		ctx := context.Background()
+		in := gate.Submission{ToolName: "Bash", ToolArgs: json.RawMessage(`{"command":"make deploy"}`), Caller: "bot"}
+		first := submit(t, svc, in)
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: first.ID, Approve: true, Actor: "web:alice", Via: "fake", Remember: true}); err != nil {
+			t.Fatal(err)
+		}
+		st.revoked = make(chan string, 1)
+		revoked := st.revoked
+		r, _, err := svc.Submit(ctx, in)
+		if len(revoked) != 1 {
+			t.Fatalf("the grant was not found: %v %v", r, err)
+		}
+		if gate.ErrorCode(err) != gate.EUNAVAILABLE || r != nil {
+			t.Fatalf("a call whose grant was revoked as it used it: %+v, %v; want unavailable", r, err)
+		}
+		if rs, _, _ := svc.List(ctx, gate.Filter{}); len(rs) != 1 {
+			t.Errorf("%d requests stored, want only the first", len(rs))
+		}
+		if again := submit(t, svc, in); again.Status != gate.StatusPending {
+			t.Errorf("asked again: %s via %s, want a person asked", again.Status, again.DecidedVia)
+		}
+	})
+}

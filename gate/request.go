@@ -107,6 +107,12 @@ type Request struct {
 	// NewCards are the cards Store.Create inserts for a pending request;
 	// nil means one card a channel. Not stored on the request (the cards are).
 	NewCards []Card `json:"-"`
+	// ByGrant is the grant that approves a request Submit records as
+	// approved by one: Store.Create writes the request only while that
+	// grant is active, in its own transaction, so a revocation that
+	// committed first is never followed by an approval through the grant.
+	// Not stored (the trail names the grant).
+	ByGrant string `json:"-"`
 }
 
 // Plan is what a request's route asks of people beyond its first cards.

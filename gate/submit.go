@@ -270,6 +270,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 			events = append(events, Event{Type: EventGrantUsed, At: now, Actor: g.GivenBy, Channel: ViaGrant,
 				Detail: fmt.Sprintf("grant %s, given by %s via %s on request %s, until %s", g.ID, g.GivenBy, g.GivenVia, g.RequestID,
 					g.ExpiresAt.Format(time.RFC3339))})
+			r.ByGrant = g.ID // Create checks it is still active as it writes
 			return s.record(ctx, r, events, StatusApproved, g.GivenBy, ViaGrant,
 				fmt.Sprintf("grant %s given by %s until %s", g.ID, g.GivenBy, g.ExpiresAt.Format(time.RFC3339)))
 		}

@@ -51,6 +51,11 @@ const (
 	// database), then the compare-and-set before or after the deadline.
 	qLockSQLite   = qGetRequest
 	qLockPostgres = qGetRequest + ` FOR UPDATE`
+	// qGrantActive finds a grant still active at $2, for a request Create
+	// records as approved by it; on PostgreSQL FOR SHARE waits for a
+	// revocation holding the row and then reads the revoked row.
+	qGrantActiveSQLite   = `SELECT id FROM grants WHERE id = $1 AND revoked_at IS NULL AND expires_at > $2`
+	qGrantActivePostgres = qGrantActiveSQLite + ` FOR SHARE`
 	casSet        = `UPDATE requests SET status = $1, decided_at = $2, decided_by = $3, decided_via = $4, reason = $5, modified_args = $6
 		WHERE id = $7 AND ` + casPending
 	qDecide = casSet + ` AND expires_at > $2 RETURNING ` + requestColumns
@@ -111,9 +116,9 @@ func lifecycleStatements(driver string) []string {
 	common := []string{qGetRequest, qInsertRequest, qInsertCard, qInsertEvent, qDecide, qExpire, qFinalCards,
 		qInlineCard, qInsertVote, qListVotes, qCountOutcomes, qFinishCard, qInsertGrant, qRevokeGrant, qCountCall, qDropWindows}
 	if driver == Postgres {
-		return append(common, qLockPostgres, qClaimPostgres, qNotify)
+		return append(common, qLockPostgres, qClaimPostgres, qNotify, qGrantActivePostgres)
 	}
-	return append(common, qLockSQLite, qClaimSQLite, qSavepoint, qRollbackTo, qRelease)
+	return append(common, qLockSQLite, qClaimSQLite, qSavepoint, qRollbackTo, qRelease, qGrantActiveSQLite)
 }
 
 // prepared holds the life cycle's statements, on the write pool and (for
@@ -309,6 +314,25 @@ func (s *DB) Create(ctx context.Context, r *gate.Request, events []gate.Event) (
 	row := toRow(r)
 	created := false
 	err := s.write(ctx, func(t *wtx) error {
+		if r.ByGrant != "" {
+			// On PostgreSQL the row lock waits for a revocation in flight
+			// and then reads it; SQLite has one writer.
+			q := qGrantActiveSQLite
+			if s.driver == Postgres {
+				q = qGrantActivePostgres
+			}
+			rows, err := t.query(q, r.ByGrant, row.CreatedAt)
+			if err != nil {
+				return err
+			}
+			found, err := firstRow(rows, func() error { return nil })
+			if err != nil {
+				return err
+			}
+			if !found {
+				return gate.Errorf(gate.EUNAVAILABLE, "grant %s was revoked or ended as this call used it: ask again", r.ByGrant)
+			}
+		}
 		res, err := t.exec(qInsertRequest, row.insertArgs()...)
 		if err != nil {
 			return err
