@@ -105,7 +105,9 @@ func (c *Channel) handleEvent(ctx context.Context, env *callbackEnvelope, sentAt
 		c.decider.Refuse(context.WithoutCancel(ctx), v.RequestID, c.name, "", "feishu callback without an operator")
 		return toast("error", "Gatehouse could not tell who you are."), nil
 	}
-	elsewhere := ev.Context.OpenChatID != "" && ev.Context.OpenChatID != c.cfg.ChatID
+	// A tap that names no chat is not known to come from the approvals
+	// chat, so it is elsewhere too (as a Slack tap with no channel is).
+	elsewhere := ev.Context.OpenChatID != c.cfg.ChatID
 	if elsewhere && (v.To == "" || !slices.Contains(append([]string{actor}, identities(&ev)...), v.To)) {
 		// Outside the approvals chat only a direct card counts, and only
 		// for the person it was sent to (a forwarded one is inert).

@@ -247,6 +247,20 @@ func TestCallbackOutsideTheChat(t *testing.T) {
 	}
 }
 
+// A tap that names no chat is not known to come from the approvals chat:
+// it was handed to the gate as the chat audience's, so on a route without
+// an approvers list anyone could decide it. Now only a direct card's
+// addressee may. Found by a second reader.
+func TestCallbackWithNoChat(t *testing.T) {
+	e := newTestEnv(t)
+	p := tap("ev_1", "approve", "")
+	delete(p["event"].(map[string]any)["context"].(map[string]any), "open_chat_id")
+	code, a, _ := serve(t, NewCallbackHandler([]*Channel{e.ch}), feishuRequest(t, p, "e-key", testNow))
+	if code != 200 || a.Toast == nil || a.Toast.Type != "error" || len(e.decider.Decisions()) != 0 || len(e.decider.Refusals()) != 1 {
+		t.Errorf("status %d toast %+v decisions %+v refusals %v", code, a.Toast, e.decider.Decisions(), e.decider.Refusals())
+	}
+}
+
 func TestURLChallenge(t *testing.T) {
 	e := newTestEnv(t)
 	h := NewCallbackHandler([]*Channel{e.ch})
