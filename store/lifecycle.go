@@ -51,11 +51,6 @@ const (
 	// database), then the compare-and-set before or after the deadline.
 	qLockSQLite   = qGetRequest
 	qLockPostgres = qGetRequest + ` FOR UPDATE`
-	// qGrantActive finds a grant still active at $2, for a request Create
-	// records as approved by it; on PostgreSQL FOR SHARE waits for a
-	// revocation holding the row and then reads the revoked row.
-	qGrantActiveSQLite   = `SELECT id FROM grants WHERE id = $1 AND revoked_at IS NULL AND expires_at > $2`
-	qGrantActivePostgres = qGrantActiveSQLite + ` FOR SHARE`
 	casSet        = `UPDATE requests SET status = $1, decided_at = $2, decided_by = $3, decided_via = $4, reason = $5, modified_args = $6
 		WHERE id = $7 AND ` + casPending
 	qDecide = casSet + ` AND expires_at > $2 RETURNING ` + requestColumns
@@ -86,6 +81,11 @@ const (
 	qFindGrant = `SELECT ` + grantColumns + ` FROM grants WHERE caller = $1 AND route = $2 AND tool = $3 AND args_hash = $4
 		AND expires_at > $5 AND revoked_at IS NULL ORDER BY expires_at DESC LIMIT 1`
 	qRevokeGrant = `UPDATE grants SET revoked_at = $1, revoked_by = $2 WHERE id = $3 AND revoked_at IS NULL AND expires_at > $1 RETURNING ` + grantColumns
+	// qGrantActive finds a grant still active at $2, for a request Create
+	// records as approved by it; on PostgreSQL FOR SHARE waits for a
+	// revocation holding the row and then reads the revoked row.
+	qGrantActiveSQLite   = `SELECT id FROM grants WHERE id = $1 AND revoked_at IS NULL AND expires_at > $2`
+	qGrantActivePostgres = qGrantActiveSQLite + ` FOR SHARE`
 	// qCountCall adds a call to a rate counter's window, atomically on
 	// both drivers, and returns the window's count.
 	qCountCall = `INSERT INTO rate_counts (key, window_start, count) VALUES ($1, $2, 1)
@@ -190,6 +190,21 @@ func (t *wtx) query(q string, args ...any) (*sql.Rows, error) {
 func (t *wtx) count(q string, args ...any) (n int, err error) {
 	err = t.tx.StmtContext(t.ctx, t.p.w[q]).QueryRowContext(t.ctx, args...).Scan(&n)
 	return n, err
+}
+
+// grantActive says whether a grant is active at at, under the
+// transaction: on PostgreSQL FOR SHARE waits for a revocation in flight
+// and then reads it; SQLite's write transaction holds the whole database.
+func (t *wtx) grantActive(driver, id string, at time.Time) (bool, error) {
+	q := qGrantActiveSQLite
+	if driver == Postgres {
+		q = qGrantActivePostgres
+	}
+	rows, err := t.query(q, id, at)
+	if err != nil {
+		return false, err
+	}
+	return firstRow(rows, func() error { return nil })
 }
 
 // lockRequest reads a request under the transaction's lock (on PostgreSQL,
@@ -315,21 +330,11 @@ func (s *DB) Create(ctx context.Context, r *gate.Request, events []gate.Event) (
 	created := false
 	err := s.write(ctx, func(t *wtx) error {
 		if r.ByGrant != "" {
-			// On PostgreSQL the row lock waits for a revocation in flight
-			// and then reads it; SQLite has one writer.
-			q := qGrantActiveSQLite
-			if s.driver == Postgres {
-				q = qGrantActivePostgres
-			}
-			rows, err := t.query(q, r.ByGrant, row.CreatedAt)
+			active, err := t.grantActive(s.driver, r.ByGrant, row.CreatedAt)
 			if err != nil {
 				return err
 			}
-			found, err := firstRow(rows, func() error { return nil })
-			if err != nil {
-				return err
-			}
-			if !found {
+			if !active {
 				return gate.Errorf(gate.EUNAVAILABLE, "grant %s was revoked or ended as this call used it: ask again", r.ByGrant)
 			}
 		}
