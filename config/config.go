@@ -5,6 +5,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"time"
 )
 
@@ -131,6 +133,19 @@ const (
 	// ScopeCancelAll lets a token cancel every request.
 	ScopeCancelAll = "cancel_all"
 )
+
+// Sum is the SHA-256 a caller's bearer token is checked against: of token,
+// or token_sha256 decoded; ok is false when neither is given as it must be.
+func (t APIToken) Sum() (sum [32]byte, ok bool) {
+	switch b, err := hex.DecodeString(t.TokenSHA256); {
+	case t.Token != "" && t.TokenSHA256 == "":
+		return sha256.Sum256([]byte(t.Token)), true
+	case t.Token == "" && err == nil && len(b) == len(sum):
+		copy(sum[:], b)
+		return sum, true
+	}
+	return sum, false
+}
 
 // HasScope reports whether the token was given scope.
 func (t APIToken) HasScope(scope string) bool {

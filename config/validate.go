@@ -2,7 +2,6 @@ package config
 
 import (
 	"cmp"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -134,23 +133,6 @@ func (c *Config) validateAuth(errs *Errors) {
 	bySum := map[[32]byte]string{}
 	for i, t := range c.Auth.APITokens {
 		p := fmt.Sprintf("auth.api_tokens[%d]", i)
-		var sum [32]byte
-		switch b, err := hex.DecodeString(t.TokenSHA256); {
-		case t.Token != "" && t.TokenSHA256 == "":
-			sum = sha256.Sum256([]byte(t.Token))
-		case t.Token == "" && err == nil && len(b) == 32:
-			copy(sum[:], b)
-		default:
-			continue // reported below
-		}
-		if first, ok := bySum[sum]; ok {
-			errs.add(p+".token", "the same token as %s: give each its own", first)
-		} else {
-			bySum[sum] = p
-		}
-	}
-	for i, t := range c.Auth.APITokens {
-		p := fmt.Sprintf("auth.api_tokens[%d]", i)
 		if t.Name == "" {
 			errs.add(p+".name", "required")
 		} else if seen[t.Name] {
@@ -167,6 +149,13 @@ func (c *Config) validateAuth(errs *Errors) {
 		case t.TokenSHA256 != "":
 			if b, err := hex.DecodeString(t.TokenSHA256); err != nil || len(b) != 32 {
 				errs.add(p+".token_sha256", "not a hex SHA-256 (64 hex digits)")
+			}
+		}
+		if sum, ok := t.Sum(); ok {
+			if first, dup := bySum[sum]; dup {
+				errs.add(p+".token", "the same token as %s: give each its own", first)
+			} else {
+				bySum[sum] = p
 			}
 		}
 		for j, sc := range t.Scopes {

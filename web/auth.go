@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"mime"
 	"net"
 	"net/http"
@@ -41,13 +40,11 @@ type authSet struct {
 func (s *Server) SetAuth(tokens []config.APIToken, users []config.User) {
 	a := &authSet{users: users}
 	for _, t := range tokens {
-		th := tokenHash{name: t.Name, readAll: t.HasScope(config.ScopeReadAll), cancelAll: t.HasScope(config.ScopeCancelAll)}
-		if t.Token != "" {
-			th.sum = sha256.Sum256([]byte(t.Token))
-		} else {
-			copy(th.sum[:], mustHex(t.TokenSHA256))
+		sum, ok := t.Sum()
+		if !ok {
+			panic("web: api token " + t.Name + " passed config validation but has no token or hex token_sha256")
 		}
-		a.tokens = append(a.tokens, th)
+		a.tokens = append(a.tokens, tokenHash{name: t.Name, sum: sum, readAll: t.HasScope(config.ScopeReadAll), cancelAll: t.HasScope(config.ScopeCancelAll)})
 	}
 	s.auth.Store(a)
 }
@@ -144,14 +141,6 @@ func agentName(c echo.Context) string {
 		return a.Name
 	}
 	return "anonymous"
-}
-
-func mustHex(s string) []byte {
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		panic("web: token_sha256 passed config validation but is not hex: " + err.Error())
-	}
-	return b
 }
 
 // anonymousOK guards a server without tokens, which config allows only on
