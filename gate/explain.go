@@ -67,12 +67,8 @@ func Explain(routes []Route, d Defaults, in Submission, now time.Time) (Explanat
 	}
 	switch dec.action {
 	case policy.Ask:
-		if dec.unread {
-			ex.Why = append(ex.Why, "the call cannot be read in full: a person is asked about it alone (no grant covers it, silence denies it, it cannot be approved for a while)")
-			break
-		}
-		if dec.byError {
-			ex.Why = append(ex.Why, "the route's condition failed on the call: a person is asked about it alone (no grant covers it, silence denies it, it cannot be approved for a while)")
+		if why := dec.askedAlone(); why != "" {
+			ex.Why = append(ex.Why, why+": a person is asked about it alone (no grant covers it, silence denies it, it cannot be approved for a while)")
 			break
 		}
 		if rt.Remember > 0 {

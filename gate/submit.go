@@ -127,6 +127,18 @@ type decision struct {
 	steps   []policy.Step // every route tried, when explaining
 }
 
+// askedAlone says why the call is asked about for itself and a person only,
+// with none of its route's lenient terms; "" when it is not.
+func (d decision) askedAlone() string {
+	switch {
+	case d.unread:
+		return "the call cannot be read in full"
+	case d.byError:
+		return "the route's condition failed on the call"
+	}
+	return ""
+}
+
 // decide runs the policy over a submission. The route a caller names must
 // be the one the policy picks: naming a broader route would let it dodge
 // the stricter one's approvers.
@@ -185,7 +197,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		onTimeout = rs.defaults.OnTimeout
 	}
 	remember := rt.Remember
-	if d.unread || d.byError {
+	if d.askedAlone() != "" {
 		// A call the policy cannot read, or one its route's condition
 		// failed on, is asked about for itself and a person only: a
 		// route's lenient terms (silence allows, approve for a while,
@@ -280,11 +292,8 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 	if r.Person != "" {
 		events[len(events)-1].Detail += "; asked by person " + r.Person
 	}
-	switch {
-	case d.unread:
-		events[len(events)-1].Detail += "; the call cannot be read in full, so no grant covers it and silence denies it"
-	case d.byError:
-		events[len(events)-1].Detail += "; the route's condition failed on the call, so no grant covers it and silence denies it"
+	if why := d.askedAlone(); why != "" {
+		events[len(events)-1].Detail += "; " + why + ", so no grant covers it and silence denies it"
 	}
 	var note string
 	r.NewCards, note = s.firstCards(r, rs.people)
