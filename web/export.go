@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
 	"github.com/gatehouse-dev/gatehouse/internal/present"
 )
 
@@ -158,7 +159,7 @@ func csvRow(r *gate.Request, edited bool) []string {
 
 // jsonCell is raw JSON on one line; absent and null are empty.
 func jsonCell(raw json.RawMessage) string {
-	if s := string(compact(raw)); s != "null" {
+	if s := string(jsonx.Compact(raw)); s != "null" {
 		return s
 	}
 	return ""

@@ -67,7 +67,7 @@ func newPages(s *Server) (*pages, error) {
 		"pretty":   func(raw json.RawMessage) string { return jsonx.Pretty(raw) },
 		"unix":     func(t time.Time) int64 { return t.UnixMilli() },
 		"dur":      func(d time.Duration) string { return roundDuration(d).String() },
-		"sameJSON": sameJSON,
+		"sameJSON": jsonx.Same,
 		"ran":      func(e gate.Event) bool { return e.Type == gate.EventToolRan || e.Type == gate.EventToolFailed },
 		"outcome": func(s string) string {
 			if json.Valid([]byte(s)) {
@@ -93,9 +93,6 @@ func newPages(s *Server) (*pages, error) {
 	}
 	return p, nil
 }
-
-// sameJSON reports whether a and b hold the same JSON value.
-func sameJSON(a, b json.RawMessage) bool { return jsonx.Same(a, b) }
 
 // view is r as people see it: redacted, risk first, with its route's looks.
 func (s *Server) view(r *gate.Request) *present.View {
@@ -152,15 +149,6 @@ func roundDuration(d time.Duration) time.Duration {
 		return d.Round(100 * time.Millisecond)
 	}
 	return d.Round(time.Second)
-}
-
-// compact is raw JSON without insignificant space, for comparing.
-func compact(raw json.RawMessage) []byte {
-	var buf bytes.Buffer
-	if json.Compact(&buf, raw) != nil {
-		return raw
-	}
-	return buf.Bytes()
 }
 
 // page renders a template with the common fields filled in.
@@ -354,14 +342,14 @@ func (s *Server) editedArgs(form string, r *gate.Request) (json.RawMessage, erro
 		return nil, nil
 	}
 	rd := s.opts.Present.Redactor()
-	if sameJSON(m, r.ToolArgs) || sameJSON(m, rd.JSON(r.ToolArgs)) {
+	if jsonx.Same(m, r.ToolArgs) || jsonx.Same(m, rd.JSON(r.ToolArgs)) {
 		return nil, nil
 	}
 	whole, err := rd.Restore(m, r.ToolArgs)
 	if err != nil {
 		return nil, gate.Errorf(gate.EINVALID, "modified_args: %v", err)
 	}
-	if sameJSON(whole, r.ToolArgs) {
+	if jsonx.Same(whole, r.ToolArgs) {
 		return nil, nil
 	}
 	return whole, nil

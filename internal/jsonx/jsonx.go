@@ -41,17 +41,19 @@ func Canonical(raw json.RawMessage) ([]byte, error) {
 
 // Same reports whether a and b hold the same JSON value, however each is
 // spelled (space, key order, escapes); text that is not JSON is compared
-// compacted where it can be, else as it is.
+// compacted (Compact) where it can be, else as it is.
 func Same(a, b json.RawMessage) bool {
 	ca, err1 := Canonical(a)
 	cb, err2 := Canonical(b)
 	if err1 != nil || err2 != nil {
-		return bytes.Equal(compacted(a), compacted(b))
+		return bytes.Equal(Compact(a), Compact(b))
 	}
 	return bytes.Equal(ca, cb)
 }
 
-func compacted(raw json.RawMessage) []byte {
+// Compact is raw JSON without insignificant space, or raw as it is when it
+// is not JSON.
+func Compact(raw json.RawMessage) []byte {
 	var buf bytes.Buffer
 	if json.Compact(&buf, raw) != nil {
 		return raw
