@@ -41,12 +41,9 @@ func (s *DB) FindGrant(ctx context.Context, route, caller, tool, argsHash string
 	if err != nil {
 		return nil, wrap("find grant", err)
 	}
-	defer rows.Close()
-	if !rows.Next() {
-		return nil, wrap("find grant", rows.Err())
-	}
-	g, err := scanGrant(rows)
-	if err != nil {
+	var g gate.Grant
+	found, err := firstRow(rows, func() (err error) { g, err = scanGrant(rows); return err })
+	if !found || err != nil {
 		return nil, wrap("find grant", err)
 	}
 	return &g, nil
