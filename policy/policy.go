@@ -401,9 +401,6 @@ func (p *Policy) heldBy(i int, res Result, explain bool, after string) Result {
 	return res
 }
 
-// matches tests one route, cheapest test first, and says why when asked
-// to explain. It is unread only on a deny route whose patterns may or may
-// not match (see Evaluate).
 // eval is the route's condition on the call: an error when the call's
 // arguments cannot be read as the condition reads them.
 func (r *rule) eval(c *Call) (ref.Val, error) {
@@ -414,6 +411,9 @@ func (r *rule) eval(c *Call) (ref.Val, error) {
 	return out, err
 }
 
+// matches tests one route, cheapest test first, and says why when asked
+// to explain. It is unread only on a deny route whose patterns may or may
+// not match (see Evaluate).
 func (r *rule) matches(c *Call, res *Result, explain bool) (fit, string) {
 	// The reasons are built only when asked for: the arguments of a
 	// formatted string escape to the heap even when it is never made.

@@ -144,6 +144,9 @@ func (r *Redactor) Request(req *gate.Request) *gate.Request {
 // which was redacted when stored by the rules of the day: a key rule added
 // later must hide it as it hides the arguments).
 func (r *Redactor) Event(e gate.Event) gate.Event {
+	if !r.Active() {
+		return e
+	}
 	if d := bytes.TrimSpace([]byte(e.Detail)); len(d) > 0 && (d[0] == '{' || d[0] == '[') && json.Valid(d) {
 		e.Detail = string(r.JSON(json.RawMessage(e.Detail)))
 	}
