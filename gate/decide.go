@@ -57,9 +57,9 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 		// audience's. Its own approvers may still reject it: a route
 		// renamed and its name given to another with other approvers must
 		// not leave it with no one who may stop it.
-		lists := [][]string{r.Approvers, nil}
+		lists := [][]string{r.Approvers}
 		if len(r.Approvers) > 0 && d.Approve {
-			lists[1] = rs.approversOf(r.Route)
+			lists = append(lists, rs.approversOf(r.Route))
 		}
 		persons := people.of(append([]string{d.Voter, d.Actor}, d.Identities...)...)
 		ids := append([]string{d.Actor}, d.Identities...)
@@ -74,7 +74,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 			mine := Cast{Voter: t.Vote.Voter, Identities: tapped}
 			t.Vote.Tally = func(earlier []Cast) (bool, int) { return people.tally(mine, people.deciding(lists, earlier)) }
 		}
-		if !MayDecide(r.Approvers, ids...) || !MayDecide(lists[1], ids...) {
+		if slices.ContainsFunc(lists, func(approvers []string) bool { return !MayDecide(approvers, ids...) }) {
 			return Errorf(EFORBIDDEN, "%s is not an approver of this request", d.Actor)
 		}
 		if len(r.Approvers) == 0 && !slices.Contains(r.Channels, d.Via) {
