@@ -22,25 +22,8 @@ func TestRetentionKeepsRequestsOfActiveGrants(t *testing.T) {
 		ctx := context.Background()
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		at := now.Add(-48 * time.Hour)
-		for _, id := range []string{"giver", "other"} {
-			if _, _, err := db.Create(ctx, &gate.Request{ID: id, Status: gate.StatusPending, ToolName: "deploy", ToolArgs: []byte(`{}`),
-				Metadata: []byte(`{}`), Route: "r", Channels: []string{"web"}, Quorum: 1, OnTimeout: gate.VerdictDeny,
-				CreatedAt: at, ExpiresAt: at.Add(time.Hour)}, []gate.Event{{Type: gate.EventCreated, At: at}}); err != nil {
-				t.Fatal(err)
-			}
-			tr := gate.Transition{ID: id, To: gate.StatusApproved, At: at.Add(time.Minute), By: "web:alice", Via: "web",
-				Event: gate.Event{RequestID: id, At: at.Add(time.Minute), Type: gate.EventDecided}}
-			if id == "giver" {
-				tr.Grant = func(r *gate.Request) (*gate.Grant, gate.Event) {
-					g := &gate.Grant{ID: "g1", Route: "r", Caller: "bot", Tool: "deploy", GivenBy: "web:alice", GivenVia: "web",
-						RequestID: r.ID, CreatedAt: at.Add(time.Minute), ExpiresAt: at.Add(7 * 24 * time.Hour)}
-					return g, gate.Event{RequestID: r.ID, At: at.Add(time.Minute), Type: gate.EventGrantGiven, Detail: "grant g1"}
-				}
-			}
-			if _, err := db.Transition(ctx, tr); err != nil {
-				t.Fatal(err)
-			}
-		}
+		approved(t, db, "giver", at, "g1", at.Add(7*24*time.Hour))
+		approved(t, db, "other", at, "", time.Time{})
 		sealAll(t, db)
 		cut, err := db.Prune(ctx, now.Add(-24*time.Hour), now, 100, nil) // retention.keep: 1d
 		if err != nil || cut.Requests != 1 {
@@ -70,20 +53,7 @@ func TestRevokingAnEndedGrant(t *testing.T) {
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		at := now.Add(-48 * time.Hour)
 		for _, id := range []string{"kept", "cut"} {
-			if _, _, err := db.Create(ctx, &gate.Request{ID: id, Status: gate.StatusPending, ToolName: "deploy", ToolArgs: []byte(`{}`),
-				Metadata: []byte(`{}`), Route: "r", Channels: []string{"web"}, Quorum: 1, OnTimeout: gate.VerdictDeny,
-				CreatedAt: at, ExpiresAt: at.Add(time.Hour)}, []gate.Event{{Type: gate.EventCreated, At: at}}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := db.Transition(ctx, gate.Transition{ID: id, To: gate.StatusApproved, At: at.Add(time.Minute), By: "web:alice", Via: "web",
-				Event: gate.Event{RequestID: id, At: at.Add(time.Minute), Type: gate.EventDecided},
-				Grant: func(r *gate.Request) (*gate.Grant, gate.Event) {
-					g := &gate.Grant{ID: "g-" + id, Route: "r", Caller: "bot", Tool: "deploy", GivenBy: "web:alice", GivenVia: "web",
-						RequestID: r.ID, CreatedAt: at.Add(time.Minute), ExpiresAt: at.Add(time.Hour)}
-					return g, gate.Event{RequestID: r.ID, At: at.Add(time.Minute), Type: gate.EventGrantGiven, Detail: "grant " + g.ID}
-				}}); err != nil {
-				t.Fatal(err)
-			}
+			approved(t, db, id, at, "g-"+id, at.Add(time.Hour))
 		}
 		if _, err := db.RevokeGrant(ctx, "g-kept", "web:bob", now); gate.ErrorCode(err) != gate.ENOTFOUND {
 			t.Errorf("revoking an ended grant: %v (code %s), want ENOTFOUND", err, gate.ErrorCode(err))
@@ -98,4 +68,28 @@ func TestRevokingAnEndedGrant(t *testing.T) {
 			}
 		}
 	})
+}
+
+// approved makes a request at at and approves it a minute later, giving
+// grant (when named) until until, as the gate does in one transition.
+func approved(t *testing.T, db *store.DB, id string, at time.Time, grant string, until time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	if _, _, err := db.Create(ctx, &gate.Request{ID: id, Status: gate.StatusPending, ToolName: "deploy", ToolArgs: []byte(`{}`),
+		Metadata: []byte(`{}`), Route: "r", Channels: []string{"web"}, Quorum: 1, OnTimeout: gate.VerdictDeny,
+		CreatedAt: at, ExpiresAt: at.Add(time.Hour)}, []gate.Event{{Type: gate.EventCreated, At: at}}); err != nil {
+		t.Fatal(err)
+	}
+	tr := gate.Transition{ID: id, To: gate.StatusApproved, At: at.Add(time.Minute), By: "web:alice", Via: "web",
+		Event: gate.Event{RequestID: id, At: at.Add(time.Minute), Type: gate.EventDecided}}
+	if grant != "" {
+		tr.Grant = func(r *gate.Request) (*gate.Grant, gate.Event) {
+			g := &gate.Grant{ID: grant, Route: "r", Caller: "bot", Tool: "deploy", GivenBy: "web:alice", GivenVia: "web",
+				RequestID: r.ID, CreatedAt: at.Add(time.Minute), ExpiresAt: until}
+			return g, gate.Event{RequestID: r.ID, At: at.Add(time.Minute), Type: gate.EventGrantGiven, Detail: "grant " + grant}
+		}
+	}
+	if _, err := db.Transition(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
 }
