@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -76,6 +77,7 @@ func measurePolicyCalls(ctx context.Context, servers []*server, calls []policyCa
 type evalResult struct {
 	c        policybench.Case
 	p50, p99 time.Duration
+	gcs      uint32 // garbage collections while it was measured
 	err      error
 }
 
@@ -96,8 +98,12 @@ func measureEvaluation(n int) []evalResult {
 		if c.Unfiltered {
 			p = worst
 		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
 		took, err := policybench.Measure(p, c, n)
-		out = append(out, evalResult{c: c, p50: policybench.Quantile(took, .5), p99: policybench.Quantile(took, .99), err: err})
+		runtime.ReadMemStats(&after)
+		out = append(out, evalResult{c: c, p50: policybench.Quantile(took, .5), p99: policybench.Quantile(took, .99),
+			gcs: after.NumGC - before.NumGC, err: err})
 	}
 	return out
 }

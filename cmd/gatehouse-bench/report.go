@@ -135,7 +135,7 @@ func (r *report) evaluation(n int, res []evalResult) {
 		} else if e.p99 > 20*time.Microsecond {
 			ok = false
 		}
-		r.add("  %-24s p50 %6.1f µs  p99 %6.1f µs%s", e.c.Name, float64(e.p50.Nanoseconds())/1000, float64(e.p99.Nanoseconds())/1000, note)
+		r.add("  %-24s p50 %6.1f µs  p99 %6.1f µs  %3d GCs%s", e.c.Name, float64(e.p50.Nanoseconds())/1000, float64(e.p99.Nanoseconds())/1000, e.gcs, note)
 	}
 	r.add("  target p99 ≤ 20 µs on the realistic config: %s", r.verdict(ok))
 }
