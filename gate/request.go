@@ -324,8 +324,17 @@ type Filter struct {
 	// (decided_via policy) are shown: "" or "include" all, "exclude"
 	// people's decisions only, "only" those alone.
 	Policy string
-	Limit  int
+	Limit  int    // see PageSize
 	Cursor string // the id of the last request of the previous page
+}
+
+// PageSize is how many requests a page of f holds: Limit, 50 when it is
+// not set, at most 1,000.
+func (f Filter) PageSize() int {
+	if f.Limit <= 0 {
+		return 50
+	}
+	return min(f.Limit, 1000)
 }
 
 // Explain says in one line what became of the request, for agents, their

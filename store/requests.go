@@ -173,11 +173,7 @@ func parseApprovers(s string) []string {
 func (s *DB) List(ctx context.Context, f gate.Filter) ([]*gate.Request, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 50
-	}
-	limit = min(limit, 1000)
+	limit := f.PageSize()
 	q := s.rdb.WithContext(ctx).Model(&requestRow{})
 	if len(f.Status) == 1 && f.Status[0] == gate.StatusPending {
 		// Written out, the condition matches the partial index of pending

@@ -188,22 +188,37 @@ func (s *Server) forReader(reader string, r *gate.Request) *gate.Request {
 // store's search (q) runs over what it stores, unredacted: a request it
 // found only through what the reader is shown as [redacted] is left out,
 // or which searches find it would tell the value a character at a time.
-// A page may then hold fewer than its limit; the cursor goes on as before.
+// So that nothing of it shows, in the page or in its cursor, a page is the
+// first requests after the cursor that the search finds by what the
+// reader is shown, as many as the limit, and the cursor goes on only when
+// one more is found (the store is read page after page until then).
 func (s *Server) list(ctx context.Context, f gate.Filter, shown func(*gate.Request) *gate.Request) ([]*gate.Request, string, error) {
-	rs, next, err := s.svc.List(ctx, f)
-	if err != nil || f.Query == "" || !s.opts.Present.Redactor().Active() {
-		return rs, next, err
+	if f.Query == "" || !s.opts.Present.Redactor().Active() {
+		return s.svc.List(ctx, f)
 	}
-	q := strings.ToLower(f.Query)
-	kept := rs[:0]
-	for _, r := range rs {
-		shown := shown(r)
-		hidden := shown.Summary != r.Summary || shown.Reason != r.Reason || !bytes.Equal(shown.ToolArgs, r.ToolArgs)
-		if !hidden || r.ID == f.Query || searchFinds(shown, q) {
+	q, limit := strings.ToLower(f.Query), f.PageSize()
+	var kept []*gate.Request
+	for {
+		rs, next, err := s.svc.List(ctx, f)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, r := range rs {
+			shown := shown(r)
+			hidden := shown.Summary != r.Summary || shown.Reason != r.Reason || !bytes.Equal(shown.ToolArgs, r.ToolArgs)
+			if hidden && r.ID != f.Query && !searchFinds(shown, q) {
+				continue
+			}
+			if len(kept) == limit {
+				return kept, kept[limit-1].ID, nil
+			}
 			kept = append(kept, r)
 		}
+		if next == "" {
+			return kept, "", nil
+		}
+		f.Cursor = next
 	}
-	return kept, next, nil
 }
 
 // searchFinds says the search q (lower case) finds r by what it shows, in

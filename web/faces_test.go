@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -361,6 +362,56 @@ func TestSearchTellsNothingRedactionHides(t *testing.T) {
 		if _, page := audrey.get("/history?q=" + url.QueryEscape(q)); !strings.Contains(page, r.ID) {
 			t.Errorf("history, q=%s: the request is not found by what it shows", q)
 		}
+	}
+}
+
+// TestSearchPagesTellNothingRedactionHides: a page of a search held the
+// store's page filtered, and its cursor was the store's: with limit=1 a
+// right guess of a redacted value gave an empty page whose next_cursor
+// was the hidden request's id, a wrong one a page of one and no cursor.
+// A page is now the requests found by what the reader is shown, and its
+// cursor goes on only to one more of them. Found by a reader.
+func TestSearchPagesTellNothingRedactionHides(t *testing.T) {
+	e := newFacesEnv(t)
+	// Older: shown, and found by both guesses through its summary.
+	shown := e.submitAs("reader", `{"tool_name":"note","requires_confirmation":true,"summary":"x \"password\":\"h y \"password\":\"q"}`)
+	hidden := e.submitAs("agent-a", secretCall) // Password hunter2, shown [redacted]
+	if hidden.ID <= shown.ID {
+		t.Fatalf("ids out of order: %s, then %s", shown.ID, hidden.ID)
+	}
+	answer := func(q string) string {
+		_, out := call(t, e.srv.URL, "reader", http.MethodGet, "/api/v1/approvals?limit=1&q="+url.QueryEscape(q), "")
+		var l struct {
+			Approvals []gate.Request `json:"approvals"`
+			Next      string         `json:"next_cursor"`
+		}
+		if err := json.Unmarshal([]byte(out), &l); err != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+		ids := []string{}
+		for _, r := range l.Approvals {
+			ids = append(ids, r.ID)
+		}
+		return fmt.Sprintf("%v next %q", ids, l.Next)
+	}
+	right, wrong := answer(`"password":"h`), answer(`"password":"q`)
+	if right != wrong || right != fmt.Sprintf("[%s] next %q", shown.ID, "") {
+		t.Errorf("a right guess of the redacted value gives %s, a wrong one %s; want both [%s] and no cursor", right, wrong, shown.ID)
+	}
+	audrey := e.login("audrey")
+	for _, q := range []string{`"password":"h`, `"password":"q`} {
+		if _, page := audrey.get("/history?limit=1&q=" + url.QueryEscape(q)); strings.Contains(page, hidden.ID) || !strings.Contains(page, shown.ID) {
+			t.Errorf("history, q=%s, limit=1: the page names the hidden request or misses the shown one", q)
+		}
+	}
+	// Pages still go on to every request the reader finds.
+	third := e.submitAs("reader", `{"tool_name":"note","requires_confirmation":true,"summary":"\"password\":\"h again"}`)
+	if got := answer(`"password":"h`); got != fmt.Sprintf("[%s] next %q", third.ID, third.ID) {
+		t.Errorf("limit=1 with two shown matches: %s; want [%s] and a cursor", got, third.ID)
+	}
+	_, out := call(t, e.srv.URL, "reader", http.MethodGet, "/api/v1/approvals?limit=1&cursor="+third.ID+"&q="+url.QueryEscape(`"password":"h`), "")
+	if !strings.Contains(out, shown.ID) || strings.Contains(out, hidden.ID) || !strings.Contains(out, `"next_cursor":""`) {
+		t.Errorf("the second page: %s; want %s alone and no cursor", out, shown.ID)
 	}
 }
 
