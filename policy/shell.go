@@ -141,6 +141,12 @@ func (s *shellCmd) read(code string, depth int) bool {
 			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && x.Param != nil {
 				s.parts = append(s.parts, part{words: []string{x.Param.Value}, env: true})
 			}
+			// ${x@P} expands x's value as a prompt, which runs the $(…) in
+			// it: code that is in a value, not in the command (echo
+			// '$(cmd)'; echo "${_@P}").
+			if x.Exp != nil && x.Exp.Op == syntax.OtherParamOps && x.Exp.Word != nil && x.Exp.Word.Lit() == "P" {
+				s.parts = append(s.parts, part{words: []string{"${@P}"}, unreadable: true})
+			}
 			// ${a[i]} and ${x:off:len} evaluate arithmetic.
 			if x.Index != nil && hidesCode(x.Index) || x.Slice != nil && (x.Slice.Offset != nil && hidesCode(x.Slice.Offset) ||
 				x.Slice.Length != nil && hidesCode(x.Slice.Length)) {
@@ -292,7 +298,8 @@ func writesFile(redirs []*syntax.Redirect) bool {
 
 // interpreters run shell code given as an argument (-c), on standard input,
 // or as a here-document.
-var interpreters = map[string]bool{"sh": true, "bash": true, "rbash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true}
+var interpreters = map[string]bool{"sh": true, "bash": true, "rbash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true,
+	"csh": true, "tcsh": true, "fish": true, "yash": true, "posh": true}
 
 // wrappers run the command that follows their options (sudo bash, nohup
 // sh, env eval …): a shell or eval after one runs as if it came first.
@@ -452,16 +459,23 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		}
 		p.words = append(p.words, lit)
 	}
-	var stdin *syntax.Word // a here-document or here-string fed to the command
+	// What the command's standard input is, as its own redirections set
+	// it (the last one of descriptor 0 counts): a here-document or
+	// here-string in the command, or something else (a file, another
+	// descriptor: <&3, <>).
+	var stdin *syntax.Word
 	stdinFile := false
 	for _, r := range st.Redirs {
+		if r.N != nil && r.N.Value != "0" {
+			continue // 3<<< 'text' feeds descriptor 3
+		}
 		switch r.Op {
 		case syntax.Hdoc, syntax.DashHdoc:
-			stdin = r.Hdoc
+			stdin, stdinFile = r.Hdoc, false
 		case syntax.WordHdoc:
-			stdin = r.Word
-		case syntax.RdrIn:
-			stdinFile = true
+			stdin, stdinFile = r.Word, false
+		case syntax.RdrIn, syntax.DplIn, syntax.RdrInOut:
+			stdin, stdinFile = nil, true
 		}
 	}
 	p.writes = writesFile(st.Redirs)
@@ -472,7 +486,8 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		if i == 0 {
 			return true
 		}
-		return wrappers[path.Base(p.words[0])]
+		first := path.Base(p.words[0])
+		return wrappers[first] || codeRunners[first] // runuser -u me -- bash, ssh host bash
 	}
 	for i, w := range p.words {
 		name := path.Base(w)
@@ -487,7 +502,11 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		case (name == "source" || name == ".") && runs(i):
 			// source FILE runs a file; from standard input or a
 			// substitution, code that is not in the command.
-			if i+1 >= len(p.words) || fedCode(p.words[i+1], c.Args[i+1], stdinPiped || stdinFile || stdin != nil) {
+			file := i + 1
+			if file < len(p.words) && p.words[file] == "--" {
+				file++ // source -- FILE
+			}
+			if file >= len(p.words) || fedCode(p.words[file], c.Args[file], stdinPiped || stdinFile || stdin != nil) {
 				p.unreadable = true
 			}
 		case name == "eval" && runs(i):
@@ -511,13 +530,39 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 			if !s.envSplit(p.words[i+1:], dynamic, depth) {
 				p.unreadable = true
 			}
+		case (name == "sudo" || name == "doas") && runs(i) && opensShell(p.words[i+1:]):
+			// sudo -s and sudo -i run a shell: on standard input, or
+			// given the command as code.
+			p.unreadable = true
+		case assigns[name] && runs(i):
+			// printf -v NAME, read NAME, mapfile NAME set a variable as an
+			// assignment does (read 'BASH_CMDS[ls]' <<< /usr/bin/git),
+			// from text that arithmetic may later run as code (read x
+			// <<< 'a[$(cmd)]'; (( x ))).
+			names, code := assigned(name, p.words[i+1:])
+			p.unreadable = p.unreadable || code
+			for _, v := range names {
+				v, _, _ = strings.Cut(v, "[")
+				p.unreadable = p.unreadable || codeVar(v)
+				p.env = p.env || mayBeExported(v)
+			}
+			if stdin != nil && strings.Contains(wordText(stdin), "[") && codeSyntax(wordText(stdin)) {
+				p.unreadable = true
+			}
 		case name == "alias" && runs(i):
 			p.unreadable = true // what an alias runs is read where it is used, later
 		case name == "hash" && runs(i) && slices.ContainsFunc(p.words[i+1:], func(w string) bool { return strings.HasPrefix(w, "-") && strings.Contains(w, "p") }):
 			p.unreadable = true // hash -p /usr/bin/git ls: ls runs git from now on
 		case codeRunners[name] && runs(i):
 			// su -c 'code', flock f -c 'code', watch 'code', ssh host 'code'.
-			if code, found := runnerCode(name, p.words[i+1:]); found && (dynamic || !s.read(code, depth+1)) {
+			code, found := runnerCode(name, p.words[i+1:])
+			switch {
+			case found && (dynamic || !s.read(code, depth+1)):
+				p.unreadable = true
+			case !found && name != "watch" && name != "flock":
+				// su, runuser, sg, script and ssh with no command open a
+				// shell that reads its code from standard input, which
+				// may be anything (echo 'git push' | su).
 				p.unreadable = true
 			}
 		}
@@ -525,7 +570,96 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 			p.unreadable = true // env BASH_ENV=… bash, env 'BASH_FUNC_f%%=() { … }' bash
 		}
 	}
+	if slices.ContainsFunc(p.words, func(w string) bool { return path.Base(w) == "xargs" }) {
+		// xargs adds the words it reads to the command it runs (echo
+		// push | xargs git): words made at run time, after the last.
+		p.words = append(p.words, madeWord)
+	}
 	s.parts = append(s.parts, p)
+}
+
+// assigns are the builtins that set variables they are given by name.
+var assigns = map[string]bool{"printf": true, "read": true, "mapfile": true, "readarray": true, "getopts": true}
+
+// assigned is the names the builtin name sets, given its arguments: printf
+// -v NAME, read's operands and -a NAME, mapfile's and readarray's operand
+// (MAPFILE by default), getopts' second operand; code says it is given
+// code to run (mapfile -C callback).
+func assigned(name string, args []string) (names []string, code bool) {
+	valued := map[string]string{"printf": "v", "read": "adinNptu", "mapfile": "dnOsuCc", "readarray": "dnOsuCc"}[name]
+	var operands []string
+	for j := 0; j < len(args); j++ {
+		a := args[j]
+		switch {
+		case a == "--" && len(operands) == 0:
+			operands = append(operands, args[j+1:]...)
+			j = len(args)
+		case len(a) > 1 && a[0] == '-' && len(operands) == 0:
+			for k := 1; k < len(a); k++ {
+				if !strings.ContainsRune(valued, rune(a[k])) {
+					continue
+				}
+				// The rest of the word, or the next word, is the value.
+				v := a[k+1:]
+				if v == "" && j+1 < len(args) {
+					j++
+					v = args[j]
+				}
+				switch {
+				case a[k] == 'v' || a[k] == 'a' && name == "read":
+					names = append(names, v)
+				case a[k] == 'C':
+					code = true
+				}
+				break
+			}
+		default:
+			operands = append(operands, a)
+		}
+	}
+	switch name {
+	case "read":
+		names = append(names, operands...)
+	case "mapfile", "readarray":
+		if len(operands) > 0 {
+			names = append(names, operands[0])
+		} else {
+			names = append(names, "MAPFILE")
+		}
+	case "getopts":
+		if len(operands) > 1 {
+			names = append(names, operands[1])
+		}
+	}
+	return names, code
+}
+
+// opensShell says sudo's or doas' options ask for a shell (-s, -i, and
+// their long names).
+func opensShell(args []string) bool {
+	skip := false
+	for _, a := range args {
+		if skip {
+			skip = false
+			continue
+		}
+		switch {
+		case a == "--":
+			return false
+		case a == "--shell" || a == "--login":
+			return true
+		case len(a) > 1 && a[0] == '-' && a[1] != '-':
+			if strings.ContainsAny(a[1:], "si") {
+				return true
+			}
+		case !strings.HasPrefix(a, "-"):
+			return false // the command
+		}
+		if len(a) == 2 && strings.IndexByte("ugCDhprtUTR", a[1]) >= 0 {
+			skip = true // -u root: the next word is the option's value
+		}
+	}
+	return false
 }
 
 // shell reads what the shell named at words[i] runs: the code after -c,
@@ -559,10 +693,12 @@ func (s *shellCmd) shell(p *part, i int, args []*syntax.Word, runs bool, stdin *
 	case stdin != nil:
 		doc, ok := document(stdin)
 		return ok && s.read(doc, depth+1)
-	case stdinCode:
-		return false // curl … | sh, sh < file
 	}
-	return true
+	// It reads its code from standard input, which may be fed from
+	// anywhere: a pipe (curl … | sh), a file, a redirection of the group
+	// or loop around it ({ bash; } <<< '…'), exec <<< '…' before it, a
+	// coprocess.
+	return false
 }
 
 // shellArgs reads a shell's arguments as bash does: options (-e, +x, -ec,
