@@ -919,3 +919,26 @@ func TestXargsAddsWords(t *testing.T) {
 		}
 	}
 }
+// TestPathsThroughProcLinksCannotBePlaced: /proc/self/root is /, and
+// /proc/self/cwd the working directory: a path through them (or another
+// process's, or /dev/fd) is nowhere a rule can place it. Found by a
+// reader.
+func TestPathsThroughProcLinksCannotBePlaced(t *testing.T) {
+	rs := []Route{{Name: "deny", Calls: []string{"Read(/etc/**)", "Read(./secrets/**)"}, Action: Deny}, {Name: "rest", Action: Allow}}
+	for _, p := range []string{"/proc/self/root/etc/shadow", "/proc/self/cwd/secrets/k", "/proc/1/root/etc/shadow", "/proc/self/task/1/root/etc/shadow", "/dev/fd/3", "root/etc/shadow"} {
+		cwd := `{"cwd":"/repo"}`
+		if p == "root/etc/shadow" {
+			cwd = `{"cwd":"/proc/self"}`
+		}
+		if got := routeOf(t, rs, "Read", map[string]string{"file_path": p}, cwd); got != "deny" {
+			t.Errorf("Read %s: route %s, want deny", p, got)
+		}
+	}
+	if got := routeOf(t, rs, "Read", map[string]string{"file_path": "/proc/cpuinfo"}, `{"cwd":"/repo"}`); got != "rest" {
+		t.Errorf("Read /proc/cpuinfo: route %s, want rest", got)
+	}
+	allow := []Route{{Name: "repo", Calls: []string{"Read(/repo/**)"}, Action: Allow}, {Name: "rest", Action: Ask}}
+	if got := routeOf(t, allow, "Read", map[string]string{"file_path": "/proc/self/cwd/x"}, `{"cwd":"/repo"}`); got != "rest" {
+		t.Errorf("Read /proc/self/cwd/x under Read(/repo/**): route %s, want rest", got)
+	}
+}

@@ -344,10 +344,30 @@ func (p *pattern) fileFit(c *Call, strict bool, unknown fit) fit {
 }
 
 // placed says a path the call names can be read as one place: not under
-// ~ (the home directory of a machine the gate does not see), and not
-// relative without an absolute working directory to be relative to.
+// ~ (the home directory of a machine the gate does not see), not relative
+// without an absolute working directory to be relative to, and not
+// through the links the system makes to other places (/proc/self/root is
+// /, /proc/self/cwd the working directory, /dev/fd/3 an open file).
 func placed(p, cwd string) bool {
-	return !strings.HasPrefix(p, "~") && (path.IsAbs(p) || path.IsAbs(cwd))
+	if strings.HasPrefix(p, "~") || !path.IsAbs(p) && !path.IsAbs(cwd) {
+		return false
+	}
+	if !path.IsAbs(p) {
+		p = path.Join(cwd, p)
+	}
+	p = path.Clean(p)
+	if strings.HasPrefix(p, "/dev/fd/") {
+		return false
+	}
+	if rest, ok := strings.CutPrefix(p, "/proc/"); ok {
+		for _, seg := range strings.Split(rest, "/")[1:] {
+			switch seg {
+			case "root", "cwd", "fd", "exe", "map_files":
+				return false // /proc/self/root, /proc/1/task/1/cwd, …
+			}
+		}
+	}
+	return true
 }
 
 // anchored says a path rule has a place to stand for this call: it is
