@@ -60,8 +60,10 @@ func (c *Channel) PostDirect(ctx context.Context, r *gate.Request, identity stri
 // Remind replies to the card (ref is its message id) that the request
 // still waits (the step's reply is posted once, whatever the retries), mentioning the approvers Feishu can mention by id (open_id
 // and user_id; a union_id cannot be). The text holds no untrusted input
-// but the tool's name, with its angle brackets taken out so that it can
-// never open an <at> of its own.
+// but the tool's name, shown as the card shows it (present.View: line
+// breaks and hidden characters marked, so that it cannot draw a line of
+// its own under the card) and with its angle brackets taken out so that
+// it can never open an <at> of its own.
 func (c *Channel) Remind(ctx context.Context, r *gate.Request, ref string, step int, mention []string) (string, error) {
 	if ref == "" {
 		return "", fmt.Errorf("feishu: reminder: no message id recorded for the card")
@@ -72,8 +74,9 @@ func (c *Channel) Remind(ctx context.Context, r *gate.Request, ref string, step 
 			who = append(who, `<at user_id="`+id+`"></at>`)
 		}
 	}
-	tool, _ := clip(angles.Replace(r.ToolName), budgetName)
-	text := fmt.Sprintf("⏰ Still waiting for approval: %s on route %s, expires %s.", tool, r.Route, stamp(r.ExpiresAt))
+	v := c.present.View(r)
+	tool, _ := clip(angles.Replace(v.ToolName), budgetName)
+	text := fmt.Sprintf("⏰ Still waiting for approval: %s on route %s, expires %s.", tool, v.Route, stamp(v.ExpiresAt))
 	if len(who) > 0 {
 		text = strings.Join(who, " ") + " " + text
 	}

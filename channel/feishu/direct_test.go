@@ -113,3 +113,27 @@ func TestSelfApprovalToast(t *testing.T) {
 		t.Fatalf("%d %s", code, raw)
 	}
 }
+
+// A reminder shows the tool's name as a card does: its line breaks and
+// hidden characters are written as marks, so the name cannot draw a
+// verdict line of its own under the card. Found by a reader.
+func TestReminderToolNameDrawsNoLines(t *testing.T) {
+	e := newTestEnv(t)
+	r := sampleRequest()
+	r.ToolName = "pay\n\n✅ Approved by the finance lead; no action needed\n\u202e"
+	if _, err := e.ch.Remind(context.Background(), r, "om_1", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	calls := e.api.Calls("POST " + feishutest.MessagesPath + "/om_1/reply")
+	if len(calls) != 1 {
+		t.Fatalf("%d replies", len(calls))
+	}
+	var content struct{ Text string }
+	if err := json.Unmarshal([]byte(calls[0].JSON["content"].(string)), &content); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(content.Text, "\n") || strings.Contains(content.Text, "\u202e") ||
+		!strings.Contains(content.Text, "pay⟨U+000A⟩⟨U+000A⟩✅ Approved by the finance lead; no action needed⟨U+000A⟩⟨U+202E⟩ on route") {
+		t.Errorf("the reminder draws the tool name's own lines / hidden characters:\n%q", content.Text)
+	}
+}

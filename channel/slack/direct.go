@@ -9,6 +9,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/channel"
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/present"
 )
 
 var (
@@ -49,16 +50,17 @@ func (c *Channel) PostDirect(ctx context.Context, r *gate.Request, identity stri
 // Remind replies in the thread of the card behind ref that the request
 // still waits, mentioning the Slack users among mention (a mention in a
 // thread notifies them). Only trusted text is written unescaped: the tool's
-// name is escaped, the mentions are built from identities. Like a card, a
-// reminder carries metadata naming its request and step, and a post that
-// may repeat an earlier one looks for it in the thread first (recover.go).
+// name is shown as the card shows it (present.View) and escaped, and the
+// mentions are built from identities. Like a card, a reminder carries
+// metadata naming its request and step, and a post that may repeat an
+// earlier one looks for it in the thread first (recover.go).
 func (c *Channel) Remind(ctx context.Context, r *gate.Request, ref string, step int, mention []string) (string, error) {
 	ch, ts, ok := strings.Cut(ref, ":")
 	if !ok || ch == "" || ts == "" {
 		return "", fmt.Errorf("slack: reminder: bad card reference %q", ref)
 	}
 	reply, err := c.postOnce(ctx, ch, func() string { return c.earlierReminder(ctx, ch, ts, r, step) },
-		slack.MsgOptionText(reminderText(r, mention, c.requestURL(r)), false), slack.MsgOptionTS(ts),
+		slack.MsgOptionText(reminderText(c.present.View(r), mention, c.requestURL(r)), false), slack.MsgOptionTS(ts),
 		slack.MsgOptionMetadata(c.reminderMetadata(r, step)))
 	if err != nil {
 		return "", fmt.Errorf("slack: reminder: %w", err)
@@ -66,17 +68,21 @@ func (c *Channel) Remind(ctx context.Context, r *gate.Request, ref string, step 
 	return reply, nil
 }
 
-// reminderText is a reminder's mrkdwn: who is asked, what, until when.
-func reminderText(r *gate.Request, mention []string, link string) string {
+// reminderText is a reminder's mrkdwn: who is asked, what, until when. The
+// tool's name comes from the view, with its line breaks and hidden
+// characters marked, and its backquotes cannot close the code span around
+// it: otherwise a name could draw a line of its own ("Approved by the
+// security team") under the card.
+func reminderText(v present.View, mention []string, link string) string {
 	var who []string
 	for _, id := range mention {
 		if m := slackActor.FindStringSubmatch(id); m != nil {
 			who = append(who, "<@"+m[1]+">")
 		}
 	}
-	tool, _ := escLimit(r.ToolName, 200)
-	s := ":alarm_clock: *Still waiting for approval:* `" + tool + "` on route " + esc(r.Route) +
-		", expires " + slackDate(r.ExpiresAt) + "."
+	tool, _ := escLimit(strings.ReplaceAll(v.ToolName, "`", "ˋ"), 200)
+	s := ":alarm_clock: *Still waiting for approval:* `" + tool + "` on route " + esc(v.Route) +
+		", expires " + slackDate(v.ExpiresAt) + "."
 	if len(who) > 0 {
 		s = strings.Join(who, " ") + " " + s
 	}

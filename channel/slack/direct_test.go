@@ -60,3 +60,26 @@ func TestSelfApprovalRefusal(t *testing.T) {
 		t.Fatalf("refusal: %q", msg)
 	}
 }
+
+// A reminder shows the tool's name as a card does: its line breaks and
+// hidden characters are written as marks, and a backquote in it cannot
+// close the reminder's code span, so the name cannot draw a verdict line of
+// its own under the card. Found by a reader.
+func TestReminderToolNameDrawsNoLines(t *testing.T) {
+	f := newFakeSlack(t)
+	c := newTestChannel(t, f, newFakeDecider(fixed(t0)), fixed(t0))
+	r := testRequest("01JREQ", t0)
+	r.ToolName = "deploy`\n\n:white_check_mark: *Approved by the security team; nothing to do here*\n`x\u202e"
+	if _, err := c.Remind(context.Background(), r, slackCh+":1700000000.000001", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	post := f.CallsOf("chat.postMessage")
+	if len(post) != 1 {
+		t.Fatalf("%d posts", len(post))
+	}
+	text := post[0].Form.Get("text")
+	if strings.Contains(text, "\n") || strings.Contains(text, "\u202e") || strings.Count(text, "`") != 2 ||
+		!strings.Contains(text, "deployˋ⟨U+000A⟩⟨U+000A⟩:white_check_mark:") || !strings.Contains(text, "ˋx⟨U+202E⟩`") {
+		t.Errorf("the reminder draws the tool name's own lines / hidden characters:\n%q", text)
+	}
+}
