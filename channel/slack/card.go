@@ -186,7 +186,9 @@ func (c *Channel) finalCard(r *gate.Request) ([]slack.Block, string) {
 }
 
 // fallback is the notification's one line: the sentence, escaped (Slack
-// parses a message's text as mrkdwn).
+// parses a message's text as mrkdwn). It is the only escape the text gets:
+// it goes out with the SDK's escape flag off, which would escape &, < and >
+// once more.
 func fallback(v present.View) string {
 	s, _ := escLimit(v.Sentence, 300)
 	return s

@@ -460,3 +460,32 @@ func TestCardsAreRedacted(t *testing.T) {
 		t.Error("the request was changed")
 	}
 }
+
+// A card's notification text is escaped once: Slack shows "&amp;" as "&",
+// and a second escape left "R&amp;D" in the notification for "R&D". The
+// text stays inert all the same. Found by a reader.
+func TestFallbackTextEscapedOnce(t *testing.T) {
+	f := newFakeSlack(t)
+	c := newTestChannel(t, f, newFakeDecider(fixed(t0)), fixed(t0))
+	r := testRequest("01JREQ", t0)
+	r.Summary = "Pay R&D <team>"
+	if _, err := c.Post(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	r.Status, r.DecidedBy, r.DecidedVia = gate.StatusApproved, "web:alice", "web"
+	if err := c.Update(context.Background(), r, slackCh+":1.2"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ method, want string }{
+		{"chat.postMessage", "Approval needed: Pay R&amp;D &lt;team&gt;"},
+		{"chat.update", "Approved: Pay R&amp;D &lt;team&gt;"},
+	} {
+		calls := f.CallsOf(tc.method)
+		if len(calls) != 1 {
+			t.Fatalf("%d %s calls", len(calls), tc.method)
+		}
+		if text := calls[0].Form.Get("text"); text != tc.want {
+			t.Errorf("%s: text on the wire %q, want %q", tc.method, text, tc.want)
+		}
+	}
+}

@@ -30,8 +30,10 @@ func (c *Channel) Post(ctx context.Context, r *gate.Request) (string, error) {
 // conversation's history (postOnce).
 func (c *Channel) postTo(ctx context.Context, to string, r *gate.Request) (string, error) {
 	blocks, text := c.openCard(r)
+	// text is escaped already (fallback), within its length limit; the
+	// SDK's escape flag would escape it again ("R&amp;amp;D").
 	ref, err := c.postOnce(ctx, to, func() string { return c.earlierCard(ctx, to, r) },
-		slack.MsgOptionText(text, true), slack.MsgOptionBlocks(blocks...), slack.MsgOptionMetadata(c.cardMetadata(r)))
+		slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionMetadata(c.cardMetadata(r)))
 	if err != nil {
 		return "", fmt.Errorf("slack: post card: %w", err)
 	}
@@ -84,7 +86,7 @@ func (c *Channel) Update(ctx context.Context, r *gate.Request, ref string) error
 	blocks, text := c.finalCard(r)
 	err := channel.Retry(ctx, retryPolicy, func(ctx context.Context) error {
 		_, _, _, err := c.api.UpdateMessageContext(ctx, ch, ts,
-			slack.MsgOptionText(text, true), slack.MsgOptionBlocks(blocks...))
+			slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...)) // text escaped already, as in postTo
 		return classify(err)
 	})
 	if err != nil {
