@@ -110,7 +110,7 @@ func (h *callbackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad payload", http.StatusBadRequest)
 		return
 	}
-	if done := c.interact(r.Context(), ic); done != nil {
+	if done := c.interact(r.Context(), ic, verified); done != nil {
 		// The verdict usually lands within a millisecond. Waiting for it
 		// here hands this goroutine's CPU to it at once, instead of after
 		// the ack has been written, and the ack goes out well inside
@@ -237,7 +237,10 @@ func (a *action) UnmarshalJSON(b []byte) error {
 }
 
 // pick prefers, among channels whose secret verified (one app may serve
-// several channels), the one whose Slack channel the tap came from.
+// several channels), the one whose Slack channel the tap came from. A tap
+// from no channel's Slack channel (a direct card's) is given to the first,
+// which passes it on to the request's own channel once it has read the
+// request, after the ack (via).
 func pick(chs []*Channel, ic slack.InteractionCallback) *Channel {
 	if ic.Type == slack.InteractionTypeViewSubmission {
 		// The reason modal names the channel whose card was tapped.

@@ -427,3 +427,57 @@ func TestTapOutsideTheChannelIsElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// A tap on a direct card comes from the approver's own conversation with
+// the bot (D…), which is no channel's channel_id. With several channels on
+// one Slack app, it counts through the request's own channel, not the
+// first channel configured, and a "reject with reason" form opened from it
+// names that channel too; a channel of another Slack app is never taken,
+// whatever the request names. Found by a reader.
+func TestDirectCardTapKeepsItsChannel(t *testing.T) {
+	for _, tc := range []struct {
+		name, action, value, engSecret, want string
+	}{
+		{"approve", actionApprove, "approve:01JREQ", secret, "eng-slack"},
+		{"reject with reason", actionReason, "reason:01JREQ", secret, "eng-slack"},
+		{"the request's channel on another app", actionApprove, "approve:01JREQ", "another-app-secret", "ops-slack"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeSlack(t)
+			r := testRequest("01JREQ", t0)
+			r.Channels = []string{"eng-slack"}
+			r.Approvers = []string{"slack:T123/U456"}
+			d := newFakeDecider(fixed(t0), r)
+			a := newTestChannel(t, f, d, fixed(t0))
+			b := newTestChannel(t, f, d, fixed(t0), func(o *Options) {
+				o.Name, o.Config.ChannelID, o.Config.SigningSecret = "eng-slack", "C999", tc.engSecret
+			})
+			h := NewCallbackHandler([]*Channel{a, b})
+			tap := slacktest.Form(slacktest.BlockActions(slacktest.Tap{Team: "T123", User: "U456", Channel: slacktest.DirectChannel("U456"),
+				ActionID: tc.action, Value: tc.value}))
+			if code := post(h, tap, slacktest.Sign(secret, t0, tap)); code != http.StatusOK {
+				t.Fatalf("tap: status %d", code)
+			}
+			a.Flush()
+			b.Flush()
+			if tc.action == actionReason {
+				views := f.CallsOf("views.open")
+				if len(views) != 1 {
+					t.Fatalf("%d views.open calls, want 1", len(views))
+				}
+				view, _ := views[0].Body["view"].(map[string]any)
+				sub := slacktest.Form(slacktest.ViewSubmission(slacktest.Submission{Team: "T123", User: "U456", CallbackID: reasonCallback,
+					Metadata: fmt.Sprint(view["private_metadata"]), Block: reasonBlock, Action: reasonAction, Value: "not now"}))
+				if code := post(h, sub, slacktest.Sign(secret, t0, sub)); code != http.StatusOK {
+					t.Fatalf("submission: status %d", code)
+				}
+				a.Flush()
+				b.Flush()
+			}
+			got := d.taken()
+			if len(got) != 1 || got[0].Via != tc.want {
+				t.Errorf("decisions %+v, want one via %s", got, tc.want)
+			}
+		})
+	}
+}

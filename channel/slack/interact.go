@@ -39,12 +39,15 @@ type reasonMeta struct {
 // an error although the verdict may land. The approver learns the outcome
 // from the card (updated by the gate's card worker) or from an ephemeral
 // message when the tap was refused.
-func (c *Channel) interact(ctx context.Context, ic slack.InteractionCallback) <-chan struct{} {
+//
+// peers are the channels of the Slack app the interaction came from, c
+// among them, any of which a tap may count through (via).
+func (c *Channel) interact(ctx context.Context, ic slack.InteractionCallback, peers []*Channel) <-chan struct{} {
 	var started []<-chan struct{}
 	later := func(ctx context.Context, fn func(ctx context.Context, ready func())) {
 		started = append(started, c.later(ctx, fn))
 	}
-	c.dispatch(ctx, ic, later)
+	c.dispatch(ctx, ic, peers, later)
 	switch len(started) {
 	case 0:
 		return nil
@@ -62,7 +65,7 @@ func (c *Channel) interact(ctx context.Context, ic slack.InteractionCallback) <-
 }
 
 // dispatch starts the work of one interaction through later.
-func (c *Channel) dispatch(ctx context.Context, ic slack.InteractionCallback, later func(context.Context, func(context.Context, func()))) {
+func (c *Channel) dispatch(ctx context.Context, ic slack.InteractionCallback, peers []*Channel, later func(context.Context, func(context.Context, func()))) {
 	actor, ids := identity(ic)
 	switch ic.Type {
 	case slack.InteractionTypeBlockActions:
@@ -75,7 +78,7 @@ func (c *Channel) dispatch(ctx context.Context, ic slack.InteractionCallback, la
 				c.decider.Refuse(ctx, "", c.name, actor, fmt.Sprintf("malformed button value %q", a.Value))
 				continue
 			}
-			later(ctx, func(ctx context.Context, ready func()) { c.tap(ctx, ready, ic, actor, ids, choice, id) })
+			later(ctx, func(ctx context.Context, ready func()) { c.tap(ctx, ready, ic, peers, actor, ids, choice, id) })
 		}
 	case slack.InteractionTypeViewSubmission:
 		if ic.View.CallbackID != reasonCallback {
@@ -119,19 +122,49 @@ func (c *Channel) later(ctx context.Context, fn func(ctx context.Context, ready 
 
 // tap acts on one button: approve and reject go to the gate; "reject with
 // reason" opens the modal whose submission carries the reason (after the
-// ack: its trigger lasts 3 seconds, the ack need not wait for it).
-func (c *Channel) tap(ctx context.Context, ready func(), ic slack.InteractionCallback, actor string, ids []string, choice, id string) {
+// ack: its trigger lasts 3 seconds, the ack need not wait for it). Both
+// count through the channel via names.
+func (c *Channel) tap(ctx context.Context, ready func(), ic slack.InteractionCallback, peers []*Channel, actor string, ids []string, choice, id string) {
 	from, user := tapChannel(ic), ic.User.ID
 	switch choice {
 	case choiceApprove, choiceReject, choiceRemember:
-		c.decide(ctx, ready, from, user, gate.Decision{RequestID: id, Approve: choice == choiceApprove || choice == choiceRemember, Remember: choice == choiceRemember,
-			Actor: actor, Identities: ids, Via: c.name})
+		via := c.via(ctx, peers, from, id)
+		via.decide(ctx, ready, from, user, gate.Decision{RequestID: id, Approve: choice == choiceApprove || choice == choiceRemember, Remember: choice == choiceRemember,
+			Actor: actor, Identities: ids, Via: via.name})
 	case choiceReason:
 		ready()
-		c.openReason(ctx, ic, actor, ids, id)
+		c.via(ctx, peers, from, id).openReason(ctx, ic, actor, ids, id)
 	default:
 		c.decider.Refuse(ctx, id, c.name, actor, fmt.Sprintf("unknown button choice %q", choice))
 	}
+}
+
+// via is the channel a tap on request id's card, in the Slack conversation
+// from, counts through. A tap in one of peers' Slack channels went to that
+// channel already (pick). A tap anywhere else (a direct card, in the
+// approver's own D… conversation with the bot) matches no channel_id, so
+// it counts through the first of the request's own channels among peers:
+// the one the gate sent the direct card through, as it sends by the first
+// of them that reaches the person. Never through a channel of another
+// Slack app (peers are the app's), and never through one the request was
+// not sent to, when it was sent to one of peers; otherwise (an unknown
+// request) it stays c, and the gate judges the tap as before.
+func (c *Channel) via(ctx context.Context, peers []*Channel, from, id string) *Channel {
+	if from == c.cfg.ChannelID || len(peers) < 2 {
+		return c
+	}
+	r, err := c.decider.Get(ctx, id)
+	if err != nil {
+		return c
+	}
+	for _, name := range r.Channels {
+		for _, p := range peers {
+			if p.name == name {
+				return p
+			}
+		}
+	}
+	return c
 }
 
 // decide hands a verdict to the gate, says ready, and tells the approver,

@@ -108,7 +108,7 @@ func (c *Channel) events(ctx context.Context, sm *socketmode.Client) {
 				if len(c.peers) > 1 {
 					target = pick(c.peers, ic) // the channel whose card it was, as over HTTP
 				}
-				target.interact(ctx, ic)
+				target.interact(ctx, ic, c.peers)
 			}
 		default:
 			c.ack(ctx, sm, evt)
