@@ -1,6 +1,7 @@
 package feishu
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -124,7 +125,7 @@ func (h *callbackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuseHTTP(w, http.StatusUnauthorized, "unsigned callback")
 		return
 	}
-	c := pick(signedBy, &env)
+	c := pick(r.Context(), signedBy, &env)
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	sent := time.Unix(sec, 0)
 	if err != nil {
@@ -188,9 +189,14 @@ func (h *callbackHandler) challenge(w http.ResponseWriter, env *callbackEnvelope
 
 // pick chooses among the channels sharing the signing key: the one whose
 // app the header names, then whose token matches, then whose chat holds the
-// card. It falls back to the best so far so that the refusal is audited
-// against a channel.
-func pick(cands []*Channel, env *callbackEnvelope) *Channel {
+// card. A direct card is in the approver's own chat with the app, no
+// channel's chat: its tap goes to the first of the request's own channels
+// among those left (the one the gate sent the card through, as it sends by
+// the first of them that reaches the person), so it is never decided
+// through a channel the request was not sent to, nor one of another app.
+// It falls back to the best so far so that the refusal is audited against
+// a channel.
+func pick(ctx context.Context, cands []*Channel, env *callbackEnvelope) *Channel {
 	filter := func(cs []*Channel, ok func(*Channel) bool) []*Channel {
 		var out []*Channel
 		for _, c := range cs {
@@ -206,12 +212,30 @@ func pick(cands []*Channel, env *callbackEnvelope) *Channel {
 	cands = filter(cands, func(c *Channel) bool { return c.cfg.AppID == env.Header.AppID })
 	cands = filter(cands, func(c *Channel) bool { return sameSecret(env.Header.Token, c.cfg.VerificationToken) })
 	var ev struct {
+		Action struct {
+			Value actionValue `json:"value"`
+		} `json:"action"`
 		Context struct {
 			OpenChatID string `json:"open_chat_id"`
 		} `json:"context"`
 	}
 	_ = json.Unmarshal(env.Event, &ev)
-	cands = filter(cands, func(c *Channel) bool { return c.cfg.ChatID == ev.Context.OpenChatID })
+	for _, c := range cands {
+		if c.cfg.ChatID == ev.Context.OpenChatID {
+			return c
+		}
+	}
+	if len(cands) > 1 && ev.Action.Value.RequestID != "" {
+		if r, err := cands[0].decider.Get(ctx, ev.Action.Value.RequestID); err == nil {
+			for _, name := range r.Channels {
+				for _, c := range cands {
+					if c.name == name {
+						return c
+					}
+				}
+			}
+		}
+	}
 	return cands[0]
 }
 

@@ -310,3 +310,38 @@ func TestCallbackPicksTheChannel(t *testing.T) {
 		t.Errorf("cross-channel token: %d, want 401", code)
 	}
 }
+
+// A tap on a direct card comes from the approver's own chat with the app,
+// which is no channel's chat_id. With several channels on one app, it
+// counts through the request's own channel, not the first channel
+// configured; a channel of another app is never taken, whatever the
+// request names. Found by a reader.
+func TestDirectCardTapKeepsItsChannel(t *testing.T) {
+	for _, tc := range []struct {
+		name, engApp, want string
+	}{
+		{"the request's channel on the same app", "cli_test", "eng-feishu"},
+		{"the request's channel on another app", "cli_other", "ops-feishu"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &fakeDecider{get: func(id string) (*gate.Request, error) {
+				r := sampleRequest()
+				r.ID, r.Channels, r.Approvers = id, []string{"eng-feishu"}, []string{"feishu:ou_alice"}
+				return r, nil
+			}}
+			a := newTestEnv(t, func(o *Options) { o.Decider = d })
+			b := newTestEnv(t, func(o *Options) {
+				o.Name, o.Config.ChatID, o.Config.AppID, o.Decider = "eng-feishu", "oc_eng", tc.engApp, d
+			})
+			h := NewCallbackHandler([]*Channel{a.ch, b.ch})
+			p := feishutest.CardAction(feishutest.Tap{EventID: "ev_dm", Token: "v-token", AppID: "cli_test", At: testNow, OpenID: "ou_alice",
+				UnionID: "on_alice", RequestID: reqID, Choice: "approve", MessageID: "om_7", ChatID: "oc_p2p_alice", To: "feishu:ou_alice"})
+			if code, _, raw := serve(t, h, feishuRequest(t, p, "e-key", testNow)); code != 200 {
+				t.Fatalf("status %d: %s", code, raw)
+			}
+			if ds := d.Decisions(); len(ds) != 1 || ds[0].Via != tc.want {
+				t.Errorf("decisions %+v, want one via %s", ds, tc.want)
+			}
+		})
+	}
+}

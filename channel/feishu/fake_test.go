@@ -20,9 +20,14 @@ type fakeDecider struct {
 	refusals  []string
 	// decide answers Decide; by default the request ends as the verdict says.
 	decide func(d gate.Decision) (*gate.Request, error)
+	// get answers Get; by default a pending request sent nowhere.
+	get func(id string) (*gate.Request, error)
 }
 
 func (f *fakeDecider) Get(ctx context.Context, id string) (*gate.Request, error) {
+	if f.get != nil {
+		return f.get(id)
+	}
 	return &gate.Request{ID: id, Status: gate.StatusPending}, nil
 }
 
