@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/internal/present"
@@ -71,5 +74,89 @@ func TestGrantHashesHideRedactedArguments(t *testing.T) {
 	_, page := e.login("audrey").get("/grants")
 	if strings.Contains(page, hashOf("4821")) || !strings.Contains(page, "as approved on") {
 		t.Errorf("the grants page:\n%s", page)
+	}
+}
+
+// TestTrailHashesHideRedactedArguments: the created event seals the call
+// (audit.Call: the arguments, summary, metadata … as stored), the decided
+// event seals the verdict, and every event's hash covers its detail as
+// stored. A read_all token shown the pin as [redacted] could hash the
+// shown call with each of the 10,000 pins until one gave the seal. A
+// reader shown the trail redacted gets the seals as [redacted] and no
+// hash or prev_hash, in the API and on the request page; the request's own
+// token keeps them. Found by a reader.
+func TestTrailHashesHideRedactedArguments(t *testing.T) {
+	e := newPinEnv(t)
+	r := e.submitAs("agent-a", pinCall)
+	if _, err := e.svc.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: true, Actor: "web:alice", Via: gate.WebChannel, Reason: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.Seal(context.Background(), 100); err != nil {
+		t.Fatal(err)
+	}
+	events := func(token string) []gate.Event {
+		t.Helper()
+		code, body := call(t, e.srv.URL, token, http.MethodGet, "/api/v1/approvals/"+r.ID+"/events", "")
+		var out struct {
+			Events []gate.Event `json:"events"`
+		}
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &out) != nil {
+			t.Fatalf("events as %s: %d %s", token, code, body)
+		}
+		return out.Events
+	}
+	seal := func(evs []gate.Event, typ, mark string) string {
+		for _, ev := range evs {
+			if _, d, ok := strings.Cut(ev.Detail, mark); ok && ev.Type == typ {
+				d, _, _ = strings.Cut(d, ";")
+				return d
+			}
+		}
+		t.Fatalf("no %s event with %s: %+v", typ, mark, evs)
+		return ""
+	}
+
+	own := events("agent-a")
+	if seal(own, gate.EventCreated, audit.CallMark) != r.Call().Digest() || own[0].Hash == "" || own[0].PrevHash == "" {
+		t.Errorf("the request's own token reads its trail without its seals or hashes: %+v", own)
+	}
+
+	code, body := call(t, e.srv.URL, "reader", http.MethodGet, "/api/v1/approvals/"+r.ID, "")
+	var shown gate.Request
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &shown) != nil {
+		t.Fatalf("read as reader: %d %s", code, body)
+	}
+	evs := events("reader")
+	callSeal := seal(evs, gate.EventCreated, audit.CallMark)
+	for i := range 10000 {
+		pin := fmt.Sprintf("%04d", i)
+		guess := shown
+		guess.ToolArgs = json.RawMessage(`{"door":"vault","pin":"` + pin + `"}`)
+		if guess.Call().Digest() == callSeal {
+			t.Fatalf("the call's seal gives the pin away: %s", pin)
+		}
+	}
+	if callSeal != redact.Mark || seal(evs, gate.EventDecided, audit.VerdictMark) != redact.Mark {
+		t.Errorf("read_all reads the seals %q, want %s: %+v", callSeal, redact.Mark, evs)
+	}
+	if evs[0].Seq == 0 {
+		t.Errorf("read_all reads the created event without its seq: %+v", evs[0])
+	}
+	for _, ev := range evs {
+		if ev.Hash != "" || ev.PrevHash != "" {
+			t.Errorf("read_all reads event %d (%s) with hash %q, prev_hash %q", ev.ID, ev.Type, ev.Hash, ev.PrevHash)
+		}
+	}
+
+	_, page := e.login("audrey").get("/approvals/" + r.ID)
+	for _, ev := range own {
+		for _, h := range []string{ev.Hash, seal(own, gate.EventCreated, audit.CallMark), seal(own, gate.EventDecided, audit.VerdictMark)} {
+			if h != "" && strings.Contains(page, h) { // an event written after Seal has none yet
+				t.Errorf("the request page shows %s", h)
+			}
+		}
+	}
+	if !strings.Contains(page, audit.CallMark+redact.Mark) {
+		t.Errorf("the request page does not say the call is sealed:\n%s", page)
 	}
 }

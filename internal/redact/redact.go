@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
 )
@@ -138,15 +139,28 @@ func (r *Redactor) Request(req *gate.Request) *gate.Request {
 	return &c
 }
 
+// seal is a digest the audit chain seals in an event's detail: of a call
+// (its arguments, summary, metadata …) or of a verdict (its reason, edited
+// arguments …), as stored.
+var seal = regexp.MustCompile("(" + regexp.QuoteMeta(audit.CallMark) + "|" + regexp.QuoteMeta(audit.VerdictMark) + ")[0-9a-f]{64}")
+
 // Event returns e with its detail redacted by the patterns over its whole
 // text (a reason; a number or a "key": "value" pair a pattern names), and
 // first by the keys where it is a JSON object or list (a tool's outcome,
 // which was redacted when stored by the rules of the day: a key rule added
 // later must hide it as it hides the arguments).
+//
+// It carries no hash either: the seals of the call and the verdict are
+// shown as Mark, and hash and prev_hash are left empty. Each is SHA-256
+// over values stored unredacted, so a reader could hash guesses at a
+// hidden value (a four-digit pin takes 10,000) until one gave the digest.
+// The chain is checked on the server, by `gatehouse audit verify`.
 func (r *Redactor) Event(e gate.Event) gate.Event {
 	if !r.Active() {
 		return e
 	}
+	e.Detail = seal.ReplaceAllString(e.Detail, "${1}"+Mark)
+	e.PrevHash, e.Hash = "", ""
 	if d := bytes.TrimSpace([]byte(e.Detail)); len(d) > 0 && (d[0] == '{' || d[0] == '[') && json.Valid(d) {
 		e.Detail = string(r.JSON(json.RawMessage(e.Detail)))
 	}
