@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -10,15 +11,24 @@ import (
 )
 
 // listGrants is GET /api/v1/grants: the token's own grants (every token's
-// with the read_all scope), active ones unless ?all=1 asks for the ended
-// too.
+// with the read_all scope), active ones unless ?all=true asks for the
+// ended too. all takes what strconv.ParseBool reads (true, 1, false, 0 …);
+// anything else is refused, not read as false, so a caller that spelled
+// it otherwise is told rather than shown the active grants alone.
 func (s *Server) listGrants(c echo.Context) error {
+	all := false
+	if v := c.QueryParam("all"); v != "" {
+		var err error
+		if all, err = strconv.ParseBool(v); err != nil {
+			return s.apiError(c, gate.Errorf(gate.EINVALID, "all: %q is not true or false", v))
+		}
+	}
 	a := s.access(c)
 	var only *string
 	if !a.ReadAll {
 		only = &a.Name
 	}
-	gs, err := s.svc.Grants(c.Request().Context(), only, c.QueryParam("all") != "1")
+	gs, err := s.svc.Grants(c.Request().Context(), only, !all)
 	if err != nil {
 		return s.apiError(c, err)
 	}

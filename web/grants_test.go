@@ -130,3 +130,41 @@ func TestWebGrantsEndWithTheirGiversRole(t *testing.T) {
 		})
 	}
 }
+
+// TestGrantsAllTakesABoolean: docs/api.md writes ?all=true, which listed
+// only the active grants (the handler knew only all=1). all takes what
+// strconv.ParseBool reads, and anything else is a 400 that names it. Found
+// by a reader.
+func TestGrantsAllTakesABoolean(t *testing.T) {
+	base, svc := newTokenServer(t, gate.Route{Name: "deploys", Tool: "deploy", Channels: []string{gate.WebChannel}, Remember: time.Hour, Timeout: time.Hour})
+	ctx := context.Background()
+	code, body := call(t, base, "agent-a", "POST", "/api/v1/approvals", `{"tool_name":"deploy","tool_args":{"env":"prod"}}`)
+	var r gate.Request
+	if code != http.StatusCreated || json.Unmarshal([]byte(body), &r) != nil {
+		t.Fatalf("submit: %d %s", code, body)
+	}
+	if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Remember: true, Actor: "web:alice", Via: gate.WebChannel}); err != nil {
+		t.Fatal(err)
+	}
+	gs := grants(t, base, "agent-a", "")
+	if len(gs) != 1 {
+		t.Fatalf("%d grants", len(gs))
+	}
+	if _, err := svc.RevokeGrant(ctx, gs[0].ID, "web:alice"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		query string
+		want  int
+	}{{"", 0}, {"?all=true", 1}, {"?all=1", 1}, {"?all=TRUE", 1}, {"?all=t", 1}, {"?all=false", 0}, {"?all=0", 0}} {
+		if got := grants(t, base, "agent-a", tc.query); len(got) != tc.want {
+			t.Errorf("%s lists %d grants, want %d", tc.query, len(got), tc.want)
+		}
+	}
+	for _, v := range []string{"yes", "2", "on"} {
+		code, body := call(t, base, "agent-a", "GET", "/api/v1/grants?all="+v, "")
+		if code != http.StatusBadRequest || !strings.Contains(body, `all: \"`+v+`\" is not true or false`) {
+			t.Errorf("?all=%s: %d %s", v, code, body)
+		}
+	}
+}
