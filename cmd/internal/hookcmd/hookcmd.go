@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -121,13 +122,16 @@ func emit(stdout, stderr io.Writer, out hook.Output) int {
 	return out.Exit
 }
 
-// parseHookWait reads a Go duration ("590s") or seconds ("590").
+// parseHookWait reads a Go duration ("590s") or seconds ("590"). Seconds
+// past what a time.Duration holds (about 292 years) are held at that: as
+// is, they would wrap negative and refuse every call as "not positive".
+// An infinity is no number of seconds.
 func parseHookWait(v string) (time.Duration, error) {
 	if d, err := time.ParseDuration(v); err == nil && d > 0 {
 		return d, nil
 	}
-	if n, err := strconv.ParseFloat(v, 64); err == nil && n > 0 {
-		return time.Duration(n * float64(time.Second)), nil
+	if n, err := strconv.ParseFloat(v, 64); err == nil && n > 0 && !math.IsInf(n, 0) {
+		return time.Duration(min(n, float64(math.MaxInt64/int64(time.Second))) * float64(time.Second)), nil
 	}
 	return 0, fmt.Errorf("%q is not a positive duration such as 590s", v)
 }
