@@ -82,12 +82,14 @@ func (p *Presenter) View(r *gate.Request) View {
 	// controls, zero-width ones) are written as visible marks, on a copy.
 	// Fields that are one line by nature have their line breaks and other
 	// control characters marked too: an agent id must not draw a line of
-	// its own ("Amount: ¥10") on a card.
+	// its own ("Amount: ¥10") on a card, nor the sentence that heads it,
+	// made of the tool's name and argument values when there is no
+	// summary.
 	c := *v.Request
-	for _, s := range []*string{&v.Sentence, &v.Big, &c.Summary, &c.Reason} {
+	for _, s := range []*string{&v.Big, &c.Summary, &c.Reason} {
 		*s = text.Reveal(*s)
 	}
-	for _, s := range []*string{&c.ToolName, &c.AgentID, &c.UserID, &c.SessionID, &c.DecidedBy} {
+	for _, s := range []*string{&v.Sentence, &c.ToolName, &c.AgentID, &c.UserID, &c.SessionID, &c.DecidedBy} {
 		*s = text.RevealLine(*s)
 	}
 	for _, j := range []*json.RawMessage{&c.ToolArgs, &c.ModifiedArgs, &c.Metadata} {
