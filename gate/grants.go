@@ -14,10 +14,10 @@ import (
 )
 
 // argsHash identifies a call's arguments for a grant: SHA-256 of their
-// canonical JSON, so that key order and spacing do not matter, and of the
-// working directory an agent client reported (metadata.cwd), where a
-// relative path such as `rm -rf build` points: the same arguments in
-// another directory are another call.
+// canonical JSON, so that key order and spacing do not matter, and of where
+// the call runs as an agent client reported it (placeOf): the same
+// arguments in another directory, or sent to another MCP server, are
+// another call.
 func argsHash(args, metadata []byte) string {
 	canon, err := jsonx.Canonical(args)
 	if err != nil {
@@ -25,26 +25,44 @@ func argsHash(args, metadata []byte) string {
 	}
 	h := sha256.New()
 	h.Write(canon)
-	if cwd := cwdOf(metadata); cwd != nil {
-		h.Write([]byte("\x00cwd\x00"))
-		h.Write(cwd)
+	// Only what the metadata names is written, so a grant given before the
+	// MCP server counted still matches a call that names none.
+	for i, v := range placeOf(metadata) {
+		if v != nil {
+			h.Write([]byte("\x00" + placeKeys[i] + "\x00"))
+			h.Write(v)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// cwdOf is the working directory a call's metadata names, as canonical
-// JSON of the value sent, whatever its type ({"cwd": 5} is not "no cwd"),
-// or nil when it names none: the same command in another directory is
-// another call.
-func cwdOf(metadata []byte) []byte {
+// placeKeys are the metadata that say where a call runs: the working
+// directory hooks report (cwd), where a relative path such as
+// `rm -rf build` points, and the MCP server of a Cursor MCP call (mcp_url
+// or mcp_command, as package hook names them), whose bare tool name does
+// not say which server it goes to.
+var placeKeys = []string{"cwd", "mcp_url", "mcp_command"}
+
+// placeOf is the value of each of placeKeys in a call's metadata, as
+// canonical JSON of the value sent, whatever its type ({"cwd": 5} is not
+// "no cwd"), or nil where the metadata names none: the same call in
+// another place is another call.
+func placeOf(metadata []byte) [][]byte {
+	place := make([][]byte, len(placeKeys))
 	var md map[string]json.RawMessage
-	if json.Unmarshal(metadata, &md) != nil || md["cwd"] == nil {
-		return nil
+	if json.Unmarshal(metadata, &md) != nil {
+		return place
 	}
-	if c, err := jsonx.Canonical(md["cwd"]); err == nil {
-		return c
+	for i, k := range placeKeys {
+		if md[k] == nil {
+			continue
+		}
+		place[i] = md[k]
+		if c, err := jsonx.Canonical(md[k]); err == nil {
+			place[i] = c
+		}
 	}
-	return md["cwd"]
+	return place
 }
 
 // grantFor is the grant an approval of r by who gives ("approve for"). It

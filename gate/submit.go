@@ -384,8 +384,8 @@ func (s *Service) attach(r, in *Request) (*Request, bool, error) {
 		return conflict(fmt.Sprintf("for tool %q", r.ToolName))
 	case !bytes.Equal(r.ToolArgs, in.ToolArgs):
 		return conflict("with other arguments")
-	case !bytes.Equal(cwdOf(r.Metadata), cwdOf(in.Metadata)):
-		return conflict("in another working directory")
+	case !samePlace(r.Metadata, in.Metadata):
+		return conflict("in another working directory or for another MCP server")
 	case r.ToolCallID != "" && in.ToolCallID != "" && r.ToolCallID != in.ToolCallID:
 		return conflict(fmt.Sprintf("for call %q", r.ToolCallID))
 	case r.AgentID != in.AgentID:
@@ -396,6 +396,18 @@ func (s *Service) attach(r, in *Request) (*Request, bool, error) {
 		return conflict(fmt.Sprintf("with requires_confirmation %v", r.RequiresConfirmation))
 	}
 	return r, false, nil
+}
+
+// samePlace reports whether two calls' metadata say they run in the same
+// place (placeOf): the same directory, and the same MCP server.
+func samePlace(a, b []byte) bool {
+	pa, pb := placeOf(a), placeOf(b)
+	for i := range pa {
+		if !bytes.Equal(pa[i], pb[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // agentLabel is the agent id a request records: what the agent says, else

@@ -127,6 +127,8 @@ func TestIdempotentSubmit(t *testing.T) {
 			"another agent label":   {ToolName: "deploy", AgentID: "other", IdempotencyKey: "call-1", Caller: "bot"},
 			"no confirmation asked": {ToolName: "deploy", IdempotencyKey: "call-1", Caller: "bot", RequiresConfirmation: new(bool)},
 			"another directory":     {ToolName: "deploy", IdempotencyKey: "call-1", Caller: "bot", Metadata: json.RawMessage(`{"cwd":"/home/u"}`)},
+			"another MCP server":    {ToolName: "deploy", IdempotencyKey: "call-1", Caller: "bot", Metadata: json.RawMessage(`{"mcp_url":"https://prod.example.com"}`)},
+			"an MCP server command": {ToolName: "deploy", IdempotencyKey: "call-1", Caller: "bot", Metadata: json.RawMessage(`{"mcp_command":"npx prod-mcp"}`)},
 		} {
 			if _, _, err := svc.Submit(ctx, in); gate.ErrorCode(err) != gate.EIDEMPOTENCY {
 				t.Errorf("%s under a used key: %v, want idempotency_conflict", name, err)

@@ -366,6 +366,9 @@ func (c *Call) fromCursor(in *rawInput) error {
 		}
 		c.ToolInput, _ = json.Marshal(map[string]string{"command": in.Command})
 	case BeforeMCPExecution:
+		// The tool name is bare (database_query): only the url or command
+		// says which server the call goes to, so both are part of the call
+		// (Key, and the gate's idempotency and grant checks).
 		c.ToolName, c.ToolInput = in.ToolName, in.ToolInput
 		c.meta("mcp_url", in.URL)
 		c.meta("mcp_command", in.Command)
@@ -453,8 +456,10 @@ func normalizeInput(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 // Key is the idempotency key of the call's n-th request. Key(0) is a hash of
-// the session, the tool, the canonical input and the working directory (the
-// same command elsewhere is another call), so that both events of one
+// the session, the tool, the canonical input, the working directory (the
+// same command elsewhere is another call) and, for a Cursor MCP call, the
+// server's url or command (its tool name is bare: database_query on a dev
+// server and on a prod server are two calls), so that both events of one
 // call (PreToolUse and PermissionRequest; only the first has a tool_use_id),
 // a hook the client ran twice, and a command hook re-attaching after a
 // server restart all land on one request: one card, one verdict. A later
@@ -466,7 +471,14 @@ func (c Call) Key(n int) string {
 		canon = c.ToolInput
 	}
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte(c.SessionID), []byte(c.ToolName), canon, []byte(c.Metadata["cwd"])} {
+	parts := [][]byte{[]byte(c.SessionID), []byte(c.ToolName), canon, []byte(c.Metadata["cwd"])}
+	// Only a call that names its MCP server adds it (url and command apart,
+	// so a url is never taken for a command), so every other call keeps the
+	// key it had and a pending request is still found across an upgrade.
+	if c.Metadata["mcp_url"] != "" || c.Metadata["mcp_command"] != "" {
+		parts = append(parts, []byte(c.Metadata["mcp_url"]), []byte(c.Metadata["mcp_command"]))
+	}
+	for _, part := range parts {
 		h.Write([]byte(strconv.Itoa(len(part))))
 		h.Write([]byte{':'})
 		h.Write(part)

@@ -226,3 +226,26 @@ func TestCursorCwdIsItsWorkspaceRoot(t *testing.T) {
 		t.Errorf("a cwd Cursor names is kept: %v", c.Metadata)
 	}
 }
+
+// TestCursorMCPServerInKey: Cursor's beforeMCPExecution names the MCP server
+// only by its url or command, and the tool name is bare, so the same query
+// sent to a dev server and then to a prod server shared one key, one
+// request and one verdict. Found by a reader.
+func TestCursorMCPServerInKey(t *testing.T) {
+	parse := func(server string) Call {
+		c, err := Parse(Cursor, []byte(`{"hook_event_name":"beforeMCPExecution","conversation_id":"c","tool_name":"database_query","tool_input":"{\"query\":\"DROP TABLE users\"}",`+server+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	dev := parse(`"url":"http://dev-db.local:3000"`)
+	for _, other := range []string{`"url":"https://prod-db.example.com"`, `"command":"npx prod-db-mcp"`, `"command":"http://dev-db.local:3000"`} {
+		if parse(other).Key(0) == dev.Key(0) {
+			t.Errorf("%s shares the key of the dev server's call", other)
+		}
+	}
+	if again := parse(`"url":"http://dev-db.local:3000"`); again.Key(0) != dev.Key(0) {
+		t.Errorf("the same call to the same server: keys %s and %s", again.Key(0), dev.Key(0))
+	}
+}

@@ -518,6 +518,33 @@ func TestHookVerdictStaysInItsDirectory(t *testing.T) {
 	}
 }
 
+// TestHookCursorMCPVerdictStaysOnItsServer: Cursor names an MCP call's
+// server only by its url or command, and the tool name is bare, so a
+// query approved on a dev server was allowed on a prod server a moment
+// later (and, while pending, the prod call waited on the dev call's card).
+// Found by a reader.
+func TestHookCursorMCPVerdictStaysOnItsServer(t *testing.T) {
+	env := hookServer(t, hookTestRoutes)
+	dev := `{"hook_event_name":"beforeMCPExecution","conversation_id":"conv-mcp","workspace_roots":["/proj"],"tool_name":"database_query","tool_input":"{\"query\":\"DROP TABLE users\"}","url":"http://dev-db.local:3000"}`
+	prod := strings.Replace(dev, `"url":"http://dev-db.local:3000"`, `"url":"https://prod-db.example.com"`, 1)
+	local := strings.Replace(dev, `"url":"http://dev-db.local:3000"`, `"command":"npx prod-db-mcp"`, 1)
+	decided := hookDecide(t, env.svc, true, "", nil)
+	out, _, _ := hookRun(t, env.url, hookToken, dev, "cursor")
+	<-decided
+	if !strings.Contains(out, `"permission":"allow"`) {
+		t.Fatalf("dev call: %s", out)
+	}
+	for name, in := range map[string]string{"prod url": prod, "local command": local} {
+		out, _, code := hookRun(t, env.url, hookToken, in, "cursor", "--wait", "1s")
+		if code != 0 || !strings.Contains(out, `"permission":"deny"`) {
+			t.Errorf("%s, never approved: exit %d, %s", name, code, strings.TrimSpace(out))
+		}
+	}
+	if rs, _, _ := env.svc.List(context.Background(), gate.Filter{}); len(rs) != 3 {
+		t.Errorf("%d requests, want 3 (each server's call is a request of its own)", len(rs))
+	}
+}
+
 func hookPost(t *testing.T, url, token, body string) string {
 	t.Helper()
 	out, _ := hookPostStatus(t, url, token, strings.NewReader(body), int64(len(body)))
