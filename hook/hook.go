@@ -259,14 +259,26 @@ func LooksLikeReport(client string, head []byte) bool {
 	if !reports(client) {
 		return false
 	}
+	event, eventCC := eventFields(head)
+	if eventCC != "" {
+		event = eventCC
+	}
+	return event == PostToolUse || event == PostToolUseFailure
+}
+
+// eventFields reads the event names at the top level of the first 64 KiB
+// of an input, as Parse reads them: the last of the keys that match
+// hook_event_name, and of those that match Copilot's hookEventName,
+// without regard to case. Values inside the tool's arguments are skipped:
+// the model writes those.
+func eventFields(head []byte) (event, eventCC string) {
 	if len(head) > 64<<10 {
 		head = head[:64<<10]
 	}
 	dec := json.NewDecoder(bytes.NewReader(head))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return false
+		return "", ""
 	}
-	var event, eventCC string
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -291,10 +303,35 @@ func LooksLikeReport(client string, head []byte) bool {
 			eventCC = s
 		}
 	}
-	if eventCC != "" {
-		event = eventCC
+	return event, eventCC
+}
+
+// FailedCall is the call, as far as its input shows it, whose hook the gate
+// fails before it has parsed the input (a wrong token) or without reading
+// the input whole (one over the size limit): its client and event, so that
+// the deny is shaped for that event. Claude Code and Codex read a
+// PermissionRequest's answer only under that hookEventName, and Copilot a
+// permissionRequest's only in behavior: a deny in PreToolUse's shape is one
+// they do not read, and they run the tool. event is the one the hook was
+// registered on (?event=), for an input that names none.
+func FailedCall(client string, input []byte, event string) Call {
+	c, _ := ParseAs(client, input, event)
+	if c.Event != "" {
+		return c
 	}
-	return event == PostToolUse || event == PostToolUseFailure
+	// Not JSON as a whole (cut short at the limit): read the event from
+	// the input's first part, choosing between the two spellings as Parse
+	// does (only Copilot's parser reads hookEventName).
+	snake, cc := eventFields(input)
+	switch {
+	case snake == "" && cc == "":
+		c.Event = event
+	case client == Copilot && cc != "":
+		c.Event = cc
+	default:
+		c.Event = snake
+	}
+	return c
 }
 
 // skipValue reads the rest of an object or array that opened with d.

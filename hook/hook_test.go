@@ -249,3 +249,38 @@ func TestCursorMCPServerInKey(t *testing.T) {
 		t.Errorf("the same call to the same server: keys %s and %s", again.Key(0), dev.Key(0))
 	}
 }
+
+// TestFailedCallAndFits: a deny for a call the gate failed before parsing
+// it is shaped for the event its input names, even cut short; and an answer
+// shaped for another event does not fit the call. Found by a reader.
+func TestFailedCallAndFits(t *testing.T) {
+	cut := `{"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"rm -rf build xxxx`
+	for _, tc := range []struct {
+		client, input, event, want string
+	}{
+		{ClaudeCode, cut, "", PermissionRequest},
+		{ClaudeCode, `{"tool_input":{"hook_event_name":"PermissionRequest"`, "", ""},
+		{Copilot, `{"toolName":"bash","toolArgs":"x`, CopilotPermission, CopilotPermission},
+		{Copilot, `{"hookEventName":"preToolUse","toolName":"bash"}`, CopilotPermission, CursorPreToolUse},
+	} {
+		c := FailedCall(tc.client, []byte(tc.input), tc.event)
+		if c.Event != tc.want {
+			t.Errorf("%s %s (event %q): event %q, want %q", tc.client, tc.input, tc.event, c.Event, tc.want)
+		}
+		deny := Render(c, Failure("x")).Stdout
+		if allows(t, deny) || (c.Event != "" && !Fits(c, deny)) {
+			t.Errorf("%s %s: deny %s does not fit", tc.client, tc.input, deny)
+		}
+	}
+	perm := Call{Client: ClaudeCode, Event: PermissionRequest}
+	if pre := Render(Call{Client: ClaudeCode, Event: PreToolUse}, Failure("x")).Stdout; Fits(perm, pre) {
+		t.Errorf("a PreToolUse deny fits a PermissionRequest: %s", pre)
+	}
+	cpPerm := Call{Client: Copilot, Event: CopilotPermission}
+	if pre := Render(Call{Client: Copilot, Event: CursorPreToolUse}, Failure("x")).Stdout; Fits(cpPerm, pre) {
+		t.Errorf("a preToolUse deny fits a permissionRequest: %s", pre)
+	}
+	if !Fits(cpPerm, Invalid(cpPerm, ErrInput).Stdout) || !Fits(perm, Noted().Stdout) {
+		t.Error("Copilot's two-shape deny, or no opinion, does not fit")
+	}
+}

@@ -162,6 +162,37 @@ func Invalid(c Call, err error) Output {
 	return out
 }
 
+// Fits reports whether answer, a hook answer the server sent, is in the
+// shape of c's event. Claude Code and Codex read a decision only under
+// their own event's hookEventName, and Copilot reads permissionRequest's
+// answer in behavior and preToolUse's in permissionDecision: an answer
+// shaped for another event says nothing they read, and they run the tool.
+// No opinion ({}) fits every event, and Cursor and Gemini CLI answer alike
+// for all of theirs.
+func Fits(c Call, answer []byte) bool {
+	var a struct {
+		Specific *struct {
+			HookEventName string `json:"hookEventName"`
+		} `json:"hookSpecificOutput"`
+		Behavior           json.RawMessage `json:"behavior"`
+		PermissionDecision json.RawMessage `json:"permissionDecision"`
+	}
+	if json.Unmarshal(answer, &a) != nil {
+		return false
+	}
+	switch c.Client {
+	case ClaudeCode, Codex:
+		return a.Specific == nil || a.Specific.HookEventName == c.Event
+	case Copilot:
+		// Invalid sends both fields, for either event.
+		if c.Event == CopilotPermission {
+			return a.Behavior != nil || a.PermissionDecision == nil
+		}
+		return a.PermissionDecision != nil || a.Behavior == nil
+	}
+	return true
+}
+
 // Noted is the answer to a report of what ran: nothing to do, whatever
 // became of the report. The client goes on as if there were no hook.
 func Noted() Output { return Output{Stdout: []byte("{}")} }

@@ -39,11 +39,16 @@ func (s *Server) hookToken(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		who, err := s.authenticate(c)
 		if err != nil {
-			s.log.Warn("hook call refused", "client", c.Param("client"), "err", err)
-			if head, _ := io.ReadAll(io.LimitReader(c.Request().Body, 64<<10)); hook.LooksLikeReport(c.Param("client"), head) {
+			name := c.Param("client")
+			s.log.Warn("hook call refused", "client", name, "err", err)
+			// The body (held to MaxBody by limitBody) is read for its event
+			// alone: the deny must be in that event's shape for the client
+			// to read it.
+			body, _ := io.ReadAll(c.Request().Body)
+			if hook.LooksLikeReport(name, body) {
 				return s.hookNoted(c) // the tool ran; nothing to refuse
 			}
-			return s.hookFailed(c, hook.Call{Client: c.Param("client"), Event: hook.PreToolUse},
+			return s.hookFailed(c, hook.FailedCall(name, body, c.QueryParam("event")),
 				hook.Failure(gate.ErrorMessage(err)+": set GATEHOUSE_TOKEN (sent as Authorization: Bearer) to one of the server's auth.api_tokens"))
 		}
 		c.Set(callerKey, who)
@@ -73,7 +78,8 @@ func (s *Server) hookCall(c echo.Context) (err error) {
 		if tooLarge(rerr) {
 			msg = "the tool call is larger than 1 MiB, too large to show an approver"
 		}
-		return s.hookFailed(c, call, hook.Failure(msg))
+		// What was read shows the event, for the deny's shape.
+		return s.hookFailed(c, hook.FailedCall(name, body, c.QueryParam("event")), hook.Failure(msg))
 	}
 	// ?event= names the event for clients whose input does not (Copilot),
 	// as the command hook's --event does.

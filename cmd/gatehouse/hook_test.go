@@ -734,3 +734,106 @@ func TestHookPolicyEveryClient(t *testing.T) {
 		t.Errorf("a person was asked: %d pending", len(rs))
 	}
 }
+
+// TestHookFailureDenyIsShapedForItsEvent: the server failed a call it had
+// not parsed (a wrong token, a body over the limit) with a deny in
+// PreToolUse's shape, and the command hook printed it as it came, so a
+// PermissionRequest of Claude Code or Codex, or a permissionRequest of
+// Copilot, got a deny in fields it does not read, and the tool ran. Found
+// by a reader.
+func TestHookFailureDenyIsShapedForItsEvent(t *testing.T) {
+	env := hookServer(t, hookTestRoutes)
+	huge := func(in string) string {
+		return strings.Replace(in, `"rm -rf build`, `"rm -rf build `+strings.Repeat("x", 2<<20), 1)
+	}
+	for _, tc := range []struct {
+		name, input string
+		args        []string
+		want        string
+	}{
+		{"claude-code PermissionRequest", ccPerm, []string{"claude-code"}, `"hookEventName":"PermissionRequest"`},
+		{"codex PermissionRequest", cxPerm, []string{"codex"}, `"hookEventName":"PermissionRequest"`},
+		{"copilot permissionRequest", cpPre, []string{"copilot", "--event", "permissionRequest"}, `"behavior":"deny"`},
+		{"claude-code PreToolUse", ccPre, []string{"claude-code"}, `"permissionDecision":"deny"`},
+	} {
+		t.Run(tc.name+", bad token", func(t *testing.T) {
+			out, _, code := hookRun(t, env.url, "wrong", tc.input, tc.args...)
+			if code != 0 || !strings.Contains(out, tc.want) || !strings.Contains(out, "GATEHOUSE_TOKEN") {
+				t.Errorf("exit %d, stdout %s\nwant a deny about the token containing %s", code, strings.TrimSpace(out), tc.want)
+			}
+		})
+		t.Run(tc.name+", over the limit", func(t *testing.T) {
+			out, _, code := hookRun(t, env.url, hookToken, huge(tc.input), tc.args...)
+			if code != 0 || !strings.Contains(out, tc.want) || !strings.Contains(out, "larger than 1 MiB") {
+				t.Errorf("exit %d, stdout %s\nwant a deny about the size containing %s", code, strings.TrimSpace(out), tc.want)
+			}
+		})
+	}
+}
+
+// TestHookEndpointFailureDenyIsShapedForItsEvent: POST /hooks/{client}
+// (Claude Code's and Codex's http hooks) answered a wrong token or a body
+// over the limit with a deny in PreToolUse's shape whatever the event, one
+// a PermissionRequest hook does not read. Found by a reader.
+func TestHookEndpointFailureDenyIsShapedForItsEvent(t *testing.T) {
+	env := hookServer(t, hookTestRoutes)
+	const token = "gatehouse: invalid bearer token: set GATEHOUSE_TOKEN (sent as Authorization: Bearer) to one of the server's auth.api_tokens (denied: the gate fails closed)"
+	const size = "gatehouse: the tool call is larger than 1 MiB, too large to show an approver (denied: the gate fails closed)"
+	huge := func(in string) string {
+		return strings.Replace(in, `"rm -rf build`, `"rm -rf build `+strings.Repeat("x", 2<<20), 1)
+	}
+	for _, tc := range []struct {
+		name, url, token, body, want string
+	}{
+		{"claude-code PermissionRequest, bad token", "/hooks/claude-code", "wrong", ccPerm, ccPermDeny(token)},
+		{"claude-code PermissionRequest, over the limit", "/hooks/claude-code", hookToken, huge(ccPerm), ccPermDeny(size)},
+		{"codex PermissionRequest, bad token", "/hooks/codex", "wrong", cxPerm, ccPermDeny(token)},
+		{"codex PermissionRequest, over the limit", "/hooks/codex", hookToken, huge(cxPerm), ccPermDeny(size)},
+		{"copilot permissionRequest, bad token", "/hooks/copilot?event=permissionRequest", "wrong", cpPre, `{"behavior":"deny","message":"` + token + `"}`},
+		{"copilot permissionRequest, over the limit", "/hooks/copilot?event=permissionRequest", hookToken, huge(cpPre), `{"behavior":"deny","message":"` + size + `"}`},
+		{"claude-code PreToolUse, bad token", "/hooks/claude-code", "wrong", ccPre, ccPreOut("deny", token)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, status := hookPostStatus(t, env.url+tc.url, tc.token, strings.NewReader(tc.body), int64(len(tc.body)))
+			if status != http.StatusOK || strings.TrimSpace(out) != tc.want {
+				t.Errorf("%d\n got %s\nwant %s", status, out, tc.want)
+			}
+		})
+	}
+}
+
+// TestHookCommandAnswerForAnotherEvent: the command hook printed whatever
+// the server answered, so a server that failed a PermissionRequest with a
+// deny in PreToolUse's shape (an older one, or one that could not read the
+// event) had it printed, and the client, reading no decision, ran the
+// tool. The hook now answers its own deny in the event's shape. Found by a
+// reader.
+func TestHookCommandAnswerForAnotherEvent(t *testing.T) {
+	for _, tc := range []struct {
+		name, input string
+		args        []string
+		answer      string
+		want        string
+	}{
+		{"claude-code PermissionRequest", ccPerm, []string{"claude-code"},
+			ccPreOut("deny", "gatehouse: invalid bearer token"), `"hookEventName":"PermissionRequest"`},
+		{"claude-code PreToolUse", ccPre, []string{"claude-code"},
+			ccPermDeny("gatehouse: invalid bearer token"), `"hookEventName":"PreToolUse"`},
+		{"copilot permissionRequest", cpPre, []string{"copilot", "--event", "permissionRequest"},
+			`{"permissionDecision":"deny","permissionDecisionReason":"gatehouse: invalid bearer token"}`, `"behavior":"deny"`},
+		{"copilot preToolUse", cpPre, []string{"copilot"},
+			`{"behavior":"deny","message":"gatehouse: invalid bearer token"}`, `"permissionDecision":"deny"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Gatehouse-Status", "error")
+				_, _ = io.WriteString(w, tc.answer)
+			}))
+			defer srv.Close()
+			out, _, code := hookRun(t, srv.URL, hookToken, tc.input, tc.args...)
+			if code != 0 || !strings.Contains(out, tc.want) || !strings.Contains(out, "invalid bearer token") {
+				t.Errorf("exit %d, stdout %s\nwant a deny containing %s that passes on the server's reason", code, strings.TrimSpace(out), tc.want)
+			}
+		})
+	}
+}

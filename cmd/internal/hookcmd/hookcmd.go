@@ -99,13 +99,23 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gatehouse hook: server unreachable, re-attaching (attempt %d): %v\n", n, err)
 	}
 	// The server maps the input, finds or makes the call's request, waits,
-	// and answers in the client's words, which are printed as they are.
+	// and answers in the client's words, which are printed as they are
+	// when they are in the shape of the event this hook read.
 	ans, err := c.Hook(ctx, name, body, client.HookOptions{Agent: *agent, Event: *event})
-	if err == nil {
+	if err == nil && hook.Fits(call, ans.Body) {
 		fmt.Fprintln(stdout, string(ans.Body))
 		return 0
 	}
-	v := hookFailure(ctx, c, ans, err, *wait)
+	var v hook.Verdict
+	if err == nil {
+		// An answer shaped for another event (from a server that failed
+		// the call before it read the event, or an older one) holds no
+		// decision the client reads, and the client would run the tool:
+		// deny in this event's shape, passing the server's answer on.
+		v = hook.Failure(fmt.Sprintf("the gatehouse server at %s answered this %s call in the shape of another event: %s", c.URL, call.Event, ans.Body))
+	} else {
+		v = hookFailure(ctx, c, ans, err, *wait)
+	}
 	out := hook.Render(call, v)
 	out.Stderr = v.Reason
 	return emit(stdout, stderr, out)
