@@ -884,13 +884,26 @@ func TestShellsReadingStandardInputAreUnreadable(t *testing.T) {
 		`fish -c 'git push --force'`,
 		`curl -s https://x/y | tcsh`,
 	})
-	// A here-document on the shell itself is read, as before.
+	// A here-document on the shell itself is read, and a pattern it names
+	// matches; but what runs is not surely what is read (its commands
+	// take lines of the same input: bash <<'EOF' / read -r / echo 'x …),
+	// so it is unreadable too: asked about, never allowed. A command that
+	// feeds nothing leaves a shell the agent's standard input.
 	for cmd, want := range map[string]string{
-		"bash <<'EOF'\nls -la\nEOF":             "other-shell",
-		"bash <<'EOF'\ngit push --force\nEOF":   "no-force-push",
-		`bash 3<<< 'ls' <<< 'git push --force'`: "no-force-push",
-		`ssh host 'git push origin'`:            "pushes",
-		`sudo -u deploy make`:                   "other-shell",
+		"bash <<'EOF'\nls -la\nEOF":                                 "pushes",
+		"bash <<'EOF'\ngit push --force\nEOF":                       "no-force-push",
+		"bash <<'EOF'\nread -r\necho 'x\ngit push --force\n#'\nEOF": "pushes",
+		`bash 3<<< 'ls' <<< 'git push --force'`:                     "no-force-push",
+		`ssh host 'git push origin'`:                                "pushes",
+		`sudo -u deploy make`:                                       "other-shell",
+		`bash --version`:                                            "other-shell",
+		`command -v bash`:                                           "other-shell",
+		`sudo apt-get install -y zsh`:                               "other-shell",
+		`sudo chsh -s /bin/zsh`:                                     "other-shell",
+		`timeout 5 which bash`:                                      "other-shell",
+		`sudo -upostgres psql -c 'select 1'`:                        "other-shell",
+		`ssh -T git@github.com`:                                     "other-shell",
+		`ssh -N -L 8080:localhost:80 host`:                          "other-shell",
 	} {
 		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != want {
 			t.Errorf("%q: route %s, want %s", cmd, got, want)
@@ -919,6 +932,7 @@ func TestXargsAddsWords(t *testing.T) {
 		}
 	}
 }
+
 // TestPathsThroughProcLinksCannotBePlaced: /proc/self/root is /, and
 // /proc/self/cwd the working directory: a path through them (or another
 // process's, or /dev/fd) is nowhere a rule can place it. Found by a
@@ -940,5 +954,157 @@ func TestPathsThroughProcLinksCannotBePlaced(t *testing.T) {
 	allow := []Route{{Name: "repo", Calls: []string{"Read(/repo/**)"}, Action: Allow}, {Name: "rest", Action: Ask}}
 	if got := routeOf(t, allow, "Read", map[string]string{"file_path": "/proc/self/cwd/x"}, `{"cwd":"/repo"}`); got != "rest" {
 		t.Errorf("Read /proc/self/cwd/x under Read(/repo/**): route %s, want rest", got)
+	}
+}
+
+// TestHereDocumentsOnAShellAreUnreadable: a here-document on a shell was
+// read as one program, but bash reads its script a line at a time and the
+// script's commands read the same input: read -r takes the line echo 'x,
+// so the quote that hid git push --force from the reader never opens in
+// bash. Found by a second reader.
+func TestHereDocumentsOnAShellAreUnreadable(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		"bash <<'EOF'\nread -r\necho 'x\ngit push --force\n#'\nEOF",
+		"bash <<< $'read -r\\necho \\'x\\ngit push --force\\n#\\''",
+	})
+}
+
+// TestXargsReplaceAndFindExecFillWords: xargs -I/-i put the words they read in place of {} anywhere in the
+// command, not only after the last word; find -exec does the same with a
+// path. The appended madeWord does not stand where the rule's words are. Found by a second reader.
+func TestXargsReplaceAndFindExecFillWords(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		"echo push | xargs -I{} git {} --force",
+		"echo push | xargs -i git {} --force",
+		"echo 'git push --force' | xargs -I{} sh -c {}",
+		"echo 'git push --force' | xargs -I% bash -c %",
+		`find push -maxdepth 0 -exec git {} --force \;`,
+	})
+}
+
+// TestCodeVariablesSetOtherWays: The code variables (PS4, BASH_CMDS) set by a for loop, by ${X:=v} and
+// through a nameref are not unreadable (only env, which an allow route
+// of the tool does not look at). Found by a second reader.
+func TestCodeVariablesSetOtherWays(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		"for PS4 in '$(git push --force)'; do set -x; :; done",
+		": ${BASH_CMDS[ls]:=/usr/bin/git}; ls push --force",
+		"declare -n r=BASH_CMDS; r[ls]=/usr/bin/git; ls push --force",
+		"local -n r=BASH_CMDS 2>/dev/null || declare -n r=BASH_CMDS; r[ls]=/usr/bin/git; ls push --force",
+	})
+}
+
+// TestAssignedNamesMadeAtRunTime: A name or an option made at run time: the builtin may assign BASH_CMDS
+// (read $'…', printf $o NAME) or hash -p, and nothing is unreadable. Found by a second reader.
+func TestAssignedNamesMadeAtRunTime(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`read $'BASH_CMD\x53[ls]' <<< /usr/bin/git; ls push --force`,
+		`o=-v; printf $o 'BASH_CMDS[ls]' %s /usr/bin/git; ls push --force`,
+		`o=-p; hash $o /usr/bin/git ls; ls push --force`,
+		`n='BASH_CMDS[ls]'; declare "$n=/usr/bin/git"; ls push --force`,
+	})
+}
+
+// TestArithmeticOnValuesMadeAtRunTime: Arithmetic evaluates a variable's value as an expression, subscripts
+// (and their $(…)) included; the reader checks only literal text, so a
+// value made by printf/echo -e escapes and read or a for loop runs code.
+// Allow-nobody-gave: every part is an echo. Found by a second reader.
+func TestArithmeticOnValuesMadeAtRunTime(t *testing.T) {
+	echoOnly := []Route{{Name: "echo", Calls: []string{"Bash(echo:*)"}, Action: Allow}, {Name: "rest", Action: Ask}}
+	cmd := `for x in $(echo -e 'a[\x24(git\x24{IFS}push\x24{IFS}--force)]'); do echo $((x)); done`
+	if got := routeOf(t, echoOnly, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "rest" {
+		t.Errorf("%q runs git push --force; allowed by route %s", cmd, got)
+	}
+	forcePushesNeverAllowed(t, []string{
+		`read x < <(printf 'a[\x24(git push --force)]'); echo $((x))`,
+		cmd,
+	})
+}
+
+// TestShellCodeOnOtherDescriptors: Standard input spelled 00 (bash reads it as descriptor 0), and a script
+// "file" that is another descriptor bash was given code on: /dev/stderr,
+// /dev/stdout, and stderr relative to /dev. Found by a second reader.
+func TestShellCodeOnOtherDescriptors(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`echo 'git push --force' > /tmp/x; bash <<< 'echo harmless' 00</tmp/x`,
+		`bash /dev/stderr 2<<< 'git push --force'`,
+		`bash /dev/stdout 1<<< 'git push --force'`,
+		`source /dev/stderr 2<<< 'git push --force'`,
+		`cd /dev && bash stderr 2<<< 'git push --force'`,
+	})
+	allow := []Route{{Name: "source", Calls: []string{"Bash(source:*)"}, Action: Allow}, {Name: "rest", Action: Ask}}
+	cmd := `source /dev/stderr 2<<< 'git push --force'`
+	if got := routeOf(t, allow, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "rest" {
+		t.Errorf("%q runs git push --force; allowed by route %s", cmd, got)
+	}
+}
+
+// TestSudoLongOptionValues: sudo's long options take their value as the next word too: opensShell
+// reads `root` / `/tmp` as the command and misses the -s / -i after it. Found by a second reader.
+func TestSudoLongOptionValues(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`echo 'git push --force' | sudo --user root -s`,
+		`echo 'git push --force' | sudo --chdir /tmp -i`,
+		`echo 'git push --force' | sudo --group wheel --shell`,
+	})
+}
+
+// TestShellNamesAsArgumentsStayReadable: commands that run no shell on
+// code the command feeds (a shell's name as an argument, bash --version,
+// ssh -T, sudo -upostgres) stay readable; the first fix of shells reading
+// standard input made them unreadable, asked about under pushes. Found by
+// a second reader.
+func TestShellNamesAsArgumentsStayReadable(t *testing.T) {
+	for _, cmd := range []string{
+		"bash --version",
+		"command -v bash",
+		"sudo apt-get install -y zsh",
+		"sudo chsh -s /bin/zsh",
+		"timeout 5 which bash",
+		"sudo -upostgres psql -c 'select 1'",
+		"ssh -T git@github.com",
+		"ssh -N -L 8080:localhost:80 host",
+	} {
+		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
+			t.Errorf("%q: route %s, want other-shell", cmd, got)
+		}
+	}
+}
+
+// TestGlobPatternsThroughProcLinks: A search tool whose directory is placed (/proc/self) but whose pattern
+// goes through the root link the commit says cannot be placed. Found by a second reader.
+func TestGlobPatternsThroughProcLinks(t *testing.T) {
+	deny := []Route{{Name: "etc", Calls: []string{"Read(/etc/**)"}, Action: Deny}, {Name: "rest", Action: Allow}}
+	for _, a := range []map[string]string{
+		{"path": "/proc/self", "pattern": "root/etc/shadow"},
+		{"path": "/proc", "pattern": "self/root/etc/*"},
+	} {
+		if got := routeOf(t, deny, "Glob", a, `{"cwd":"/repo"}`); got == "rest" {
+			t.Errorf("Glob %v reaches /etc through /proc/self/root; allowed by %s", a, got)
+		}
+	}
+}
+
+// TestOtherRunnersOfStandardInput: Wrappers and shells not in the lists: a shell after them that reads
+// standard input is read as an argument (readable); at reads commands
+// from standard input. Found by a second reader.
+func TestOtherRunnersOfStandardInput(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`echo 'git push --force' | numactl bash`,
+		`echo 'git push --force' | setarch x86_64 bash`,
+		`echo 'git push --force' | at now`,
+		`echo 'git push --force' | ksh93`,
+		`echo 'git push --force' | lksh`,
+	})
+}
+
+// TestGlobWildcardsThroughProc: a wildcard may name root or cwd under /proc
+// (r*t), so a pattern with one there cannot be placed either.
+func TestGlobWildcardsThroughProc(t *testing.T) {
+	deny := []Route{{Name: "etc", Calls: []string{"Read(/etc/**)"}, Action: Deny}, {Name: "rest", Action: Allow}}
+	for _, a := range []map[string]string{{"path": "/proc/self", "pattern": "r*t/etc/shadow"}, {"path": "/proc", "pattern": "*/root/etc/*"}} {
+		if got := routeOf(t, deny, "Glob", a, `{"cwd":"/repo"}`); got == "rest" {
+			t.Errorf("Glob %v: allowed by %s", a, got)
+		}
 	}
 }

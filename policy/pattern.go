@@ -310,6 +310,13 @@ func (p *pattern) fileFit(c *Call, strict bool, unknown fit) fit {
 			strings.Contains(g, "{/") || strings.Contains(g, ",/") {
 			return unknown
 		}
+		// Nor through /proc/self/root and the like (path /proc/self,
+		// pattern root/etc/*).
+		for _, fp := range ps {
+			if !placed(path.Join(fp, g), c.cwd()) {
+				return unknown
+			}
+		}
 	}
 	cwd, fcwd, anchored := c.cwd(), fold(c.cwd()), p.anchored(c)
 	f := misses
@@ -361,9 +368,11 @@ func placed(p, cwd string) bool {
 	}
 	if rest, ok := strings.CutPrefix(p, "/proc/"); ok {
 		for _, seg := range strings.Split(rest, "/")[1:] {
-			switch seg {
-			case "root", "cwd", "fd", "exe", "map_files":
+			switch {
+			case seg == "root", seg == "cwd", seg == "fd", seg == "exe", seg == "map_files":
 				return false // /proc/self/root, /proc/1/task/1/cwd, …
+			case strings.ContainsAny(seg, "*?[{"):
+				return false // a Glob pattern's r*t
 			}
 		}
 	}

@@ -190,9 +190,9 @@ func TestBashPatterns(t *testing.T) {
 		{"sh -c \"ls; rm -rf /tmp/x\"", false, true, false},
 		{"bash -ec 'git push'", true, false, false},
 		{"bash -c \"bash -c 'git push'\"", true, false, false},
-		{"bash <<EOF\ngit push\nEOF", true, false, false},
+		{"bash <<EOF\ngit push\nEOF", true, true, false}, // read, but its commands may take lines of it
 		{"cat <<EOF\ngit push\nEOF", false, false, true}, // data, not code
-		{"bash <<< 'git push'", true, false, false},
+		{"bash <<< 'git push'", true, true, false},
 		{"eval 'git push'", true, false, false},
 		// Unreadable: asked about, never allowed, and held by a deny route
 		// it may fall under (TestUnreadCallsAreHeldByDenyRoutes).

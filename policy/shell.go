@@ -25,6 +25,16 @@ type shellCmd struct {
 	// the reader re-read itself (command eval command eval …) runs out
 	// and is unreadable instead of taking seconds.
 	budget int
+	// feeds says the command feeds input to something: a pipe, a
+	// coprocess, a here-document, or an input redirection of any
+	// descriptor. A shell reading its code from standard input then reads
+	// what the command may have given it ({ bash; } <<< '…'); with none,
+	// its standard input is the agent's, not the command's.
+	feeds bool
+	// made are the variables the command sets from values made at run
+	// time (x=$(…), for x in $(…), read x): arithmetic over one of them
+	// runs the $(…) its value may hold in a subscript (a[$(cmd)]).
+	made map[string]bool
 }
 
 // part is one simple command.
@@ -94,6 +104,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 	if err != nil {
 		return false
 	}
+	s.survey(f)
 	// Statements whose standard input is code: a shell at the end of a
 	// pipe, also inside a group or subshell there (made at the first
 	// pipe; most commands have none).
@@ -125,21 +136,28 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// what follows: a part no allow pattern lets through.
 			p := part{words: []string{x.Variant.Value}, env: true, unreadable: hidesCode(x)}
 			for _, a := range x.Args {
-				if a.Name != nil {
+				switch lit, ok := literal(a.Value); {
+				case a.Name != nil:
 					p.words = append(p.words, a.Name.Value)
 					p.unreadable = p.unreadable || codeVar(a.Name.Value) // declare -A BASH_CMDS=(…)
+				case a.Naked && a.Value != nil && !ok:
+					p.unreadable = true // declare "$n=…": a name made at run time
+				case a.Naked && strings.HasPrefix(lit, "-") && strings.Contains(lit, "n"):
+					// declare -n r=BASH_CMDS: r names another variable,
+					// which every later use of r sets.
+					p.unreadable = true
 				}
 			}
 			s.parts = append(s.parts, p)
 		case *syntax.ForClause:
 			// for NAME in …: an assignment to NAME (for PATH in /tmp/x).
 			if it, isIter := x.Loop.(*syntax.WordIter); isIter && it.Name != nil && mayBeExported(it.Name.Value) {
-				s.parts = append(s.parts, part{words: []string{it.Name.Value}, env: true})
+				s.parts = append(s.parts, part{words: []string{it.Name.Value}, env: true, unreadable: codeVar(it.Name.Value)})
 			}
 		case *syntax.ParamExp:
 			// ${X:=v} and ${X=v} assign X.
 			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && x.Param != nil {
-				s.parts = append(s.parts, part{words: []string{x.Param.Value}, env: true})
+				s.parts = append(s.parts, part{words: []string{x.Param.Value}, env: true, unreadable: codeVar(x.Param.Value)})
 			}
 			// ${x@P} expands x's value as a prompt, which runs the $(…) in
 			// it: code that is in a value, not in the command (echo
@@ -148,8 +166,8 @@ func (s *shellCmd) read(code string, depth int) bool {
 				s.parts = append(s.parts, part{words: []string{"${@P}"}, unreadable: true})
 			}
 			// ${a[i]} and ${x:off:len} evaluate arithmetic.
-			if x.Index != nil && hidesCode(x.Index) || x.Slice != nil && (x.Slice.Offset != nil && hidesCode(x.Slice.Offset) ||
-				x.Slice.Length != nil && hidesCode(x.Slice.Length)) {
+			if x.Index != nil && (hidesCode(x.Index) || s.readsMade(x.Index)) || x.Slice != nil && (x.Slice.Offset != nil && (hidesCode(x.Slice.Offset) || s.readsMade(x.Slice.Offset)) ||
+				x.Slice.Length != nil && (hidesCode(x.Slice.Length) || s.readsMade(x.Slice.Length))) {
 				s.parts = append(s.parts, part{words: []string{"${ }"}, unreadable: true})
 			}
 		case *syntax.BinaryArithm:
@@ -170,13 +188,114 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// of [[ … ]]) expands the subscripts of quoted names as it
 			// evaluates them: let 'x[$(cmd)]=1' runs cmd, which the parse
 			// shows as text. So does $_ (the last argument) read there.
-			if hidesCode(n) || readsLastArg(n) {
+			if hidesCode(n) || readsLastArg(n) || s.readsMade(n) {
 				s.parts = append(s.parts, part{words: []string{"(( ))"}, unreadable: true})
 			}
 		}
 		return true
 	})
 	return true
+}
+
+// survey notes, before the parts are read, whether the code feeds input
+// to anything (feeds) and which variables it sets from values made at run
+// time (made): a shell or an arithmetic before the line that feeds or
+// sets them may still read what they give (f() { bash; }; f <<< '…').
+func (s *shellCmd) survey(f *syntax.File) {
+	mark := func(name string) {
+		if s.made == nil {
+			s.made = map[string]bool{}
+		}
+		s.made[name] = true
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.BinaryCmd:
+			s.feeds = s.feeds || x.Op == syntax.Pipe || x.Op == syntax.PipeAll
+		case *syntax.CoprocClause:
+			s.feeds = true
+		case *syntax.Redirect:
+			switch x.Op {
+			case syntax.RdrIn, syntax.DplIn, syntax.RdrInOut, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+				s.feeds = true
+			}
+		case *syntax.Assign:
+			if _, ok := literal(x.Value); x.Name != nil && (x.Value != nil && !ok || x.Array != nil) {
+				mark(x.Name.Value) // x=$(…), x=(…)
+			}
+		case *syntax.ForClause:
+			if it, ok := x.Loop.(*syntax.WordIter); ok && it.Name != nil {
+				made := !it.InPos.IsValid() // for x; do: the arguments
+				for _, w := range it.Items {
+					_, lit := literal(w)
+					made = made || !lit
+				}
+				if made {
+					mark(it.Name.Value)
+				}
+			}
+		case *syntax.ParamExp:
+			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && x.Param != nil {
+				mark(x.Param.Value)
+			}
+		case *syntax.CallExpr:
+			if !slices.ContainsFunc(x.Args, func(w *syntax.Word) bool { lit, ok := literal(w); return ok && assigns[path.Base(lit)] }) {
+				break // most commands assign nothing by name: no copy of their words
+			}
+			words := make([]string, len(x.Args))
+			for i, w := range x.Args {
+				if lit, ok := literal(w); ok {
+					words[i] = lit
+				} else {
+					words[i] = madeWord
+				}
+			}
+			for i, w := range words {
+				if name := path.Base(w); assigns[name] && (i == 0 || wrappers[path.Base(words[0])]) {
+					names, _ := assigned(name, words[i+1:])
+					for _, v := range names {
+						v, _, _ = strings.Cut(v, "[")
+						mark(v) // read x, printf -v x, mapfile x
+					}
+				}
+			}
+		}
+		return true
+	})
+}
+
+// readsMade says arithmetic in n reads a variable the command sets from a
+// value made at run time (read x; (( x ))), as a name or as $x. Of [[ … ]]
+// only the arithmetic comparisons (-eq, -lt, …) count.
+func (s *shellCmd) readsMade(n syntax.Node) bool {
+	if len(s.made) == 0 {
+		return false
+	}
+	if t, ok := n.(*syntax.TestClause); ok {
+		reads := false
+		syntax.Walk(t, func(n syntax.Node) bool {
+			if b, ok := n.(*syntax.BinaryTest); ok {
+				switch b.Op {
+				case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
+					reads = reads || s.readsMade(b.X) || s.readsMade(b.Y)
+				}
+			}
+			return !reads
+		})
+		return reads
+	}
+	reads := false
+	syntax.Walk(n, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.Word:
+			name, _, _ := strings.Cut(x.Lit(), "[")
+			reads = reads || s.made[name]
+		case *syntax.ParamExp:
+			reads = reads || x.Param != nil && s.made[x.Param.Value]
+		}
+		return !reads
+	})
+	return reads
 }
 
 // hidesCode says a node holds text with command or parameter expansion
@@ -299,7 +418,7 @@ func writesFile(redirs []*syntax.Redirect) bool {
 // interpreters run shell code given as an argument (-c), on standard input,
 // or as a here-document.
 var interpreters = map[string]bool{"sh": true, "bash": true, "rbash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true,
-	"csh": true, "tcsh": true, "fish": true, "yash": true, "posh": true}
+	"csh": true, "tcsh": true, "fish": true, "yash": true, "posh": true, "ksh93": true, "lksh": true, "pdksh": true, "oksh": true}
 
 // wrappers run the command that follows their options (sudo bash, nohup
 // sh, env eval …): a shell or eval after one runs as if it came first.
@@ -308,12 +427,15 @@ var wrappers = map[string]bool{"sudo": true, "doas": true, "pkexec": true, "nohu
 	"proxychains4": true, "torsocks": true,
 	"builtin": true, "nice": true, "ionice": true, "timeout": true, "stdbuf": true, "time": true, "setsid": true,
 	"xargs": true, "chrt": true, "taskset": true, "unbuffer": true, "chroot": true, "sg": true, "flock": true,
-	"firejail": true, "nsenter": true, "unshare": true, "systemd-run": true, "faketime": true, "caffeinate": true}
+	"firejail": true, "nsenter": true, "unshare": true, "systemd-run": true, "faketime": true, "caffeinate": true,
+	"numactl": true, "setarch": true, "linux32": true, "linux64": true, "prlimit": true, "cgexec": true}
 
 // codeRunners run a string of shell code they are given: after -c (su,
 // runuser, sg, flock, script), as their operands (watch), or on another
-// machine (ssh, whose remote command still pushes to the same remote).
-var codeRunners = map[string]bool{"su": true, "runuser": true, "sg": true, "flock": true, "script": true, "watch": true, "ssh": true}
+// machine (ssh, whose remote command still pushes to the same remote);
+// given none, most read it from standard input (su, ssh, at).
+var codeRunners = map[string]bool{"su": true, "runuser": true, "sg": true, "flock": true, "script": true, "watch": true, "ssh": true,
+	"at": true, "batch": true}
 
 // sshValued are ssh's options that take a value.
 const sshValued = "BbcDEeFIiJLlmOoPpQRSWw"
@@ -466,8 +588,8 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 	var stdin *syntax.Word
 	stdinFile := false
 	for _, r := range st.Redirs {
-		if r.N != nil && r.N.Value != "0" {
-			continue // 3<<< 'text' feeds descriptor 3
+		if fd, err := strconv.Atoi(redirFD(r)); err != nil || fd != 0 {
+			continue // 3<<< 'text' feeds descriptor 3 (00< is 0)
 		}
 		switch r.Op {
 		case syntax.Hdoc, syntax.DashHdoc:
@@ -479,6 +601,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		}
 	}
 	p.writes = writesFile(st.Redirs)
+	runTimeWords(p.words)
 	p.runsMade = runsMadeCommand(p.words, c.Args)
 	// The words that run: the first, and after a wrapper (sudo, nohup,
 	// env …) the next that is not an option or a setting.
@@ -506,7 +629,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 			if file < len(p.words) && p.words[file] == "--" {
 				file++ // source -- FILE
 			}
-			if file >= len(p.words) || fedCode(p.words[file], c.Args[file], stdinPiped || stdinFile || stdin != nil) {
+			if file >= len(p.words) || fedCode(p.words[file], c.Args[file], stdinPiped || stdinFile || stdin != nil || s.feeds) {
 				p.unreadable = true
 			}
 		case name == "eval" && runs(i):
@@ -530,9 +653,9 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 			if !s.envSplit(p.words[i+1:], dynamic, depth) {
 				p.unreadable = true
 			}
-		case (name == "sudo" || name == "doas") && runs(i) && opensShell(p.words[i+1:]):
-			// sudo -s and sudo -i run a shell: on standard input, or
-			// given the command as code.
+		case (name == "sudo" || name == "doas") && runs(i) && s.feeds && opensShell(p.words[i+1:]):
+			// sudo -s and sudo -i run a shell, which reads what the
+			// command feeds it when sudo is given no command.
 			p.unreadable = true
 		case assigns[name] && runs(i):
 			// printf -v NAME, read NAME, mapfile NAME set a variable as an
@@ -543,6 +666,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 			p.unreadable = p.unreadable || code
 			for _, v := range names {
 				v, _, _ = strings.Cut(v, "[")
+				p.unreadable = p.unreadable || v == madeWord // read $'BASH_CMD\x53': a name made at run time
 				p.unreadable = p.unreadable || codeVar(v)
 				p.env = p.env || mayBeExported(v)
 			}
@@ -551,7 +675,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 			}
 		case name == "alias" && runs(i):
 			p.unreadable = true // what an alias runs is read where it is used, later
-		case name == "hash" && runs(i) && slices.ContainsFunc(p.words[i+1:], func(w string) bool { return strings.HasPrefix(w, "-") && strings.Contains(w, "p") }):
+		case name == "hash" && runs(i) && slices.ContainsFunc(p.words[i+1:], func(w string) bool { return w == madeWord || strings.HasPrefix(w, "-") && strings.Contains(w, "p") }):
 			p.unreadable = true // hash -p /usr/bin/git ls: ls runs git from now on
 		case codeRunners[name] && runs(i):
 			// su -c 'code', flock f -c 'code', watch 'code', ssh host 'code'.
@@ -559,10 +683,10 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 			switch {
 			case found && (dynamic || !s.read(code, depth+1)):
 				p.unreadable = true
-			case !found && name != "watch" && name != "flock":
-				// su, runuser, sg, script and ssh with no command open a
-				// shell that reads its code from standard input, which
-				// may be anything (echo 'git push' | su).
+			case !found && name != "watch" && name != "flock" && s.feeds:
+				// su, runuser, sg, script, ssh and at with no command open a
+				// shell (or queue a job) that reads its code from standard
+				// input, which the command feeds (echo 'git push' | su).
 				p.unreadable = true
 			}
 		}
@@ -576,6 +700,55 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		p.words = append(p.words, madeWord)
 	}
 	s.parts = append(s.parts, p)
+}
+
+// redirFD is the descriptor a redirection sets, as written: its number,
+// or 0 for an input redirection written without one, 1 for an output one.
+func redirFD(r *syntax.Redirect) string {
+	if r.N != nil {
+		return r.N.Value
+	}
+	switch r.Op {
+	case syntax.RdrIn, syntax.DplIn, syntax.RdrInOut, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+		return "0"
+	}
+	return "1"
+}
+
+// runTimeWords marks the words of a part that xargs -I (-i) or find -exec
+// fill in at run time (xargs -I{} git {} --force, find push -exec git {}
+// \;) as made at run time; args are the part's words as parsed.
+func runTimeWords(words []string) {
+	replace := ""
+	for i, w := range words {
+		switch base := path.Base(w); {
+		case base == "xargs":
+			for j := i + 1; j < len(words) && strings.HasPrefix(words[j], "-"); j++ {
+				switch a := words[j]; {
+				case a == "-I" && j+1 < len(words):
+					replace = words[j+1]
+				case strings.HasPrefix(a, "-I"):
+					replace = a[2:]
+				case a == "-i" || a == "--replace":
+					replace = "{}"
+				case strings.HasPrefix(a, "-i"):
+					replace = a[2:]
+				case strings.HasPrefix(a, "--replace="):
+					replace = strings.TrimPrefix(a, "--replace=")
+				}
+			}
+		case base == "find":
+			replace = "{}"
+		}
+	}
+	if replace == "" {
+		return
+	}
+	for i, w := range words {
+		if i > 0 && strings.Contains(w, replace) && !strings.HasPrefix(w, "-I") && !strings.HasPrefix(w, "-i") && !strings.HasPrefix(w, "--replace") {
+			words[i] = madeWord
+		}
+	}
 }
 
 // assigns are the builtins that set variables they are given by name.
@@ -594,6 +767,11 @@ func assigned(name string, args []string) (names []string, code bool) {
 		case a == "--" && len(operands) == 0:
 			operands = append(operands, args[j+1:]...)
 			j = len(args)
+		case a == madeWord && len(operands) == 0:
+			// o=-v; printf $o NAME …: an option made at run time may be
+			// one that names a variable, or a callback.
+			code = true
+			operands = append(operands, a)
 		case len(a) > 1 && a[0] == '-' && len(operands) == 0:
 			for k := 1; k < len(a); k++ {
 				if !strings.ContainsRune(valued, rune(a[k])) {
@@ -635,28 +813,35 @@ func assigned(name string, args []string) (names []string, code bool) {
 }
 
 // opensShell says sudo's or doas' options ask for a shell (-s, -i, and
-// their long names).
+// their long names) before the command they run, if any.
 func opensShell(args []string) bool {
-	skip := false
-	for _, a := range args {
-		if skip {
-			skip = false
-			continue
-		}
+	for j := 0; j < len(args); j++ {
+		a := args[j]
 		switch {
 		case a == "--":
 			return false
 		case a == "--shell" || a == "--login":
 			return true
-		case len(a) > 1 && a[0] == '-' && a[1] != '-':
-			if strings.ContainsAny(a[1:], "si") {
-				return true
+		case strings.HasPrefix(a, "--"):
+			// --user root: the value is the next word, unless given with =.
+			switch a {
+			case "--user", "--group", "--chdir", "--close-from", "--host", "--prompt", "--role", "--type", "--other-user", "--command-timeout":
+				j++
 			}
-		case !strings.HasPrefix(a, "-"):
+		case len(a) > 1 && a[0] == '-':
+			for k := 1; k < len(a); k++ {
+				if a[k] == 's' || a[k] == 'i' {
+					return true
+				}
+				if strings.IndexByte("ugCDhprtUTR", a[k]) >= 0 {
+					if k == len(a)-1 {
+						j++ // -u root: the next word is its value
+					}
+					break // -upostgres: the rest is its value
+				}
+			}
+		default:
 			return false // the command
-		}
-		if len(a) == 2 && strings.IndexByte("ugCDhprtUTR", a[1]) >= 0 {
-			skip = true // -u root: the next word is the option's value
 		}
 	}
 	return false
@@ -677,8 +862,8 @@ func (s *shellCmd) shell(p *part, i int, args []*syntax.Word, runs bool, stdin *
 	}
 	switch {
 	case inline:
-		if operand < 0 {
-			return false // sh -c with no code, or code after options we cannot follow
+		if operand < 0 || words[operand] == madeWord {
+			return false // sh -c with no code, code made at run time, or after options we cannot follow
 		}
 		code, known := literal(args[i+1+operand])
 		return known && s.read(code, depth+1)
@@ -689,16 +874,24 @@ func (s *shellCmd) shell(p *part, i int, args []*syntax.Word, runs bool, stdin *
 	case operand >= 0 && !fromStdin:
 		// bash script.sh runs a file, an ordinary command; but not a
 		// file that is standard input or a substitution (bash <(curl …)).
-		return !fedCode(words[operand], args[i+1+operand], stdinCode || stdin != nil)
+		return !fedCode(words[operand], args[i+1+operand], stdinCode || stdin != nil || s.feeds)
 	case stdin != nil:
-		doc, ok := document(stdin)
-		return ok && s.read(doc, depth+1)
+		// Its code is the here-document, which is read for what it runs;
+		// but the commands in it read the same input as the shell, and
+		// may take lines of it before the shell does (read; echo 'x …),
+		// so what runs is not surely what is read.
+		if doc, ok := document(stdin); ok {
+			s.read(doc, depth+1)
+		}
+		return false
+	case slices.Contains(words, "--version") || slices.Contains(words, "--help"):
+		return true // bash --version runs nothing
 	}
-	// It reads its code from standard input, which may be fed from
-	// anywhere: a pipe (curl … | sh), a file, a redirection of the group
-	// or loop around it ({ bash; } <<< '…'), exec <<< '…' before it, a
-	// coprocess.
-	return false
+	// It reads its code from standard input: what the command feeds it
+	// (a pipe, a file, a redirection of the group or loop around it,
+	// exec <<< '…' before it, a coprocess), or, when the command feeds
+	// nothing, the agent's own standard input.
+	return !s.feeds
 }
 
 // shellArgs reads a shell's arguments as bash does: options (-e, +x, -ec,
@@ -744,13 +937,16 @@ func fedCode(word string, arg *syntax.Word, stdinCode bool) bool {
 	if _, ok := literal(arg); !ok {
 		return true
 	}
-	if stdinCode && !path.IsAbs(word) && (path.Base(word) == "stdin" || strings.Contains(word, "fd/")) {
+	base := path.Base(word)
+	if stdinCode && !path.IsAbs(word) && (base == "stdin" || base == "stdout" || base == "stderr" || strings.Contains(word, "fd/")) {
 		return true // cd /dev && curl … | bash stdin
 	}
 	word = path.Clean(word)
 	// /proc/self/fd/0, /proc/self/root/dev/stdin, /proc/1/cwd/…: no script
-	// a command runs lives under /proc.
-	return word == "/dev/stdin" || strings.HasPrefix(word, "/dev/fd/") || strings.HasPrefix(word, "/proc/")
+	// a command runs lives under /proc. /dev/stdout and /dev/stderr are
+	// descriptors too, which a redirection may feed (bash /dev/stderr
+	// 2<<< '…').
+	return word == "/dev/stdin" || word == "/dev/stdout" || word == "/dev/stderr" || strings.HasPrefix(word, "/dev/fd/") || strings.HasPrefix(word, "/proc/")
 }
 
 // literal is a word's value when it is fixed in the command: quotes and
