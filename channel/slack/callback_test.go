@@ -308,18 +308,7 @@ func TestReasonSubmissionKeepsItsChannel(t *testing.T) {
 		t.Fatalf("tap: status %d", code)
 	}
 	b.Flush()
-	views := f.CallsOf("views.open")
-	if len(views) != 1 {
-		t.Fatalf("%d views.open calls, want 1", len(views))
-	}
-	view, _ := views[0].Body["view"].(map[string]any)
-	sub := slacktest.Form(slacktest.ViewSubmission(slacktest.Submission{Team: "T123", User: "U456", CallbackID: reasonCallback,
-		Metadata: fmt.Sprint(view["private_metadata"]), Block: reasonBlock, Action: reasonAction, Value: "not now"}))
-	if code := post(h, sub, slacktest.Sign(secret, t0, sub)); code != http.StatusOK {
-		t.Fatalf("submission: status %d", code)
-	}
-	a.Flush()
-	b.Flush()
+	submitReason(t, f, h, a, b)
 	if got := d.taken(); len(got) != 1 || got[0].Via != "eng-slack" || got[0].Approve || got[0].Reason != "not now" {
 		t.Errorf("decisions %+v, want one reject via eng-slack", got)
 	}
@@ -461,23 +450,31 @@ func TestDirectCardTapKeepsItsChannel(t *testing.T) {
 			a.Flush()
 			b.Flush()
 			if tc.action == actionReason {
-				views := f.CallsOf("views.open")
-				if len(views) != 1 {
-					t.Fatalf("%d views.open calls, want 1", len(views))
-				}
-				view, _ := views[0].Body["view"].(map[string]any)
-				sub := slacktest.Form(slacktest.ViewSubmission(slacktest.Submission{Team: "T123", User: "U456", CallbackID: reasonCallback,
-					Metadata: fmt.Sprint(view["private_metadata"]), Block: reasonBlock, Action: reasonAction, Value: "not now"}))
-				if code := post(h, sub, slacktest.Sign(secret, t0, sub)); code != http.StatusOK {
-					t.Fatalf("submission: status %d", code)
-				}
-				a.Flush()
-				b.Flush()
+				submitReason(t, f, h, a, b)
 			}
 			got := d.taken()
 			if len(got) != 1 || got[0].Via != tc.want {
 				t.Errorf("decisions %+v, want one via %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// submitReason submits, as U456 of T123, the reason form the tap opened
+// (the one views.open call) with the reason "not now", and flushes chs.
+func submitReason(t *testing.T, f *slacktest.Server, h http.Handler, chs ...*Channel) {
+	t.Helper()
+	views := f.CallsOf("views.open")
+	if len(views) != 1 {
+		t.Fatalf("%d views.open calls, want 1", len(views))
+	}
+	view, _ := views[0].Body["view"].(map[string]any)
+	sub := slacktest.Form(slacktest.ViewSubmission(slacktest.Submission{Team: "T123", User: "U456", CallbackID: reasonCallback,
+		Metadata: fmt.Sprint(view["private_metadata"]), Block: reasonBlock, Action: reasonAction, Value: "not now"}))
+	if code := post(h, sub, slacktest.Sign(secret, t0, sub)); code != http.StatusOK {
+		t.Fatalf("submission: status %d", code)
+	}
+	for _, c := range chs {
+		c.Flush()
 	}
 }
