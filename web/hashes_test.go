@@ -2,11 +2,13 @@ package web_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/internal/present"
 	"github.com/gatehouse-dev/gatehouse/internal/redact"
+	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/web"
 )
 
@@ -116,9 +119,11 @@ func TestTrailHashesHideRedactedArguments(t *testing.T) {
 		return ""
 	}
 
+	// Its own token reads its seals, but no links of the chain, which
+	// run through other requests' events (TestOwnTrailHidesTheChainsLinks).
 	own := events("agent-a")
-	if seal(own, gate.EventCreated, audit.CallMark) != r.Call().Digest() || own[0].Hash == "" || own[0].PrevHash == "" {
-		t.Errorf("the request's own token reads its trail without its seals or hashes: %+v", own)
+	if seal(own, gate.EventCreated, audit.CallMark) != r.Call().Digest() || own[0].Hash != "" || own[0].PrevHash != "" {
+		t.Errorf("the request's own token reads its trail without its seals, or with the chain's links: %+v", own)
 	}
 
 	code, body := call(t, e.srv.URL, "reader", http.MethodGet, "/api/v1/approvals/"+r.ID, "")
@@ -158,5 +163,136 @@ func TestTrailHashesHideRedactedArguments(t *testing.T) {
 	}
 	if !strings.Contains(page, audit.CallMark+redact.Mark) {
 		t.Errorf("the request page does not say the call is sealed:\n%s", page)
+	}
+}
+
+// TestOwnTrailHidesTheChainsLinks: the chain runs through every request's
+// events, so a read_all token that made one request just before another
+// token's and one just after held, in its own trail, the hash on both
+// sides of the other's events, knew every other field of them (shown
+// redacted), and could test the 10,000 pins offline. With redaction on, a
+// token's own trail carries no links either, and the checkpoint (the
+// chain's head) is not served over the API. Found by a reader.
+func TestOwnTrailHidesTheChainsLinks(t *testing.T) {
+	e := newPinEnv(t)
+	ctx := context.Background()
+	seal := func() {
+		t.Helper()
+		if _, err := e.db.Seal(ctx, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := e.submitAs("reader", `{"tool_name":"unlock","requires_confirmation":true,"tool_args":{"door":"side","pin":"0000"}}`)
+	seal()
+	victim := e.submitAs("agent-a", pinCall) // pin 4821, shown [redacted] to reader
+	seal()
+	after := e.submitAs("reader", `{"tool_name":"unlock","requires_confirmation":true,"tool_args":{"door":"back","pin":"0000"}}`)
+	seal()
+
+	events := func(id string) []gate.Event {
+		t.Helper()
+		code, body := call(t, e.srv.URL, "reader", http.MethodGet, "/api/v1/approvals/"+id+"/events", "")
+		var out struct {
+			Events []gate.Event `json:"events"`
+		}
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &out) != nil {
+			t.Fatalf("events: %d %s", code, body)
+		}
+		return out.Events
+	}
+	type link struct {
+		ev  gate.Event
+		own bool
+	}
+	bySeq := map[int64]link{}
+	for _, id := range []string{before.ID, after.ID} {
+		for _, ev := range events(id) {
+			bySeq[ev.Seq] = link{ev, true}
+		}
+	}
+	for _, ev := range events(victim.ID) {
+		bySeq[ev.Seq] = link{ev, false}
+	}
+	var seqs []int64
+	for s := range bySeq {
+		seqs = append(seqs, s)
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	// The reader's last own event before the victim's, and the first after.
+	start, end := -1, -1
+	for i, s := range seqs {
+		if !bySeq[s].own {
+			if end == -1 && start == -1 {
+				start = i - 1
+			}
+			continue
+		}
+		if start != -1 && end == -1 {
+			end = i
+		}
+	}
+	if start < 0 || end < 0 || seqs[end]-seqs[start] != int64(end-start) {
+		t.Fatalf("setup: no contiguous own/victim/own run in seqs %v", seqs)
+	}
+
+	code, body := call(t, e.srv.URL, "reader", http.MethodGet, "/api/v1/approvals/"+victim.ID, "")
+	var shown gate.Request
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &shown) != nil {
+		t.Fatalf("read as reader: %d %s", code, body)
+	}
+	if !strings.Contains(string(shown.ToolArgs), redact.Mark) {
+		t.Fatalf("setup: the pin is not shown redacted: %s", shown.ToolArgs)
+	}
+
+	var found []string
+	for i := range 10000 {
+		pin := fmt.Sprintf("%04d", i)
+		guess := shown
+		guess.ToolArgs = json.RawMessage(`{"door":"vault","pin":"` + pin + `"}`)
+		h := bySeq[seqs[start]].ev.Hash // the reader's own: shown
+		for _, s := range seqs[start+1 : end] {
+			ev := bySeq[s].ev
+			detail := strings.ReplaceAll(ev.Detail, audit.CallMark+redact.Mark, guess.Call().Mark())
+			rec := audit.Record{Seq: ev.Seq, Kind: audit.KindEvent, ID: ev.ID, RequestID: ev.RequestID, At: ev.At,
+				Type: ev.Type, Actor: ev.Actor, Channel: ev.Channel, Detail: detail}
+			h = audit.Hash(h, rec.Canonical())
+		}
+		if h == bySeq[seqs[end]].ev.PrevHash { // the reader's own: shown
+			found = append(found, pin)
+		}
+	}
+	if len(found) > 0 {
+		t.Errorf("the hidden pin is recovered from the prev_hash/hash of the reader's own neighbouring events: %v", found)
+	}
+}
+
+// TestNoCheckpointOverTheAPIWhenRedacting: two heads of the chain a few
+// events apart are the links either side of those events, so with
+// redaction on the API serves no checkpoint (the server still writes them
+// to audit.checkpoint_dir). Found by a reader.
+func TestNoCheckpointOverTheAPIWhenRedacting(t *testing.T) {
+	_, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := redact.New([]string{"pin"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, redacting := range []bool{false, true} {
+		e := newEnvWith(t, nil, func(o *web.Options) {
+			o.Checkpoints = audit.NewKeeper(audit.Options{Store: o.Sessions.(*store.DB), Key: key})
+			if redacting {
+				o.Present = &present.Presenter{Redact: rd, Looks: o.Service.RouteLooks}
+			}
+			o.Tokens = []config.APIToken{{Name: "reader", Token: scopeTokens["reader"], Scopes: []string{config.ScopeReadAll}}}
+		})
+		code, body := call(t, e.srv.URL, "reader", http.MethodGet, "/api/v1/audit/checkpoint", "")
+		switch {
+		case redacting && (code != http.StatusForbidden || !strings.Contains(body, "checkpoint_dir")):
+			t.Errorf("checkpoint with redaction on: %d %s; want 403 naming audit.checkpoint_dir", code, body)
+		case !redacting && (code != http.StatusOK || !strings.Contains(body, `"signature"`)):
+			t.Errorf("checkpoint with no redaction: %d %s; want it signed", code, body)
+		}
 	}
 }

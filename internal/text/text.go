@@ -149,10 +149,11 @@ func hidden(r rune) bool {
 func Reveal(s string) string { return reveal(s, hidden, mark) }
 
 // RevealLine is Reveal for text that is one line by nature (a tool's
-// name, an agent's id): control characters, line breaks among them, are
-// marked too, so that no such field can draw lines of its own on a card.
+// name, an agent's id): control characters, line breaks among them, and
+// the line and paragraph separators (U+2028, U+2029) are marked too, so
+// that no such field can draw lines of its own on a card.
 func RevealLine(s string) string {
-	return reveal(s, func(r rune) bool { return hidden(r) || unicode.IsControl(r) }, mark)
+	return reveal(s, func(r rune) bool { return hidden(r) || unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }, mark)
 }
 
 // RevealJSON writes each hidden character of JSON text as an escape
