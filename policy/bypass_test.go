@@ -1108,3 +1108,162 @@ func TestGlobWildcardsThroughProc(t *testing.T) {
 		}
 	}
 }
+
+// TestCodeRunnersWithoutReadableCodeAreUnreadable: su, runuser, sg, script
+// and newgrp take code in forms beyond -c (su -lc, -c'…', --comm,
+// --session-command, sg group '…', script -qc): one whose code is not found
+// is unreadable, fed or not. Found by a third reader.
+func TestCodeRunnersWithoutReadableCodeAreUnreadable(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`su -lc 'git push --force' root`,
+		`su -c'git push --force'`,
+		`su --comm 'git push --force'`,
+		`su --session-command 'git push --force'`,
+		`sg root 'git push --force'`,
+		`script -qc 'git push --force' /dev/null`,
+		`runuser -lc 'git push --force' root`,
+	})
+}
+
+// TestStdinFromASocketFeeds: 0> and 0>&3 replace standard input too, and
+// /dev/tcp is a socket whichever way it opens: such a redirection feeds a
+// shell code. Found by a third reader.
+func TestStdinFromASocketFeeds(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`bash 0>/dev/tcp/127.0.0.1/8099`,
+		`exec 0>/dev/tcp/127.0.0.1/8099; bash`,
+		`exec 0>/dev/tcp/127.0.0.1/8099; su`,
+	})
+}
+
+// TestFeedsAndMadeFromCodeReadLater: what feeds input or sets a variable
+// may be in code read after the shell or arithmetic it reaches (eval's
+// string, after a function body): both are judged once the whole command is
+// read. Found by a third reader.
+func TestFeedsAndMadeFromCodeReadLater(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`f() { bash; }; eval "exec <<< 'git push --force'"; f`,
+		`f() { echo $((x)); }; eval 'read x < <(printf "a[\x24(git push --force)]")'; f`,
+	})
+}
+
+// TestDescriptorNumberAsScript: bash 3 in /dev/fd runs descriptor 3, which
+// the command may feed. Found by a third reader.
+func TestDescriptorNumberAsScript(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{`exec 3<<< "git push --force"; cd /dev/fd && bash 3`})
+}
+
+// TestXargsReplaceAfterValuedOptions: -I may come after options that take
+// values (-P 2, -n 1, -d x). Found by a third reader.
+func TestXargsReplaceAfterValuedOptions(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`echo push | xargs -P 2 -I{} git {} --force`,
+		`echo push | xargs -d '\n' -I{} git {} --force`,
+		`echo push | xargs -n 1 -I {} git {} --force`,
+	})
+}
+
+// TestArithmeticOverValuesMadeAnyWay: arithmetic evaluates what a variable
+// holds, and what that names: values from loops written in the command,
+// substitutions inside arithmetic, the integer attribute, names reached
+// through another name, quoted names, subscripts of assignments and of
+// builtins that take names. Found by a third reader.
+func TestArithmeticOverValuesMadeAnyWay(t *testing.T) {
+	const rd = `read y < <(printf "a[\x24(git push --force)]"); `
+	cmds := []string{
+		// literal loop values are not checked for code at all
+		`for x in 'a[$(git push --force)]'; do echo $((x)); done`,
+		// a command substitution directly in arithmetic
+		`echo $(( $(printf 'b[\x24(git push --force)]') ))`,
+		`[[ $(printf 'b[\x24(git push --force)]') -eq 0 ]]`,
+		`let "$(printf 'b[\x24(git push --force)]')"`,
+		`a[$(printf 'b[\x24(git push --force)]')]=1`,
+		`echo ${a[$(printf 'b[\x24(git push --force)]')]}`,
+		// integer attribute: assignment is arithmetic
+		`declare -i x; x=$(printf 'b[\x24(git push --force)]')`,
+		`declare -i x=$(printf 'b[\x24(git push --force)]')`,
+		`declare -i x; read x < <(printf 'b[\x24(git push --force)]')`,
+		// made variable read through another name, quoted, or a subscript
+		rd + `z=y; echo $((z))`,
+		rd + `let 'y'`,
+		rd + `let "a[y]"`,
+		rd + `(( "y" ))`,
+		rd + `[[ a[y] -eq 0 ]]`,
+		rd + `a=(1); [[ -v a[y] ]]`,
+		rd + `a[y]=1`,
+		rd + `a[$y]=1`,
+		rd + `a=(1); unset 'a[y]'`,
+		rd + `test -v 'a[y]'`,
+		rd + `printf -v 'a[y]' x`,
+		rd + `declare a[y]=1`,
+	}
+	forcePushesNeverAllowed(t, cmds)
+	allow := []Route{{Name: "echo", Calls: []string{"Bash(echo:*)"}, Action: Allow}, {Name: "printf", Calls: []string{"Bash(printf:*)"}, Action: Allow},
+		{Name: "read", Calls: []string{"Bash(read:*)"}, Action: Allow}, {Name: "rest", Action: Ask}}
+	for _, cmd := range []string{
+		`for x in 'a[$(git push --force)]'; do echo $((x)); done`,
+		`echo $(( $(echo -e 'b[\x24(git push --force)]') ))`,
+		`echo ${a[$(echo -e 'b[\x24(git push --force)]')]}`,
+		`[[ $(echo -e 'b[\x24(git push --force)]') -eq 0 ]]`,
+		`[[ $(printf 'b[\x24(git push --force)]') -eq 0 ]]`,
+	} {
+		if got := routeOf(t, allow, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "rest" {
+			t.Errorf("allow-nobody-gave: %q runs git push --force; allowed by route %s", cmd, got)
+		}
+	}
+}
+
+// TestArithmeticCountersStayReadable: a value made by arithmetic ($((…)),
+// $#) is a number: i=$((i+1)) stays readable. Found by a third reader.
+func TestArithmeticCountersStayReadable(t *testing.T) {
+	for _, cmd := range []string{
+		`i=$((i+1))`,
+		`i=0; while [ $i -lt 3 ]; do i=$((i+1)); done`,
+		`n=$#; echo $((n+1))`,
+	} {
+		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
+			t.Errorf("%q: route %s, want other-shell", cmd, got)
+		}
+	}
+}
+
+// TestNewgrpIsACodeRunner: newgrp opens a shell on standard input. Found by
+// a third reader.
+func TestNewgrpIsACodeRunner(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{`echo 'git push --force' | newgrp`})
+}
+
+// TestAllowRulesNamingBraces: an allow rule that writes {} (Bash(find src
+// -exec gofmt -l {} +)) reads the command as written. Found by a third
+// reader.
+func TestAllowRulesNamingBraces(t *testing.T) {
+	allow := []Route{{Name: "ok", Calls: []string{"Bash(find src -exec gofmt -l {} +)", "Bash(xargs -I{} cp {} dst:*)"}, Action: Allow}, {Name: "rest", Action: Ask}}
+	for _, cmd := range []string{
+		`find src -exec gofmt -l {} +`,
+		`xargs -I{} cp {} dst < list`,
+	} {
+		if got := routeOf(t, allow, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "ok" {
+			t.Errorf("%q: route %s, want ok", cmd, got)
+		}
+	}
+}
+
+// TestEverydayCommandsStayReadable: the commands agents run all day are
+// read, not held or asked about, under the docs' example (the shell
+// reading errs toward unreadable, and must not err on these).
+func TestEverydayCommandsStayReadable(t *testing.T) {
+	for _, cmd := range []string{
+		"cat f | grep x", "ls -la | head", "git log --oneline | head -20", "npm test 2>&1 | tail -50",
+		"for f in *.go; do echo $f; done", "for i in $(seq 3); do echo $i; done", "i=$((i+1))", "echo $((1+2))",
+		"while read -r l; do echo \"$l\"; done < f", `find . -name x -exec grep -l y {} \;`, "xargs -I{} cp {} dst < list",
+		"x=$(wc -l < f); echo $x", "[ -f x ] && echo yes", `[[ $x == y ]]`, "git status && git diff", "cd app && npm install",
+		"python3 -c 'print(1)'", "docker ps | grep web", "ssh -T git@github.com", "bash --version", "sudo -u deploy make",
+		"n=$#; echo $((n+1))", "count=0; for f in *.txt; do count=$((count+1)); done; echo $count",
+		"git diff --name-only | xargs gofmt -l", "ps aux | grep node | awk '{print $2}'", "echo ${HOME}", "echo ${PATH:0:10}",
+		"cat <<'EOF' > notes.md\n# notes\nEOF", "tar czf out.tgz dist && ls -la out.tgz",
+	} {
+		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
+			t.Errorf("%q: route %s, want other-shell", cmd, got)
+		}
+	}
+}

@@ -60,6 +60,15 @@ type part struct {
 	// code that is not in the command (`sh -c "$X"`, `curl … | sh`,
 	// `eval "$X"`).
 	unreadable bool
+	// Decided once the whole command is read (readShell), since what
+	// feeds input or sets a variable may come after the part, or in code
+	// read later (f() { bash; }; eval "exec <<< '…'"; f):
+	// onStdin says the part runs code from its standard input (a shell,
+	// ssh, at or sudo -s given none), unreadable when the command feeds
+	// input anywhere; reads are the variables its arithmetic evaluates,
+	// unreadable when the command sets one from a value made at run time.
+	onStdin bool
+	reads   []string
 }
 
 // madeWord stands in a part's words for a word whose value is made when
@@ -77,7 +86,12 @@ func readShell(cmd string) *shellCmd {
 	}
 	for i := range s.parts {
 		q := &s.parts[i]
-		q.line = strings.Join(q.words, " ")
+		if q.onStdin && s.feeds || slices.ContainsFunc(q.reads, func(v string) bool { return s.made[v] }) {
+			q.unreadable = true
+		}
+		if q.line == "" {
+			q.line = strings.Join(q.words, " ")
+		}
 		q.names = make([]string, len(q.words))
 		for j, w := range q.words {
 			q.names[j] = path.Base(w)
@@ -142,10 +156,16 @@ func (s *shellCmd) read(code string, depth int) bool {
 					p.unreadable = p.unreadable || codeVar(a.Name.Value) // declare -A BASH_CMDS=(…)
 				case a.Naked && a.Value != nil && !ok:
 					p.unreadable = true // declare "$n=…": a name made at run time
-				case a.Naked && strings.HasPrefix(lit, "-") && strings.Contains(lit, "n"):
+				case a.Naked && strings.HasPrefix(lit, "-") && strings.ContainsAny(lit, "ni"):
 					// declare -n r=BASH_CMDS: r names another variable,
-					// which every later use of r sets.
+					// which every later use of r sets; declare -i x makes
+					// every assignment to x arithmetic.
 					p.unreadable = true
+				}
+				if a.Index != nil {
+					reads, subst := arithReads(a.Index)
+					p.unreadable = p.unreadable || subst
+					p.reads = append(p.reads, reads...)
 				}
 			}
 			s.parts = append(s.parts, p)
@@ -166,9 +186,18 @@ func (s *shellCmd) read(code string, depth int) bool {
 				s.parts = append(s.parts, part{words: []string{"${@P}"}, unreadable: true})
 			}
 			// ${a[i]} and ${x:off:len} evaluate arithmetic.
-			if x.Index != nil && (hidesCode(x.Index) || s.readsMade(x.Index)) || x.Slice != nil && (x.Slice.Offset != nil && (hidesCode(x.Slice.Offset) || s.readsMade(x.Slice.Offset)) ||
-				x.Slice.Length != nil && (hidesCode(x.Slice.Length) || s.readsMade(x.Slice.Length))) {
+			if x.Index != nil && hidesCode(x.Index) || x.Slice != nil && (x.Slice.Offset != nil && hidesCode(x.Slice.Offset) ||
+				x.Slice.Length != nil && hidesCode(x.Slice.Length)) {
 				s.parts = append(s.parts, part{words: []string{"${ }"}, unreadable: true})
+			}
+			if x.Index != nil {
+				s.arithPart(x.Index, "${ }")
+			}
+			if x.Slice != nil && x.Slice.Offset != nil {
+				s.arithPart(x.Slice.Offset, "${ }")
+			}
+			if x.Slice != nil && x.Slice.Length != nil {
+				s.arithPart(x.Slice.Length, "${ }")
 			}
 		case *syntax.BinaryArithm:
 			switch x.Op {
@@ -188,8 +217,10 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// of [[ … ]]) expands the subscripts of quoted names as it
 			// evaluates them: let 'x[$(cmd)]=1' runs cmd, which the parse
 			// shows as text. So does $_ (the last argument) read there.
-			if hidesCode(n) || readsLastArg(n) || s.readsMade(n) {
+			if hidesCode(n) || readsLastArg(n) {
 				s.parts = append(s.parts, part{words: []string{"(( ))"}, unreadable: true})
+			} else {
+				s.arithPart(n, "(( ))")
 			}
 		}
 		return true
@@ -197,10 +228,9 @@ func (s *shellCmd) read(code string, depth int) bool {
 	return true
 }
 
-// survey notes, before the parts are read, whether the code feeds input
-// to anything (feeds) and which variables it sets from values made at run
-// time (made): a shell or an arithmetic before the line that feeds or
-// sets them may still read what they give (f() { bash; }; f <<< '…').
+// survey notes whether the code feeds input to anything (feeds) and
+// which variables it sets from values made at run time (made); readShell
+// applies both once the whole command is read.
 func (s *shellCmd) survey(f *syntax.File) {
 	mark := func(name string) {
 		if s.made == nil {
@@ -219,16 +249,24 @@ func (s *shellCmd) survey(f *syntax.File) {
 			case syntax.RdrIn, syntax.DplIn, syntax.RdrInOut, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
 				s.feeds = true
 			}
+			// 0> and 0>&3 replace standard input too, and /dev/tcp is a
+			// socket whichever way it is opened.
+			target := ""
+			if x.Word != nil {
+				target = wordText(x.Word)
+			}
+			if fd, err := strconv.Atoi(redirFD(x)); err == nil && fd == 0 || strings.HasPrefix(target, "/dev/tcp/") || strings.HasPrefix(target, "/dev/udp/") {
+				s.feeds = true
+			}
 		case *syntax.Assign:
-			if _, ok := literal(x.Value); x.Name != nil && (x.Value != nil && !ok || x.Array != nil) {
-				mark(x.Name.Value) // x=$(…), x=(…)
+			if x.Name != nil && (x.Array != nil || x.Value != nil && madeValue(x.Value)) {
+				mark(x.Name.Value) // x=$(…), x=(…), x=y (its value names y)
 			}
 		case *syntax.ForClause:
 			if it, ok := x.Loop.(*syntax.WordIter); ok && it.Name != nil {
 				made := !it.InPos.IsValid() // for x; do: the arguments
 				for _, w := range it.Items {
-					_, lit := literal(w)
-					made = made || !lit
+					made = made || madeValue(w)
 				}
 				if made {
 					mark(it.Name.Value)
@@ -264,38 +302,106 @@ func (s *shellCmd) survey(f *syntax.File) {
 	})
 }
 
-// readsMade says arithmetic in n reads a variable the command sets from a
-// value made at run time (read x; (( x ))), as a name or as $x. Of [[ … ]]
-// only the arithmetic comparisons (-eq, -lt, …) count.
-func (s *shellCmd) readsMade(n syntax.Node) bool {
-	if len(s.made) == 0 {
+// madeValue says arithmetic over a variable given the value w may run
+// code: a value made at run time (other than a number: $((…)), $#, $?),
+// or one written in the command that names a variable (x=y, whose value
+// arithmetic evaluates in turn) or holds a subscript (a[$(cmd)]).
+func madeValue(w *syntax.Word) bool {
+	lit, ok := literal(w)
+	if !ok {
+		for _, wp := range w.Parts {
+			switch x := wp.(type) {
+			case *syntax.ArithmExp:
+			case *syntax.ParamExp:
+				if x.Param == nil || x.Exp != nil || x.Index != nil || x.Slice != nil || !strings.Contains("#?$!", x.Param.Value) || len(x.Param.Value) != 1 {
+					return true
+				}
+			default:
+				return true
+			}
+		}
 		return false
 	}
+	return strings.Contains(lit, "[") || syntax.ValidName(lit)
+}
+
+// arithPart adds a part for arithmetic n (labelled as what): unreadable
+// when a substitution in it gives text to evaluate, and otherwise reading
+// the variables it names, which readShell judges once every variable the
+// command sets is known.
+func (s *shellCmd) arithPart(n syntax.Node, what string) {
+	if reads, subst := arithReads(n); subst {
+		s.parts = append(s.parts, part{words: []string{what}, unreadable: true})
+	} else if len(reads) > 0 {
+		s.parts = append(s.parts, part{words: []string{what}, reads: reads})
+	}
+}
+
+// arithReads is the variables arithmetic in n may evaluate: every name in
+// it, quoted or not, in a subscript too (let "a[y]"), and those that $x
+// and ${x} name; subst says it holds a command or process substitution,
+// whose output it would evaluate. Of [[ … ]] only the arithmetic
+// comparisons (-eq, -lt, …) and -v count.
+func arithReads(n syntax.Node) (names []string, subst bool) {
 	if t, ok := n.(*syntax.TestClause); ok {
-		reads := false
 		syntax.Walk(t, func(n syntax.Node) bool {
-			if b, ok := n.(*syntax.BinaryTest); ok {
+			switch b := n.(type) {
+			case *syntax.BinaryTest:
 				switch b.Op {
 				case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
-					reads = reads || s.readsMade(b.X) || s.readsMade(b.Y)
+					for _, e := range []syntax.Node{b.X, b.Y} {
+						r, sub := arithReads(e)
+						names, subst = append(names, r...), subst || sub
+					}
+					return false
+				}
+			case *syntax.UnaryTest:
+				if b.Op == syntax.TsVarSet {
+					r, sub := arithReads(b.X)
+					names, subst = append(names, r...), subst || sub
+					return false
 				}
 			}
-			return !reads
+			return true
 		})
-		return reads
+		return names, subst
 	}
-	reads := false
 	syntax.Walk(n, func(n syntax.Node) bool {
 		switch x := n.(type) {
-		case *syntax.Word:
-			name, _, _ := strings.Cut(x.Lit(), "[")
-			reads = reads || s.made[name]
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			subst = true
+			return false
 		case *syntax.ParamExp:
-			reads = reads || x.Param != nil && s.made[x.Param.Value]
+			if x.Param != nil {
+				names = append(names, x.Param.Value)
+			}
+		case *syntax.Lit:
+			names = append(names, identifiers(x.Value)...)
+		case *syntax.SglQuoted:
+			names = append(names, identifiers(x.Value)...)
 		}
-		return !reads
+		return true
 	})
-	return reads
+	return names, subst
+}
+
+// identifiers are the names in text that may be variables.
+func identifiers(text string) []string {
+	var out []string
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+			j := i + 1
+			for j < len(text) && (text[j] == '_' || text[j] >= 'a' && text[j] <= 'z' || text[j] >= 'A' && text[j] <= 'Z' || text[j] >= '0' && text[j] <= '9') {
+				j++
+			}
+			out = append(out, text[i:j])
+			i = j
+			continue
+		}
+		i++
+	}
+	return out
 }
 
 // hidesCode says a node holds text with command or parameter expansion
@@ -435,7 +541,7 @@ var wrappers = map[string]bool{"sudo": true, "doas": true, "pkexec": true, "nohu
 // machine (ssh, whose remote command still pushes to the same remote);
 // given none, most read it from standard input (su, ssh, at).
 var codeRunners = map[string]bool{"su": true, "runuser": true, "sg": true, "flock": true, "script": true, "watch": true, "ssh": true,
-	"at": true, "batch": true}
+	"at": true, "batch": true, "newgrp": true}
 
 // sshValued are ssh's options that take a value.
 const sshValued = "BbcDEeFIiJLlmOoPpQRSWw"
@@ -551,6 +657,11 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		if a.Name != nil && codeVar(a.Name.Value) || a.Value != nil && hidesCode(a.Value) {
 			p.unreadable = true // BASH_ENV=<(…) bash, x='a[$(cmd)]'
 		}
+		if a.Index != nil { // a[y]=1 evaluates y
+			reads, subst := arithReads(a.Index)
+			p.unreadable = p.unreadable || subst
+			p.reads = append(p.reads, reads...)
+		}
 	}
 	if len(c.Args) == 0 {
 		if p.env {
@@ -567,10 +678,11 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		if !ok {
 			text = wordText(w)
 		}
-		if strings.Contains(text, "[") && codeSyntax(text) {
-			// printf -v 'a[$(cmd)]', unset 'a[$(cmd)]', test -v …: a
-			// name whose subscript the builtin expands.
-			p.unreadable = true
+		if _, sub, ok := strings.Cut(text, "["); ok && i > 0 {
+			// printf -v 'a[$(cmd)]', unset 'a[y]', test -v …: a name
+			// whose subscript the builtin evaluates.
+			p.unreadable = p.unreadable || codeSyntax(sub)
+			p.reads = append(p.reads, identifiers(sub)...)
 		}
 		if !ok {
 			if i == 0 {
@@ -601,7 +713,10 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		}
 	}
 	p.writes = writesFile(st.Redirs)
-	runTimeWords(p.words)
+	// An allow rule reads the words as written (Bash(find src -exec gofmt
+	// -l {} +)); ask and deny rules read those made at run time as such.
+	written := p.words
+	p.words = runTimeWords(p.words)
 	p.runsMade = runsMadeCommand(p.words, c.Args)
 	// The words that run: the first, and after a wrapper (sudo, nohup,
 	// env …) the next that is not an option or a setting.
@@ -629,8 +744,10 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 			if file < len(p.words) && p.words[file] == "--" {
 				file++ // source -- FILE
 			}
-			if file >= len(p.words) || fedCode(p.words[file], c.Args[file], stdinPiped || stdinFile || stdin != nil || s.feeds) {
+			if file >= len(p.words) || fedCode(p.words[file], c.Args[file], stdinPiped || stdinFile || stdin != nil) {
 				p.unreadable = true
+			} else if fedCode(p.words[file], c.Args[file], true) {
+				p.onStdin = true // source stderr in /dev: what the command feeds
 			}
 		case name == "eval" && runs(i):
 			if dynamic || !s.read(strings.Join(p.words[i+1:], " "), depth+1) {
@@ -653,10 +770,10 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 			if !s.envSplit(p.words[i+1:], dynamic, depth) {
 				p.unreadable = true
 			}
-		case (name == "sudo" || name == "doas") && runs(i) && s.feeds && opensShell(p.words[i+1:]):
+		case (name == "sudo" || name == "doas") && runs(i) && opensShell(p.words[i+1:]):
 			// sudo -s and sudo -i run a shell, which reads what the
 			// command feeds it when sudo is given no command.
-			p.unreadable = true
+			p.onStdin = true
 		case assigns[name] && runs(i):
 			// printf -v NAME, read NAME, mapfile NAME set a variable as an
 			// assignment does (read 'BASH_CMDS[ls]' <<< /usr/bin/git),
@@ -683,10 +800,18 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 			switch {
 			case found && (dynamic || !s.read(code, depth+1)):
 				p.unreadable = true
-			case !found && name != "watch" && name != "flock" && s.feeds:
-				// su, runuser, sg, script, ssh and at with no command open a
-				// shell (or queue a job) that reads its code from standard
-				// input, which the command feeds (echo 'git push' | su).
+			case found:
+			case name == "ssh" && slices.ContainsFunc(p.words[i+1:], func(w string) bool { return strings.Contains(strings.ToLower(w), "remotecommand") }):
+				p.unreadable = true // ssh -o RemoteCommand='…' host
+			case name == "ssh" || name == "at" || name == "batch":
+				// Given no command, ssh runs a shell, and at a job, whose
+				// code is standard input: what the command feeds them
+				// (echo 'git push' | ssh host).
+				p.onStdin = true
+			case name != "watch" && name != "flock":
+				// su, runuser, sg, script and newgrp take their code in
+				// forms beyond -c (su -lc '…', sg group '…', script -qc
+				// '…'), or open a shell on standard input.
 				p.unreadable = true
 			}
 		}
@@ -698,7 +823,9 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		// xargs adds the words it reads to the command it runs (echo
 		// push | xargs git): words made at run time, after the last.
 		p.words = append(p.words, madeWord)
+		written = append(slices.Clip(written), madeWord)
 	}
+	p.line = strings.Join(written, " ")
 	s.parts = append(s.parts, p)
 }
 
@@ -715,15 +842,18 @@ func redirFD(r *syntax.Redirect) string {
 	return "1"
 }
 
-// runTimeWords marks the words of a part that xargs -I (-i) or find -exec
-// fill in at run time (xargs -I{} git {} --force, find push -exec git {}
-// \;) as made at run time; args are the part's words as parsed.
-func runTimeWords(words []string) {
+// runTimeWords is the words of a part with those xargs -I (-i) or find
+// -exec fill in at run time (xargs -I{} git {} --force, find push -exec
+// git {} \;) marked as made at run time: a copy when it marks any.
+func runTimeWords(words []string) []string {
 	replace := ""
 	for i, w := range words {
 		switch base := path.Base(w); {
 		case base == "xargs":
-			for j := i + 1; j < len(words) && strings.HasPrefix(words[j], "-"); j++ {
+			// Every word after it: options that take values (-P 2, -n 1)
+			// come between, and the command's own -I is read as xargs'
+			// too, which only errs toward run time.
+			for j := i + 1; j < len(words); j++ {
 				switch a := words[j]; {
 				case a == "-I" && j+1 < len(words):
 					replace = words[j+1]
@@ -742,13 +872,18 @@ func runTimeWords(words []string) {
 		}
 	}
 	if replace == "" {
-		return
+		return words
 	}
+	out := words
 	for i, w := range words {
 		if i > 0 && strings.Contains(w, replace) && !strings.HasPrefix(w, "-I") && !strings.HasPrefix(w, "-i") && !strings.HasPrefix(w, "--replace") {
-			words[i] = madeWord
+			if &out[0] == &words[0] {
+				out = slices.Clone(words)
+			}
+			out[i] = madeWord
 		}
 	}
+	return out
 }
 
 // assigns are the builtins that set variables they are given by name.
@@ -874,7 +1009,10 @@ func (s *shellCmd) shell(p *part, i int, args []*syntax.Word, runs bool, stdin *
 	case operand >= 0 && !fromStdin:
 		// bash script.sh runs a file, an ordinary command; but not a
 		// file that is standard input or a substitution (bash <(curl …)).
-		return !fedCode(words[operand], args[i+1+operand], stdinCode || stdin != nil || s.feeds)
+		if fedCode(words[operand], args[i+1+operand], true) {
+			p.onStdin = true // bash /dev/stdin, bash 3 in /dev/fd: what the command feeds
+		}
+		return !fedCode(words[operand], args[i+1+operand], stdinCode || stdin != nil)
 	case stdin != nil:
 		// Its code is the here-document, which is read for what it runs;
 		// but the commands in it read the same input as the shell, and
@@ -890,8 +1028,9 @@ func (s *shellCmd) shell(p *part, i int, args []*syntax.Word, runs bool, stdin *
 	// It reads its code from standard input: what the command feeds it
 	// (a pipe, a file, a redirection of the group or loop around it,
 	// exec <<< '…' before it, a coprocess), or, when the command feeds
-	// nothing, the agent's own standard input.
-	return !s.feeds
+	// nothing, the agent's own standard input (readShell decides).
+	p.onStdin = true
+	return true
 }
 
 // shellArgs reads a shell's arguments as bash does: options (-e, +x, -ec,
@@ -938,7 +1077,7 @@ func fedCode(word string, arg *syntax.Word, stdinCode bool) bool {
 		return true
 	}
 	base := path.Base(word)
-	if stdinCode && !path.IsAbs(word) && (base == "stdin" || base == "stdout" || base == "stderr" || strings.Contains(word, "fd/")) {
+	if stdinCode && !path.IsAbs(word) && (base == "stdin" || base == "stdout" || base == "stderr" || strings.Contains(word, "fd/") || isNumber(word)) {
 		return true // cd /dev && curl … | bash stdin
 	}
 	word = path.Clean(word)
