@@ -61,9 +61,11 @@ func awaitSealed(t *testing.T, base, id string) []map[string]any {
 			Events []map[string]any `json:"events"`
 		}
 		api(t, "GET", base+"/api/v1/approvals/"+id+"/events", nil, &out)
+		// An event has its seq once sealed (and its hash, shown unless the
+		// server redacts: security.md#redaction).
 		sealed := len(out.Events) > 0
 		for _, e := range out.Events {
-			if e["seq"].(float64) == 0 || len(e["hash"].(string)) != 64 {
+			if e["seq"].(float64) == 0 {
 				sealed = false
 			}
 		}
