@@ -1267,3 +1267,121 @@ func TestEverydayCommandsStayReadable(t *testing.T) {
 		}
 	}
 }
+
+// TestIndirectionOverMadeNames: ${!n}, test -v "$n" and unset "$n" evaluate
+// the subscript of the name n holds: a made n may name a[$(cmd)]. Found by
+// a fourth reader.
+func TestIndirectionOverMadeNames(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`read n < <(printf 'a[\x24(git push --force)]'); echo "${!n}"`,
+		`read n < f; echo "${!n}"`,
+		`read y < f; n='a[y]'; echo "${!n}"`,
+		// test -v and [ -v ] evaluate the subscript of a name made at run time
+		`read n < f; test -v "$n"`,
+		`read n < f; [ -v "$n" ]`,
+	})
+	allow := []Route{{Name: "read", Calls: []string{"Bash(read:*)"}, Action: Allow}, {Name: "rest", Action: Ask}}
+	cmd := `read -r n < f; read -r x <<< "${!n}"`
+	if got := routeOf(t, allow, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "rest" {
+		t.Errorf("allow-nobody-gave: %q runs what f names; allowed by route %s", cmd, got)
+	}
+}
+
+// identifiers reads $'…' text as written: $'a[\x79]' is a[y] to bash, but
+// its reads are [x79].
+
+// TestEscapedSubscriptNames: a subscript written with $'…' escapes
+// ($'a[\x79]' is a[y]) is not what its text shows. Found by a fourth
+// reader.
+func TestEscapedSubscriptNames(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`read y < <(printf 'b[\x24(git push --force)]'); a=(1); unset $'a[\x79]'`,
+		`read y < <(printf 'b[\x24(git push --force)]'); test -v $'a[\x79]'`,
+	})
+}
+
+// Variables bash sets from run-time values without being named: REPLY
+// (read with no name, select), BASH_REMATCH.
+
+// TestVariablesSetWithoutBeingNamed: read with no name sets REPLY, select
+// sets REPLY, [[ =~ ]] sets BASH_REMATCH: values made at run time all.
+// Found by a fourth reader.
+func TestVariablesSetWithoutBeingNamed(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`read < <(printf 'a[\x24(git push --force)]'); echo $((REPLY))`,
+		`read -r < f; (( REPLY ))`,
+		`select x in a; do echo $((REPLY)); break; done < f`,
+		`[[ $(cat f) =~ (.*) ]]; echo $(( BASH_REMATCH[1] ))`,
+	})
+}
+
+// set -k makes NAME=value anywhere in a command's arguments an assignment
+// to its environment: BASH_ENV given to bash after -c.
+
+// TestSetKeywordIsUnreadable: with set -k, NAME=value anywhere in a
+// command's words sets its environment (bash -c : BASH_ENV=…). Found by a
+// fourth reader.
+func TestSetKeywordIsUnreadable(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`set -k; bash -c : BASH_ENV=<(echo 'git push --force')`,
+		`set -k; bash -c : BASH_ENV=/dev/stdin <<< 'git push --force'`,
+	})
+}
+
+// runTimeWords now scans every word after xargs, so a later -I/-i in the
+// command's own arguments (sh -c '…' -I Q: $0 and $1) replaces xargs' real
+// -I{}, and the {} xargs fills is read as written.
+
+// TestXargsOptionsEndAtTheCommand: xargs' options end at its command; a
+// later -I Q belongs to the command and must not hide the {} xargs fills.
+// Found by a fourth reader.
+func TestXargsOptionsEndAtTheCommand(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`echo push | xargs -I{} sh -c 'git {} --force' -I Q`,
+		`echo push | xargs -I{} sh -c 'git {} --force' -iQ`,
+	})
+}
+
+// Everyday commands the df4eb45 change made asked/held under the docs'
+// example: grep -ir / sed -ie after xargs read as xargs -i with replace
+// string r / e, which makes the command word (grep, sed) a run-time word;
+// ${#x} (a length, a number) counted as reading x in arithmetic.
+
+// TestCommandOptionsAndLengthsStayReadable: a command's own -ir or -ie
+// after xargs is not xargs -i, and ${#x} is a length: both stay readable.
+// Found by a fourth reader.
+func TestCommandOptionsAndLengthsStayReadable(t *testing.T) {
+	for _, cmd := range []string{
+		`git ls-files | xargs grep -ir foo`,
+		`git ls-files '*.txt' | xargs sed -ie 's/foo/bar/'`,
+		`for x in foo bar; do echo $((${#x}+1)); done`,
+	} {
+		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
+			t.Errorf("regression: %q: route %s, want other-shell", cmd, got)
+		}
+	}
+}
+
+// Counters over command output (documented as unreadable since d1ec5c6,
+// not new in df4eb45): everyday agent commands that are asked about.
+
+// TestArithmeticOverCommandOutput: arithmetic over a command's output is
+// asked about (it may hold a[$(cmd)]); numbers written in the command and
+// an array's indices are not. Found by a fourth reader.
+func TestArithmeticOverCommandOutput(t *testing.T) {
+	for cmd, want := range map[string]string{
+		// Output of a command is made at run time, and arithmetic over it
+		// runs the a[$(cmd)] it may hold: asked about, as documented.
+		`count=$(grep -c x f); if [[ $count -gt 0 ]]; then echo yes; fi`: "pushes",
+		`lines=$(wc -l < f); echo $((lines+1))`:                          "pushes",
+		`n=$(nproc); make -j$((n+1))`:                                    "pushes",
+		// Numbers written in the command, and an array's indices.
+		`read -r a b <<< "1 2"; echo $((a+b))`:                         "other-shell",
+		`arr=(a b c); for i in "${!arr[@]}"; do echo ${arr[$i]}; done`: "other-shell",
+		`for x in $'a[\x24(git push --force)]'; do echo $((x)); done`:  "pushes",
+	} {
+		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != want {
+			t.Errorf("%q: route %s, want %s", cmd, got, want)
+		}
+	}
+}

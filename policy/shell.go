@@ -35,6 +35,9 @@ type shellCmd struct {
 	// time (x=$(…), for x in $(…), read x): arithmetic over one of them
 	// runs the $(…) its value may hold in a subscript (a[$(cmd)]).
 	made map[string]bool
+	// refs are what a variable's value names when it is written in the
+	// command (n=y, n='a[y]', for n in y): arithmetic over n evaluates y.
+	refs map[string][]string
 }
 
 // part is one simple command.
@@ -83,6 +86,15 @@ func readShell(cmd string) *shellCmd {
 	s := &shellCmd{budget: 4*len(cmd) + 1024}
 	if !s.read(cmd, 0) {
 		s.parts, s.unreadable = nil, true
+	}
+	// A variable whose written value names a made one is made too.
+	for changed := len(s.refs) > 0; changed; {
+		changed = false
+		for v, names := range s.refs {
+			if !s.made[v] && slices.ContainsFunc(names, func(n string) bool { return s.made[n] }) {
+				s.made[v], changed = true, true
+			}
+		}
 	}
 	for i := range s.parts {
 		q := &s.parts[i]
@@ -193,6 +205,11 @@ func (s *shellCmd) read(code string, depth int) bool {
 			if x.Index != nil {
 				s.arithPart(x.Index, "${ }")
 			}
+			if x.Excl && x.Param != nil && x.Index == nil && x.Exp == nil {
+				// ${!n} reads the variable n names, subscript and all: a
+				// made n may name 'a[$(cmd)]'.
+				s.parts = append(s.parts, part{words: []string{"${!}"}, reads: []string{x.Param.Value}})
+			}
 			if x.Slice != nil && x.Slice.Offset != nil {
 				s.arithPart(x.Slice.Offset, "${ }")
 			}
@@ -238,6 +255,16 @@ func (s *shellCmd) survey(f *syntax.File) {
 		}
 		s.made[name] = true
 	}
+	refer := func(name string, w *syntax.Word) {
+		if lit, ok := literal(w); ok {
+			if names := identifiers(lit); len(names) > 0 {
+				if s.refs == nil {
+					s.refs = map[string][]string{}
+				}
+				s.refs[name] = append(s.refs[name], names...)
+			}
+		}
+	}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch x := n.(type) {
 		case *syntax.BinaryCmd:
@@ -259,29 +286,45 @@ func (s *shellCmd) survey(f *syntax.File) {
 				s.feeds = true
 			}
 		case *syntax.Assign:
-			if x.Name != nil && (x.Array != nil || x.Value != nil && madeValue(x.Value)) {
-				mark(x.Name.Value) // x=$(…), x=(…), x=y (its value names y)
+			switch {
+			case x.Name == nil:
+			case x.Array != nil || x.Value != nil && madeValue(x.Value):
+				mark(x.Name.Value) // x=$(…), x=(…)
+			case x.Value != nil:
+				refer(x.Name.Value, x.Value) // x=y, x='a[y]': arithmetic over x evaluates y
 			}
 		case *syntax.ForClause:
 			if it, ok := x.Loop.(*syntax.WordIter); ok && it.Name != nil {
-				made := !it.InPos.IsValid() // for x; do: the arguments
+				made := !it.InPos.IsValid() || x.Select // for x; do: the arguments; select: what is typed
 				for _, w := range it.Items {
 					made = made || madeValue(w)
+					refer(it.Name.Value, w)
 				}
 				if made {
 					mark(it.Name.Value)
 				}
+				if x.Select {
+					mark("REPLY")
+				}
+			}
+		case *syntax.BinaryTest:
+			if x.Op == syntax.TsReMatch {
+				mark("BASH_REMATCH") // [[ $v =~ (.*) ]] copies what it matched
 			}
 		case *syntax.ParamExp:
 			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && x.Param != nil {
 				mark(x.Param.Value)
 			}
-		case *syntax.CallExpr:
-			if !slices.ContainsFunc(x.Args, func(w *syntax.Word) bool { lit, ok := literal(w); return ok && assigns[path.Base(lit)] }) {
+		case *syntax.Stmt:
+			c, ok := x.Cmd.(*syntax.CallExpr)
+			if !ok || !slices.ContainsFunc(c.Args, func(w *syntax.Word) bool { lit, ok := literal(w); return ok && assigns[path.Base(lit)] }) {
 				break // most commands assign nothing by name: no copy of their words
 			}
-			words := make([]string, len(x.Args))
-			for i, w := range x.Args {
+			if numbersOnly(x.Redirs) {
+				break // read -r a b <<< "1 2": the values are there, numbers
+			}
+			words := make([]string, len(c.Args))
+			for i, w := range c.Args {
 				if lit, ok := literal(w); ok {
 					words[i] = lit
 				} else {
@@ -295,6 +338,12 @@ func (s *shellCmd) survey(f *syntax.File) {
 						v, _, _ = strings.Cut(v, "[")
 						mark(v) // read x, printf -v x, mapfile x
 					}
+					switch {
+					case name == "read" && len(names) == 0:
+						mark("REPLY")
+					case name == "getopts":
+						mark("OPTARG")
+					}
 				}
 			}
 		}
@@ -302,27 +351,84 @@ func (s *shellCmd) survey(f *syntax.File) {
 	})
 }
 
+// numbersOnly says a statement's standard input is a here-string or
+// here-document written in the command that holds numbers and spaces
+// alone: what read takes from it names nothing and runs nothing.
+func numbersOnly(redirs []*syntax.Redirect) bool {
+	fed := false
+	for _, r := range redirs {
+		if fd, err := strconv.Atoi(redirFD(r)); err != nil || fd != 0 {
+			continue
+		}
+		var w *syntax.Word
+		switch r.Op {
+		case syntax.WordHdoc:
+			w = r.Word
+		case syntax.Hdoc, syntax.DashHdoc:
+			w = r.Hdoc
+		default:
+			return false
+		}
+		text, ok := literal(w)
+		if w != nil && !ok {
+			text, ok = document(w)
+		}
+		if !ok || strings.TrimLeft(text, "0123456789 \t\n.-+") != "" {
+			return false
+		}
+		fed = true
+	}
+	return fed
+}
+
 // madeValue says arithmetic over a variable given the value w may run
-// code: a value made at run time (other than a number: $((…)), $#, $?),
-// or one written in the command that names a variable (x=y, whose value
-// arithmetic evaluates in turn) or holds a subscript (a[$(cmd)]).
+// code: a value made at run time (other than a number or an array's
+// indices: $((…)), $#, ${#x}, ${!a[@]}), or one written in the command
+// that holds a subscript with code (for x in 'a[$(cmd)]'). A written
+// value that names variables (x=y, x='a[y]') is a reference (refs).
 func madeValue(w *syntax.Word) bool {
-	lit, ok := literal(w)
-	if !ok {
-		for _, wp := range w.Parts {
-			switch x := wp.(type) {
-			case *syntax.ArithmExp:
-			case *syntax.ParamExp:
-				if x.Param == nil || x.Exp != nil || x.Index != nil || x.Slice != nil || !strings.Contains("#?$!", x.Param.Value) || len(x.Param.Value) != 1 {
-					return true
-				}
-			default:
+	if lit, ok := literal(w); ok {
+		return strings.Contains(lit, "[") && codeSyntax(lit)
+	}
+	return madeParts(w.Parts)
+}
+
+func madeParts(parts []syntax.WordPart) bool {
+	for _, wp := range parts {
+		switch x := wp.(type) {
+		case *syntax.Lit, *syntax.ArithmExp:
+		case *syntax.SglQuoted:
+			if x.Dollar && strings.Contains(x.Value, "\\") {
+				return true // $'a[\x24(cmd)]'
+			}
+		case *syntax.DblQuoted:
+			if madeParts(x.Parts) {
 				return true
 			}
+		case *syntax.ParamExp:
+			switch {
+			case x.Length && x.Exp == nil:
+				// ${#x}: a length
+			case x.Excl && x.Param != nil && x.Exp == nil && x.Index != nil && (wordLit(x.Index) == "@" || wordLit(x.Index) == "*"):
+				// ${!arr[@]}: an array's indices (an associative array's
+				// keys are written in the command, or set through a
+				// subscript that is read as arithmetic itself)
+			case x.Param == nil || x.Exp != nil || x.Index != nil || x.Slice != nil || x.Excl || len(x.Param.Value) != 1 || !strings.Contains("#?$!", x.Param.Value):
+				return true
+			}
+		default:
+			return true
 		}
-		return false
 	}
-	return strings.Contains(lit, "[") || syntax.ValidName(lit)
+	return false
+}
+
+// wordLit is an arithmetic expression's text when it is a plain word.
+func wordLit(e syntax.ArithmExpr) string {
+	if w, ok := e.(*syntax.Word); ok {
+		return w.Lit()
+	}
+	return ""
 }
 
 // arithPart adds a part for arithmetic n (labelled as what): unreadable
@@ -372,7 +478,7 @@ func arithReads(n syntax.Node) (names []string, subst bool) {
 			subst = true
 			return false
 		case *syntax.ParamExp:
-			if x.Param != nil {
+			if x.Param != nil && !x.Length { // ${#x} is a length, not x's value
 				names = append(names, x.Param.Value)
 			}
 		case *syntax.Lit:
@@ -402,6 +508,17 @@ func identifiers(text string) []string {
 		i++
 	}
 	return out
+}
+
+// escaped says a word holds $'…' with a backslash escape, whose value the
+// word's text does not show.
+func escaped(w *syntax.Word) bool {
+	for _, wp := range w.Parts {
+		if q, ok := wp.(*syntax.SglQuoted); ok && q.Dollar && strings.Contains(q.Value, "\\") {
+			return true
+		}
+	}
+	return false
 }
 
 // hidesCode says a node holds text with command or parameter expansion
@@ -680,8 +797,8 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		}
 		if _, sub, ok := strings.Cut(text, "["); ok && i > 0 {
 			// printf -v 'a[$(cmd)]', unset 'a[y]', test -v …: a name
-			// whose subscript the builtin evaluates.
-			p.unreadable = p.unreadable || codeSyntax(sub)
+			// whose subscript the builtin evaluates ($'a[\x79]' is a[y]).
+			p.unreadable = p.unreadable || codeSyntax(sub) || escaped(w)
 			p.reads = append(p.reads, identifiers(sub)...)
 		}
 		if !ok {
@@ -790,6 +907,20 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 			if stdin != nil && strings.Contains(wordText(stdin), "[") && codeSyntax(wordText(stdin)) {
 				p.unreadable = true
 			}
+		case (name == "unset" || name == "test" || name == "[") && runs(i):
+			// unset "$n", test -v "$n": a name made at run time, whose
+			// subscript the builtin evaluates.
+			for _, a := range c.Args[i+1:] {
+				if _, ok := literal(a); !ok {
+					reads, subst := arithReads(a)
+					p.unreadable = p.unreadable || subst
+					p.reads = append(p.reads, reads...)
+				}
+			}
+		case name == "set" && runs(i) && slices.ContainsFunc(p.words[i+1:], func(w string) bool {
+			return w == "keyword" || len(w) > 1 && w[0] == '-' && w[1] != '-' && strings.Contains(w, "k")
+		}):
+			p.unreadable = true // set -k: NAME=value anywhere in a command's words sets its environment
 		case name == "alias" && runs(i):
 			p.unreadable = true // what an alias runs is read where it is used, later
 		case name == "hash" && runs(i) && slices.ContainsFunc(p.words[i+1:], func(w string) bool { return w == madeWord || strings.HasPrefix(w, "-") && strings.Contains(w, "p") }):
@@ -829,6 +960,40 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 	s.parts = append(s.parts, p)
 }
 
+// xargsReplace is the string xargs' options (args) have it replace with
+// what it reads (-I R, -iR, -i, --replace=R), "" for none. Its options
+// end at the first word that is neither an option nor an option's value:
+// the command, whose own options (grep -ir) are not xargs'.
+func xargsReplace(args []string) string {
+	replace := ""
+	for j := 0; j < len(args); j++ {
+		a := args[j]
+		switch {
+		case a == "--" || !strings.HasPrefix(a, "-") || a == "-":
+			return replace
+		case a == "-i" || a == "--replace":
+			replace = "{}"
+		case strings.HasPrefix(a, "--replace="):
+			replace = strings.TrimPrefix(a, "--replace=")
+		case strings.HasPrefix(a, "--"):
+			if !strings.Contains(a, "=") && slices.Contains([]string{"--arg-file", "--delimiter", "--max-args", "--max-lines",
+				"--max-procs", "--max-chars", "--process-slot-var", "--eof"}, a) {
+				j++ // its value is the next word
+			}
+		case a[1] == 'I':
+			if replace = a[2:]; replace == "" && j+1 < len(args) {
+				j++
+				replace = args[j]
+			}
+		case a[1] == 'i':
+			replace = a[2:]
+		case strings.IndexByte("aELnPsd", a[1]) >= 0 && len(a) == 2:
+			j++ // -n 1, -P 2, -d '\n': the next word is the value
+		}
+	}
+	return replace
+}
+
 // redirFD is the descriptor a redirection sets, as written: its number,
 // or 0 for an input redirection written without one, 1 for an output one.
 func redirFD(r *syntax.Redirect) string {
@@ -850,23 +1015,7 @@ func runTimeWords(words []string) []string {
 	for i, w := range words {
 		switch base := path.Base(w); {
 		case base == "xargs":
-			// Every word after it: options that take values (-P 2, -n 1)
-			// come between, and the command's own -I is read as xargs'
-			// too, which only errs toward run time.
-			for j := i + 1; j < len(words); j++ {
-				switch a := words[j]; {
-				case a == "-I" && j+1 < len(words):
-					replace = words[j+1]
-				case strings.HasPrefix(a, "-I"):
-					replace = a[2:]
-				case a == "-i" || a == "--replace":
-					replace = "{}"
-				case strings.HasPrefix(a, "-i"):
-					replace = a[2:]
-				case strings.HasPrefix(a, "--replace="):
-					replace = strings.TrimPrefix(a, "--replace=")
-				}
-			}
+			replace = xargsReplace(words[i+1:])
 		case base == "find":
 			replace = "{}"
 		}
