@@ -1385,3 +1385,61 @@ func TestArithmeticOverCommandOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestCodeInAValuePutInASubscript: test -v, [ -v ] and let evaluate the
+// subscript of the name they are given after the word is expanded, so a
+// value with code and no "[" of its own ('$(cmd)') runs when the word puts
+// it in one ("a[$y]"); so do $_ (the last word before) and a function's
+// $1. Found by a fifth reader.
+func TestCodeInAValuePutInASubscript(t *testing.T) {
+	for _, tc := range []struct{ pattern, cmd string }{
+		{"Bash(test:*)", `for y in '$(rm -rf x)'; do test -v "a[$y]"; done`},
+		{"Bash([:*)", `for y in '$(rm -rf x)'; do [ -v "a[$y]" ]; done`},
+		{"Bash(test:*)", `test '$(rm -rf x)'; test -v "a[$_]"`},
+	} {
+		rs := []Route{{Name: "ok", Calls: []string{tc.pattern}, Action: Allow}, {Name: "rest", Action: Ask}}
+		if got := routeOf(t, rs, "Bash", map[string]string{"command": tc.cmd}, `{"cwd":"/repo"}`); got != "rest" {
+			t.Errorf("allow-nobody-gave: %q runs rm -rf x; allowed by %s (route %s)", tc.cmd, tc.pattern, got)
+		}
+	}
+	forcePushesNeverAllowed(t, []string{
+		`for y in '$(git push --force)'; do test -v "a[$y]"; done`,
+		`for y in '$(git push --force)'; do let "a[$y]"; done`,
+		`test '$(git push --force)'; test -v "a[$_]"`,
+		`f() { test -v "a[$1]"; }; f '$(git push --force)'`,
+	})
+}
+
+// TestArithmeticOverPlainNamesStaysAllowed: arithmetic that names only
+// variables set from nothing made at run time adds no part of its own, so
+// Bash(echo:*) covers echo $((n+1)) as it did before the arithmetic was
+// judged. Found by a fifth reader.
+func TestArithmeticOverPlainNamesStaysAllowed(t *testing.T) {
+	for _, tc := range []struct{ pattern, cmd string }{
+		{"Bash(echo:*)", `echo $((n+1))`},
+		{"Bash(echo:*)", `for i in 1 2 3; do echo $((i*2)); done`},
+		{"Bash(echo:*)", `echo "${arr[i]}"`},
+		{"Bash(echo:*)", `echo "${arr[$i]}"`},
+		{"Bash(echo:*)", `echo "${s:i:2}"`},
+		{"Bash(test:*)", `test $((n+1)) -gt 2`},
+	} {
+		rs := []Route{{Name: "ok", Calls: []string{tc.pattern}, Action: Allow}, {Name: "rest", Action: Ask}}
+		if got := routeOf(t, rs, "Bash", map[string]string{"command": tc.cmd}, `{"cwd":"/repo"}`); got != "ok" {
+			t.Errorf("regression: %q under %s: route %s, want ok", tc.cmd, tc.pattern, got)
+		}
+	}
+}
+
+// TestAskRouteNarrowsAPrefixAllow: a :* allow covers the options that run
+// other programs (find -exec); an ask route for them before it, as the
+// docs advise, takes those calls and leaves the rest to the allow.
+func TestAskRouteNarrowsAPrefixAllow(t *testing.T) {
+	rs := []Route{{Name: "exec", Calls: []string{"Bash(find *-exec*)", "Bash(find *-delete*)"}, Action: Ask},
+		{Name: "find", Calls: []string{"Bash(find:*)"}, Action: Allow}, {Name: "rest", Action: Deny}}
+	for cmd, want := range map[string]string{`find . -exec rm {} \;`: "exec", `find . -name '*.go'`: "find", `find . -delete`: "exec",
+		`find . -name x -execdir rm {} +`: "exec"} {
+		if got := routeOf(t, rs, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != want {
+			t.Errorf("%q: route %s, want %s", cmd, got, want)
+		}
+	}
+}

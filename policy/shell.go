@@ -72,6 +72,10 @@ type part struct {
 	// unreadable when the command sets one from a value made at run time.
 	onStdin bool
 	reads   []string
+	// check says the part stands only for arithmetic to judge (reads):
+	// readShell drops it when nothing it reads is made, so echo $((n+1))
+	// is the one part echo.
+	check bool
 }
 
 // madeWord stands in a part's words for a word whose value is made when
@@ -91,16 +95,27 @@ func readShell(cmd string) *shellCmd {
 	for changed := len(s.refs) > 0; changed; {
 		changed = false
 		for v, names := range s.refs {
-			if !s.made[v] && slices.ContainsFunc(names, func(n string) bool { return s.made[n] }) {
+			if !s.isMade(v) && slices.ContainsFunc(names, s.isMade) {
+				if s.made == nil {
+					s.made = map[string]bool{}
+				}
 				s.made[v], changed = true, true
 			}
 		}
 	}
-	for i := range s.parts {
-		q := &s.parts[i]
-		if q.onStdin && s.feeds || slices.ContainsFunc(q.reads, func(v string) bool { return s.made[v] }) {
+	kept := s.parts[:0]
+	for _, q := range s.parts {
+		if q.onStdin && s.feeds || slices.ContainsFunc(q.reads, s.isMade) {
 			q.unreadable = true
 		}
+		if q.check && !q.unreadable {
+			continue
+		}
+		kept = append(kept, q)
+	}
+	s.parts = kept
+	for i := range s.parts {
+		q := &s.parts[i]
 		if q.line == "" {
 			q.line = strings.Join(q.words, " ")
 		}
@@ -208,7 +223,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 			if x.Excl && x.Param != nil && x.Index == nil && x.Exp == nil {
 				// ${!n} reads the variable n names, subscript and all: a
 				// made n may name 'a[$(cmd)]'.
-				s.parts = append(s.parts, part{words: []string{"${!}"}, reads: []string{x.Param.Value}})
+				s.parts = append(s.parts, part{words: []string{"${!}"}, reads: []string{x.Param.Value}, check: true})
 			}
 			if x.Slice != nil && x.Slice.Offset != nil {
 				s.arithPart(x.Slice.Offset, "${ }")
@@ -255,6 +270,7 @@ func (s *shellCmd) survey(f *syntax.File) {
 		}
 		s.made[name] = true
 	}
+
 	refer := func(name string, w *syntax.Word) {
 		if lit, ok := literal(w); ok {
 			if names := identifiers(lit); len(names) > 0 {
@@ -381,14 +397,23 @@ func numbersOnly(redirs []*syntax.Redirect) bool {
 	return fed
 }
 
+// isMade says the command sets v from a value made at run time, or v is
+// one bash sets from words the command may have written code in: $_ (the
+// last word of the command before) and $1, $@ … (a function's arguments:
+// test '$(cmd)'; test -v "a[$_]", or f() { test -v "a[$1]"; }; f '$(cmd)').
+func (s *shellCmd) isMade(v string) bool {
+	return s.made[v] || v == "_" || v == "@" || v == "*" || v != "" && strings.Trim(v, "0123456789") == ""
+}
+
 // madeValue says arithmetic over a variable given the value w may run
 // code: a value made at run time (other than a number or an array's
 // indices: $((…)), $#, ${#x}, ${!a[@]}), or one written in the command
-// that holds a subscript with code (for x in 'a[$(cmd)]'). A written
+// that holds code (for x in 'a[$(cmd)]', or '$(cmd)' that a word puts in
+// a subscript: test -v "a[$x]"). A written
 // value that names variables (x=y, x='a[y]') is a reference (refs).
 func madeValue(w *syntax.Word) bool {
 	if lit, ok := literal(w); ok {
-		return strings.Contains(lit, "[") && codeSyntax(lit)
+		return codeSyntax(lit) // '$(cmd)', which a word may put in a subscript ("a[$y]")
 	}
 	return madeParts(w.Parts)
 }
@@ -439,7 +464,7 @@ func (s *shellCmd) arithPart(n syntax.Node, what string) {
 	if reads, subst := arithReads(n); subst {
 		s.parts = append(s.parts, part{words: []string{what}, unreadable: true})
 	} else if len(reads) > 0 {
-		s.parts = append(s.parts, part{words: []string{what}, reads: reads})
+		s.parts = append(s.parts, part{words: []string{what}, reads: reads, check: true})
 	}
 }
 
