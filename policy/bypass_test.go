@@ -1443,3 +1443,52 @@ func TestAskRouteNarrowsAPrefixAllow(t *testing.T) {
 		}
 	}
 }
+
+// TestExecutionStringIsMade: bash -c sets BASH_EXECUTION_STRING to
+// the command itself, comments included, which the parse drops: a
+// comment holding a[$(cmd)] is code that arithmetic over the variable
+// runs, though nothing the reader sees writes it.
+func TestExecutionStringIsMade(t *testing.T) {
+	for _, tc := range []struct{ pattern, cmd string }{
+		{"Bash(echo:*)", `echo $(( ${BASH_EXECUTION_STRING##*:} )) #:a[$(rm -rf x)]`},
+		{"Bash(test:*)", `test $(( ${BASH_EXECUTION_STRING##*:} )) #:a[$(rm -rf x)]`},
+		{"Bash(printf:*)", `printf %d $(( ${BASH_EXECUTION_STRING##*:} )) #:a[$(rm -rf x)]`},
+		{"Bash(cat:*)", `cat ${a[${BASH_EXECUTION_STRING##*:}]} #:a[$(rm -rf x)]`},
+		{"Bash(npm test:*)", `npm test ${a[${BASH_EXECUTION_STRING##*:}]} #:a[$(rm -rf x)]`},
+	} {
+		rs := []Route{{Name: "ok", Calls: []string{tc.pattern}, Action: Allow}, {Name: "rest", Action: Ask}}
+		if got := routeOf(t, rs, "Bash", map[string]string{"command": tc.cmd}, `{"cwd":"/repo"}`); got != "rest" {
+			t.Errorf("allow-nobody-gave: %q runs rm -rf x; allowed by %s (route %s)", tc.cmd, tc.pattern, got)
+		}
+	}
+	forcePushesNeverAllowed(t, []string{
+		`echo $(( ${BASH_EXECUTION_STRING##*:} )) #:a[$(git push --force)]`,
+		`echo "${a[${BASH_EXECUTION_STRING##*:}]}" #:a[$(git push --force)]`,
+	})
+}
+
+// TestUnderscoreInBracketsStaysReadable: since 93f5598 isMade says
+// "_" ($_) is always made, and every argument with a [ has the names
+// after it read as a subscript's (identifiers), where a lone _ is "_":
+// regular expressions and globs such as [-_] or [[:alnum:]_] make the
+// part unreadable, so an allow naming the command no longer covers it and
+// the docs' example holds it. These ran (and were allowed) at 9181513.
+func TestUnderscoreInBracketsStaysReadable(t *testing.T) {
+	for _, tc := range []struct{ pattern, cmd string }{
+		{"Bash(echo:*)", `echo '[_]'`},
+		{"Bash(cat:*)", `cat 'notes[_].txt'`},
+		{"Bash(printf:*)", `printf '%s\n' "x[_]"`},
+		{"Bash(test:*)", `test -f 'a[_]'`},
+		{"Bash(npm test:*)", `npm test -- --grep '[_]'`},
+		{"Bash(grep:*)", `grep -E '^[[:alnum:]_]+$' go.mod`},
+		{"Bash(sed:*)", `sed 's/[-_]/ /g' go.mod`},
+	} {
+		rs := []Route{{Name: "ok", Calls: []string{tc.pattern}, Action: Allow}, {Name: "rest", Action: Ask}}
+		if got := routeOf(t, rs, "Bash", map[string]string{"command": tc.cmd}, `{"cwd":"/repo"}`); got != "ok" {
+			t.Errorf("regression: %q under %s: route %s, want ok", tc.cmd, tc.pattern, got)
+		}
+		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": tc.cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
+			t.Errorf("regression: %q under the docs' example: route %s, want other-shell", tc.cmd, got)
+		}
+	}
+}

@@ -402,8 +402,15 @@ func numbersOnly(redirs []*syntax.Redirect) bool {
 // last word of the command before) and $1, $@ … (a function's arguments:
 // test '$(cmd)'; test -v "a[$_]", or f() { test -v "a[$1]"; }; f '$(cmd)').
 func (s *shellCmd) isMade(v string) bool {
-	return s.made[v] || v == "_" || v == "@" || v == "*" || v != "" && strings.Trim(v, "0123456789") == ""
+	return s.made[v] || setByBash[v] || v != "" && strings.Trim(v, "0123456789") == ""
 }
+
+// setByBash are variables bash sets from text the command wrote, some of
+// it text the parse drops (bash -c 'echo $(( ${BASH_EXECUTION_STRING##*:}
+// )) #:a[$(cmd)]' takes the comment), or from the directory it is in.
+var setByBash = map[string]bool{"_": true, "@": true, "*": true, "BASH_EXECUTION_STRING": true, "BASH_COMMAND": true,
+	"BASH_ARGV": true, "BASH_ARGV0": true, "BASH_SOURCE": true, "FUNCNAME": true, "PWD": true, "OLDPWD": true,
+	"READLINE_LINE": true, "COMP_LINE": true, "COMP_WORDS": true, "DIRSTACK": true}
 
 // madeValue says arithmetic over a variable given the value w may run
 // code: a value made at run time (other than a number or an array's
@@ -533,6 +540,50 @@ func identifiers(text string) []string {
 		i++
 	}
 	return out
+}
+
+// takesNames are the builtins that take variables' names as arguments,
+// and evaluate a subscript in one.
+var takesNames = map[string]bool{"unset": true, "test": true, "[": true, "printf": true, "read": true, "mapfile": true,
+	"readarray": true, "getopts": true, "declare": true, "typeset": true, "local": true, "export": true, "readonly": true,
+	"let": true, "wait": true}
+
+// nameTaker is the builtin of takesNames a command is, also after a
+// wrapper (command unset 'a[y]': any word of a wrapped command counts), ""
+// for none; "?" when a made word after a wrapper may be one.
+func nameTaker(args []*syntax.Word) string {
+	for j, a := range args {
+		lit, ok := literal(a)
+		if !ok {
+			if j > 0 {
+				return "?"
+			}
+			return ""
+		}
+		if b := path.Base(lit); takesNames[b] {
+			return b
+		} else if j == 0 && !wrappers[b] {
+			return ""
+		}
+	}
+	return ""
+}
+
+// takesName says word (text) of a command that nameTaker says is taker,
+// after the words before, is a variable's name: printf's and test's only
+// after -v (test -v NAME, printf -v NAME), the others' any.
+func takesName(taker string, before []string, word string) bool {
+	switch taker {
+	case "":
+		return false
+	case "printf", "test", "[":
+		prev := ""
+		if len(before) > 0 {
+			prev = before[len(before)-1]
+		}
+		return prev == "-v" || prev == "-R" || prev == madeWord || strings.HasPrefix(word, "-v")
+	}
+	return true
 }
 
 // escaped says a word holds $'…' with a backslash escape, whose value the
@@ -813,6 +864,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		return
 	}
 	dynamic := false
+	taker := nameTaker(c.Args)
 	p.words = make([]string, 0, len(c.Args))
 	for i, w := range c.Args {
 		lit, ok := literal(w)
@@ -823,8 +875,12 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		if _, sub, ok := strings.Cut(text, "["); ok && i > 0 {
 			// printf -v 'a[$(cmd)]', unset 'a[y]', test -v …: a name
 			// whose subscript the builtin evaluates ($'a[\x79]' is a[y]).
-			p.unreadable = p.unreadable || codeSyntax(sub) || escaped(w)
-			p.reads = append(p.reads, identifiers(sub)...)
+			// Other commands take [ as text (grep '[-_]').
+			p.unreadable = p.unreadable || codeSyntax(sub)
+			if takesName(taker, p.words, text) {
+				p.unreadable = p.unreadable || escaped(w)
+				p.reads = append(p.reads, identifiers(sub)...)
+			}
 		}
 		if !ok {
 			if i == 0 {
