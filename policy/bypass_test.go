@@ -1492,3 +1492,50 @@ func TestUnderscoreInBracketsStaysReadable(t *testing.T) {
 		}
 	}
 }
+
+// TestNameTakersGivenMadeSubscripts: a seventh reader's finds. A word
+// that is not literal has its text read without its expansions
+// (wordText), so "a[$_]" reads no name; only unset, test and [ read a
+// made word's expansions as a subscript. let, declare, typeset and
+// local run through builtin or command (a CallExpr, not a LetClause or
+// DeclClause), and wait -p, evaluate the subscript of the name the word
+// expands to: $_ or $1 holding $(cmd) runs cmd. Verified with bash 5.2.
+func TestNameTakersGivenMadeSubscripts(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`echo '$(git push --force)'; builtin let "a[$_]"`,
+		`echo '$(git push --force)'; command let "a[$_]"`,
+		`echo '$(git push --force)'; builtin let a["$_"]`,
+		`echo '$(git push --force)'; command declare "a[$_]=1"`,
+		`echo '$(git push --force)'; builtin typeset "a[$_]=1"`,
+		`f() { builtin local "a[$1]=1"; }; f '$(git push --force)'`,
+		`f() { builtin let "a[$1]"; }; f '$(git push --force)'`,
+		`sleep 0 & echo '$(git push --force)'; wait -n -p "a[$_]"`,
+		`eval 'echo '"'"'$(git push --force)'"'"'; builtin let "a[$_]"'`,
+	})
+}
+
+// TestWorkingDirectoryInTestStaysReadable: b39bf72 put PWD and OLDPWD
+// in setByBash, and test/[ read every made argument as a subscript, so
+// test -d "$PWD/build" became unreadable (allowed by the docs' example
+// at b39bf72^, denied now). Also made words after a wrapper ("?" in
+// nameTaker even once the command is known not to take names), a later
+// word spelled like a builtin, and printf's argument after a made one
+// still read [_] as a subscript (held since 93f5598).
+func TestWorkingDirectoryInTestStaysReadable(t *testing.T) {
+	for _, tc := range []struct{ pattern, cmd string }{
+		{"Bash(test:*)", `test -d "$PWD/build"`},
+		{"Bash(test:*)", `test "$PWD" = /`},
+		{"Bash(test:*)", `test -f "$d/a[_]"`},
+		{"Bash(printf:*)", `printf '%s\n' "$x" '[_]'`},
+
+		{"Bash(xargs:*)", `xargs grep -l read 'x[_]'`},
+	} {
+		rs := []Route{{Name: "ok", Calls: []string{tc.pattern}, Action: Allow}, {Name: "rest", Action: Ask}}
+		if got := routeOf(t, rs, "Bash", map[string]string{"command": tc.cmd}, `{"cwd":"/repo"}`); got != "ok" {
+			t.Errorf("regression: %q under %s: route %s, want ok", tc.cmd, tc.pattern, got)
+		}
+		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": tc.cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
+			t.Errorf("regression: %q under the docs' example: route %s, want other-shell", tc.cmd, got)
+		}
+	}
+}

@@ -552,18 +552,23 @@ var takesNames = map[string]bool{"unset": true, "test": true, "[": true, "printf
 // wrapper (command unset 'a[y]': any word of a wrapped command counts), ""
 // for none; "?" when a made word after a wrapper may be one.
 func nameTaker(args []*syntax.Word) string {
-	for j, a := range args {
+	wrapped := false
+	for _, a := range args {
 		lit, ok := literal(a)
-		if !ok {
-			if j > 0 {
-				return "?"
-			}
+		b := path.Base(lit)
+		switch {
+		case !ok && wrapped:
+			return "?" // command $CMD 'a[y]'
+		case !ok:
 			return ""
-		}
-		if b := path.Base(lit); takesNames[b] {
+		case takesNames[b]:
 			return b
-		} else if j == 0 && !wrappers[b] {
-			return ""
+		case wrappers[b]:
+			wrapped = true
+		case wrapped && (strings.HasPrefix(lit, "-") || strings.Contains(lit, "=") || isNumber(lit)):
+			// a wrapper's option, setting or number: timeout 5, env X=1
+		default:
+			return "" // the command: grep, not the read in xargs grep -l read
 		}
 	}
 	return ""
@@ -577,11 +582,13 @@ func takesName(taker string, before []string, word string) bool {
 	case "":
 		return false
 	case "printf", "test", "[":
+		// test -v NAME, printf -v NAME; or after a made first argument,
+		// which may be -v (o=-v; test $o NAME).
 		prev := ""
 		if len(before) > 0 {
 			prev = before[len(before)-1]
 		}
-		return prev == "-v" || prev == "-R" || prev == madeWord || strings.HasPrefix(word, "-v")
+		return prev == "-v" || prev == "-R" || prev == madeWord && len(before) == 2 || strings.HasPrefix(word, "-v")
 	}
 	return true
 }
@@ -872,14 +879,19 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 		if !ok {
 			text = wordText(w)
 		}
-		if _, sub, ok := strings.Cut(text, "["); ok && i > 0 {
-			// printf -v 'a[$(cmd)]', unset 'a[y]', test -v …: a name
-			// whose subscript the builtin evaluates ($'a[\x79]' is a[y]).
-			// Other commands take [ as text (grep '[-_]').
-			p.unreadable = p.unreadable || codeSyntax(sub)
-			if takesName(taker, p.words, text) {
-				p.unreadable = p.unreadable || escaped(w)
+		if i > 0 && takesName(taker, p.words, text) {
+			// printf -v 'a[$(cmd)]', unset 'a[y]', test -v "$n", builtin
+			// let "a[$_]": a name, whose subscript the builtin evaluates
+			// ($'a[\x79]' is a[y]), made at run time or not. Other commands
+			// take [ as text (grep '[-_]').
+			if _, sub, has := strings.Cut(text, "["); has {
+				p.unreadable = p.unreadable || codeSyntax(sub) || escaped(w)
 				p.reads = append(p.reads, identifiers(sub)...)
+			}
+			if !ok {
+				reads, subst := arithReads(w)
+				p.unreadable = p.unreadable || subst
+				p.reads = append(p.reads, reads...)
 			}
 		}
 		if !ok {
@@ -987,16 +999,6 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 			}
 			if stdin != nil && strings.Contains(wordText(stdin), "[") && codeSyntax(wordText(stdin)) {
 				p.unreadable = true
-			}
-		case (name == "unset" || name == "test" || name == "[") && runs(i):
-			// unset "$n", test -v "$n": a name made at run time, whose
-			// subscript the builtin evaluates.
-			for _, a := range c.Args[i+1:] {
-				if _, ok := literal(a); !ok {
-					reads, subst := arithReads(a)
-					p.unreadable = p.unreadable || subst
-					p.reads = append(p.reads, reads...)
-				}
 			}
 		case name == "set" && runs(i) && slices.ContainsFunc(p.words[i+1:], func(w string) bool {
 			return w == "keyword" || len(w) > 1 && w[0] == '-' && w[1] != '-' && strings.Contains(w, "k")
