@@ -1261,6 +1261,7 @@ func TestEverydayCommandsStayReadable(t *testing.T) {
 		"n=$#; echo $((n+1))", "count=0; for f in *.txt; do count=$((count+1)); done; echo $count",
 		"git diff --name-only | xargs gofmt -l", "ps aux | grep node | awk '{print $2}'", "echo ${HOME}", "echo ${PATH:0:10}",
 		"cat <<'EOF' > notes.md\n# notes\nEOF", "tar czf out.tgz dist && ls -la out.tgz",
+		"sed -n '/[a-z]/,${p}' f", `grep -E '^[[:alnum:]_]+$' go.mod`, `test -d "$PWD/build"`,
 	} {
 		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
 			t.Errorf("%q: route %s, want other-shell", cmd, got)
