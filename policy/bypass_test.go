@@ -1540,3 +1540,46 @@ func TestWorkingDirectoryInTestStaysReadable(t *testing.T) {
 		}
 	}
 }
+
+// TestMadeOptionsBeforeANameOfTest: a made word may be -v wherever
+// test reads an option (after !, after -a or -o operands, after builtin
+// or command), and the word after it is then a name whose subscript test
+// evaluates. Found by an eighth reader.
+func TestMadeOptionsBeforeANameOfTest(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`test ! $(echo -v) 'a[$(git push --force)]'`,
+		`test -n x -a $(echo -v) 'a[$(git push --force)]'`,
+		`[ ! $(echo -v) 'a[$(git push --force)]' ]`,
+		`command test $(echo -v) 'a[$(git push --force)]'`,
+		`builtin test $(echo -v) 'a[$(git push --force)]'`,
+		`command printf $(echo -v) 'a[$(git push --force)]' x`,
+		`builtin printf $(echo -v) 'a[$(git push --force)]' x`,
+		`command -p test $(echo -v) 'a[$(git push --force)]'`,
+		`time test ! $(echo -v) 'a[$(git push --force)]'`,
+		`x=-v; test ! $x 'a[$(git push --force)]'`,
+		`test ! ${o:--v} 'a[$(git push --force)]'`,
+	})
+	allow := []Route{{Name: "ok", Calls: []string{"Bash(test:*)", "Bash(echo:*)", "Bash([:*)", "Bash(printf:*)"}, Action: Allow}, {Name: "rest", Action: Ask}}
+	for _, cmd := range []string{
+		`test ! $(echo -v) 'a[$(git push --force)]'`,
+		`command test $(echo -v) 'a[$(git push --force)]'`,
+	} {
+		if got := routeOf(t, allow, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "rest" {
+			t.Errorf("%q runs git push --force; allowed by route %s", cmd, got)
+		}
+	}
+}
+
+// TestWaitPidsStayReadable: only wait -p's operand is a name; a pid (a
+// made word from a loop over $(jobs -p)) is a number bash never evaluates
+// as arithmetic. Found by an eighth reader.
+func TestWaitPidsStayReadable(t *testing.T) {
+	for _, cmd := range []string{
+		`for p in $(jobs -p); do wait $p; done`,
+		`for p in $(pgrep sleep); do wait "$p"; done`,
+	} {
+		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
+			t.Errorf("regression: %q under the docs' example: route %s, want other-shell", cmd, got)
+		}
+	}
+}

@@ -575,20 +575,25 @@ func nameTaker(args []*syntax.Word) string {
 }
 
 // takesName says word (text) of a command that nameTaker says is taker,
-// after the words before, is a variable's name: printf's and test's only
-// after -v (test -v NAME, printf -v NAME), the others' any.
+// after the words before, is a variable's name: test's, printf's and
+// wait's only after the option that takes one (test -v NAME, test -R NAME,
+// printf -v NAME, wait -p NAME) or after a made word that may be that
+// option (test ! $o NAME; printf's options come first), the others' any.
 func takesName(taker string, before []string, word string) bool {
+	prev := ""
+	if len(before) > 0 {
+		prev = before[len(before)-1]
+	}
 	switch taker {
 	case "":
 		return false
-	case "printf", "test", "[":
-		// test -v NAME, printf -v NAME; or after a made first argument,
-		// which may be -v (o=-v; test $o NAME).
-		prev := ""
-		if len(before) > 0 {
-			prev = before[len(before)-1]
-		}
-		return prev == "-v" || prev == "-R" || prev == madeWord && len(before) == 2 || strings.HasPrefix(word, "-v")
+	case "test", "[":
+		return prev == "-v" || prev == "-R" || prev == madeWord || strings.HasPrefix(word, "-v")
+	case "wait":
+		return prev == "-p" || prev == madeWord || strings.HasPrefix(word, "-p")
+	case "printf":
+		first := len(before) >= 2 && path.Base(before[len(before)-2]) == "printf"
+		return prev == "-v" || prev == madeWord && first || strings.HasPrefix(word, "-v")
 	}
 	return true
 }
