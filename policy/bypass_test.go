@@ -1363,9 +1363,6 @@ func TestCommandOptionsAndLengthsStayReadable(t *testing.T) {
 	}
 }
 
-// Counters over command output (documented as unreadable since d1ec5c6,
-// not new in df4eb45): everyday agent commands that are asked about.
-
 // TestArithmeticOverCommandOutput: arithmetic over a command's output is
 // asked about (it may hold a[$(cmd)]); numbers written in the command and
 // an array's indices are not. Found by a fourth reader.
@@ -1448,7 +1445,8 @@ func TestAskRouteNarrowsAPrefixAllow(t *testing.T) {
 // TestExecutionStringIsMade: bash -c sets BASH_EXECUTION_STRING to
 // the command itself, comments included, which the parse drops: a
 // comment holding a[$(cmd)] is code that arithmetic over the variable
-// runs, though nothing the reader sees writes it.
+// runs, though nothing the reader sees writes it. Found by a sixth
+// reader.
 func TestExecutionStringIsMade(t *testing.T) {
 	for _, tc := range []struct{ pattern, cmd string }{
 		{"Bash(echo:*)", `echo $(( ${BASH_EXECUTION_STRING##*:} )) #:a[$(rm -rf x)]`},
@@ -1468,14 +1466,12 @@ func TestExecutionStringIsMade(t *testing.T) {
 	})
 }
 
-// TestUnderscoreInBracketsStaysReadable: since 93f5598 isMade says
-// "_" ($_) is always made, and every argument with a [ has the names
-// after it read as a subscript's (identifiers), where a lone _ is "_":
-// regular expressions and globs such as [-_] or [[:alnum:]_] make the
-// part unreadable, so an allow naming the command no longer covers it and
-// the docs' example holds it. These ran (and were allowed) at 9181513.
+// TestUnderscoreInBracketsStaysReadable: $_ counts as made, but a [ in a
+// word is a subscript only where a builtin takes a name: regular
+// expressions and globs such as [-_] or [[:alnum:]_] stay text. Found by
+// a sixth reader.
 func TestUnderscoreInBracketsStaysReadable(t *testing.T) {
-	for _, tc := range []struct{ pattern, cmd string }{
+	stillAllowed(t, []allowCase{
 		{"Bash(echo:*)", `echo '[_]'`},
 		{"Bash(cat:*)", `cat 'notes[_].txt'`},
 		{"Bash(printf:*)", `printf '%s\n' "x[_]"`},
@@ -1483,24 +1479,13 @@ func TestUnderscoreInBracketsStaysReadable(t *testing.T) {
 		{"Bash(npm test:*)", `npm test -- --grep '[_]'`},
 		{"Bash(grep:*)", `grep -E '^[[:alnum:]_]+$' go.mod`},
 		{"Bash(sed:*)", `sed 's/[-_]/ /g' go.mod`},
-	} {
-		rs := []Route{{Name: "ok", Calls: []string{tc.pattern}, Action: Allow}, {Name: "rest", Action: Ask}}
-		if got := routeOf(t, rs, "Bash", map[string]string{"command": tc.cmd}, `{"cwd":"/repo"}`); got != "ok" {
-			t.Errorf("regression: %q under %s: route %s, want ok", tc.cmd, tc.pattern, got)
-		}
-		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": tc.cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
-			t.Errorf("regression: %q under the docs' example: route %s, want other-shell", tc.cmd, got)
-		}
-	}
+	})
 }
 
-// TestNameTakersGivenMadeSubscripts: a seventh reader's finds. A word
-// that is not literal has its text read without its expansions
-// (wordText), so "a[$_]" reads no name; only unset, test and [ read a
-// made word's expansions as a subscript. let, declare, typeset and
-// local run through builtin or command (a CallExpr, not a LetClause or
-// DeclClause), and wait -p, evaluate the subscript of the name the word
-// expands to: $_ or $1 holding $(cmd) runs cmd. Verified with bash 5.2.
+// TestNameTakersGivenMadeSubscripts: let, declare, typeset and local run
+// through builtin or command, and wait -p, evaluate the subscript of the
+// name a made word expands to: $_ or $1 holding $(cmd) runs cmd. Found by
+// a seventh reader.
 func TestNameTakersGivenMadeSubscripts(t *testing.T) {
 	forcePushesNeverAllowed(t, []string{
 		`echo '$(git push --force)'; builtin let "a[$_]"`,
@@ -1515,30 +1500,19 @@ func TestNameTakersGivenMadeSubscripts(t *testing.T) {
 	})
 }
 
-// TestWorkingDirectoryInTestStaysReadable: b39bf72 put PWD and OLDPWD
-// in setByBash, and test/[ read every made argument as a subscript, so
-// test -d "$PWD/build" became unreadable (allowed by the docs' example
-// at b39bf72^, denied now). Also made words after a wrapper ("?" in
-// nameTaker even once the command is known not to take names), a later
-// word spelled like a builtin, and printf's argument after a made one
-// still read [_] as a subscript (held since 93f5598).
+// TestWorkingDirectoryInTestStaysReadable: $PWD is set by bash, but test
+// reads a made word as a name only after -v (test -d "$PWD/build"), and a
+// [ in a word that is no name is text: after a wrapped command (xargs grep
+// -l read 'x[_]'), and in printf's arguments after the format. Found by a
+// seventh reader.
 func TestWorkingDirectoryInTestStaysReadable(t *testing.T) {
-	for _, tc := range []struct{ pattern, cmd string }{
+	stillAllowed(t, []allowCase{
 		{"Bash(test:*)", `test -d "$PWD/build"`},
 		{"Bash(test:*)", `test "$PWD" = /`},
 		{"Bash(test:*)", `test -f "$d/a[_]"`},
 		{"Bash(printf:*)", `printf '%s\n' "$x" '[_]'`},
-
 		{"Bash(xargs:*)", `xargs grep -l read 'x[_]'`},
-	} {
-		rs := []Route{{Name: "ok", Calls: []string{tc.pattern}, Action: Allow}, {Name: "rest", Action: Ask}}
-		if got := routeOf(t, rs, "Bash", map[string]string{"command": tc.cmd}, `{"cwd":"/repo"}`); got != "ok" {
-			t.Errorf("regression: %q under %s: route %s, want ok", tc.cmd, tc.pattern, got)
-		}
-		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": tc.cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
-			t.Errorf("regression: %q under the docs' example: route %s, want other-shell", tc.cmd, got)
-		}
-	}
+	})
 }
 
 // TestMadeOptionsBeforeANameOfTest: a made word may be -v wherever
@@ -1580,6 +1554,24 @@ func TestWaitPidsStayReadable(t *testing.T) {
 	} {
 		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
 			t.Errorf("regression: %q under the docs' example: route %s, want other-shell", cmd, got)
+		}
+	}
+}
+
+// allowCase is an allow pattern and a command it must cover.
+type allowCase struct{ pattern, cmd string }
+
+// stillAllowed checks that each command is covered by its pattern alone,
+// and runs freely under the docs' example.
+func stillAllowed(t *testing.T, cases []allowCase) {
+	t.Helper()
+	for _, tc := range cases {
+		rs := []Route{{Name: "ok", Calls: []string{tc.pattern}, Action: Allow}, {Name: "rest", Action: Ask}}
+		if got := routeOf(t, rs, "Bash", map[string]string{"command": tc.cmd}, `{"cwd":"/repo"}`); got != "ok" {
+			t.Errorf("%q under %s: route %s, want ok", tc.cmd, tc.pattern, got)
+		}
+		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": tc.cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
+			t.Errorf("%q under the docs' example: route %s, want other-shell", tc.cmd, got)
 		}
 	}
 }

@@ -441,7 +441,7 @@ func madeParts(parts []syntax.WordPart) bool {
 			switch {
 			case x.Length && x.Exp == nil:
 				// ${#x}: a length
-			case x.Excl && x.Param != nil && x.Exp == nil && x.Index != nil && (wordLit(x.Index) == "@" || wordLit(x.Index) == "*"):
+			case x.Excl && x.Param != nil && x.Exp == nil && x.Index != nil && (arithName(x.Index) == "@" || arithName(x.Index) == "*"):
 				// ${!arr[@]}: an array's indices (an associative array's
 				// keys are written in the command, or set through a
 				// subscript that is read as arithmetic itself)
@@ -453,14 +453,6 @@ func madeParts(parts []syntax.WordPart) bool {
 		}
 	}
 	return false
-}
-
-// wordLit is an arithmetic expression's text when it is a plain word.
-func wordLit(e syntax.ArithmExpr) string {
-	if w, ok := e.(*syntax.Word); ok {
-		return w.Lit()
-	}
-	return ""
 }
 
 // arithPart adds a part for arithmetic n (labelled as what): unreadable
@@ -659,8 +651,9 @@ func mayBeExported(name string) bool {
 	return false
 }
 
-// arithName is the variable an arithmetic assignment sets ("" when it is
-// not a plain name).
+// arithName is an arithmetic expression's text when it is a plain word:
+// the variable an arithmetic assignment sets, an index such as @ ("" for
+// anything else).
 func arithName(x syntax.ArithmExpr) string {
 	if w, ok := x.(*syntax.Word); ok {
 		return w.Lit()
