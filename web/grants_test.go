@@ -22,26 +22,7 @@ import (
 func TestGrantsAPISeesItsOwn(t *testing.T) {
 	base, svc := newTokenServer(t, gate.Route{Name: "deploys", Tool: "deploy", Channels: []string{gate.WebChannel}, Remember: time.Hour})
 	ctx := context.Background()
-	give := func(token string) gate.Grant {
-		t.Helper()
-		code, body := call(t, base, token, "POST", "/api/v1/approvals", `{"tool_name":"deploy","tool_args":{"env":"prod"}}`)
-		var r gate.Request
-		if code != http.StatusCreated || json.Unmarshal([]byte(body), &r) != nil {
-			t.Fatalf("create: %d %s", code, body)
-		}
-		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Remember: true, Actor: "web:alice", Via: gate.WebChannel}); err != nil {
-			t.Fatal(err)
-		}
-		gs := grants(t, base, "reader", "?all=1")
-		for _, g := range gs {
-			if g.RequestID == r.ID {
-				return g
-			}
-		}
-		t.Fatalf("no grant for %s: %+v", r.ID, gs)
-		return gate.Grant{}
-	}
-	a, b := give("agent-a"), give("agent-b")
+	a, b := approvedForAWhile(t, base, svc, "agent-a"), approvedForAWhile(t, base, svc, "agent-b")
 	if a.Caller != "agent-a" || b.Caller != "agent-b" {
 		t.Fatalf("grants name the wrong tokens: %+v %+v", a, b)
 	}
@@ -137,20 +118,11 @@ func TestWebGrantsEndWithTheirGiversRole(t *testing.T) {
 // by a reader.
 func TestGrantsAllTakesABoolean(t *testing.T) {
 	base, svc := newTokenServer(t, gate.Route{Name: "deploys", Tool: "deploy", Channels: []string{gate.WebChannel}, Remember: time.Hour, Timeout: time.Hour})
-	ctx := context.Background()
-	code, body := call(t, base, "agent-a", "POST", "/api/v1/approvals", `{"tool_name":"deploy","tool_args":{"env":"prod"}}`)
-	var r gate.Request
-	if code != http.StatusCreated || json.Unmarshal([]byte(body), &r) != nil {
-		t.Fatalf("submit: %d %s", code, body)
-	}
-	if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Remember: true, Actor: "web:alice", Via: gate.WebChannel}); err != nil {
-		t.Fatal(err)
-	}
-	gs := grants(t, base, "agent-a", "")
-	if len(gs) != 1 {
+	g := approvedForAWhile(t, base, svc, "agent-a")
+	if gs := grants(t, base, "agent-a", ""); len(gs) != 1 {
 		t.Fatalf("%d grants", len(gs))
 	}
-	if _, err := svc.RevokeGrant(ctx, gs[0].ID, "web:alice"); err != nil {
+	if _, err := svc.RevokeGrant(context.Background(), g.ID, "web:alice"); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -167,4 +139,26 @@ func TestGrantsAllTakesABoolean(t *testing.T) {
 			t.Errorf("?all=%s: %d %s", v, code, body)
 		}
 	}
+}
+
+// approvedForAWhile makes token's deploy call and approves it for a while
+// as web:alice, and returns the grant that gives.
+func approvedForAWhile(t *testing.T, base string, svc *gate.Service, token string) gate.Grant {
+	t.Helper()
+	code, body := call(t, base, token, "POST", "/api/v1/approvals", `{"tool_name":"deploy","tool_args":{"env":"prod"}}`)
+	var r gate.Request
+	if code != http.StatusCreated || json.Unmarshal([]byte(body), &r) != nil {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	d := gate.Decision{RequestID: r.ID, Approve: true, Remember: true, Actor: "web:alice", Via: gate.WebChannel}
+	if _, err := svc.Decide(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range grants(t, base, token, "?all=1") {
+		if g.RequestID == r.ID {
+			return g
+		}
+	}
+	t.Fatalf("no grant for %s", r.ID)
+	return gate.Grant{}
 }
