@@ -969,9 +969,10 @@ func TestHereDocumentsOnAShellAreUnreadable(t *testing.T) {
 	})
 }
 
-// TestXargsReplaceAndFindExecFillWords: xargs -I/-i put the words they read in place of {} anywhere in the
-// command, not only after the last word; find -exec does the same with a
-// path. The appended madeWord does not stand where the rule's words are. Found by a second reader.
+// TestXargsReplaceAndFindExecFillWords: xargs -I/-i put the words they read
+// in place of {} anywhere in the command, not only after the last word, and
+// find -exec puts a path there: those words are made at run time. Found by
+// a second reader.
 func TestXargsReplaceAndFindExecFillWords(t *testing.T) {
 	forcePushesNeverAllowed(t, []string{
 		"echo push | xargs -I{} git {} --force",
@@ -982,9 +983,9 @@ func TestXargsReplaceAndFindExecFillWords(t *testing.T) {
 	})
 }
 
-// TestCodeVariablesSetOtherWays: The code variables (PS4, BASH_CMDS) set by a for loop, by ${X:=v} and
-// through a nameref are not unreadable (only env, which an allow route
-// of the tool does not look at). Found by a second reader.
+// TestCodeVariablesSetOtherWays: the code variables (PS4, BASH_CMDS) set by
+// a for loop, by ${X:=v} or through a nameref make the part unreadable, not
+// just a change of the environment. Found by a second reader.
 func TestCodeVariablesSetOtherWays(t *testing.T) {
 	forcePushesNeverAllowed(t, []string{
 		"for PS4 in '$(git push --force)'; do set -x; :; done",
@@ -994,8 +995,9 @@ func TestCodeVariablesSetOtherWays(t *testing.T) {
 	})
 }
 
-// TestAssignedNamesMadeAtRunTime: A name or an option made at run time: the builtin may assign BASH_CMDS
-// (read $'…', printf $o NAME) or hash -p, and nothing is unreadable. Found by a second reader.
+// TestAssignedNamesMadeAtRunTime: a name or an option made at run time
+// (read $'…', printf $o NAME, hash $o) may be BASH_CMDS or -p: unreadable.
+// Found by a second reader.
 func TestAssignedNamesMadeAtRunTime(t *testing.T) {
 	forcePushesNeverAllowed(t, []string{
 		`read $'BASH_CMD\x53[ls]' <<< /usr/bin/git; ls push --force`,
@@ -1005,10 +1007,10 @@ func TestAssignedNamesMadeAtRunTime(t *testing.T) {
 	})
 }
 
-// TestArithmeticOnValuesMadeAtRunTime: Arithmetic evaluates a variable's value as an expression, subscripts
-// (and their $(…)) included; the reader checks only literal text, so a
-// value made by printf/echo -e escapes and read or a for loop runs code.
-// Allow-nobody-gave: every part is an echo. Found by a second reader.
+// TestArithmeticOnValuesMadeAtRunTime: arithmetic evaluates a variable's
+// value as an expression, subscripts and their $(…) included, so a value
+// read or looped over from printf or echo -e escapes runs code; every part
+// is an echo, so this is an allow nobody gave. Found by a second reader.
 func TestArithmeticOnValuesMadeAtRunTime(t *testing.T) {
 	echoOnly := []Route{{Name: "echo", Calls: []string{"Bash(echo:*)"}, Action: Allow}, {Name: "rest", Action: Ask}}
 	cmd := `for x in $(echo -e 'a[\x24(git\x24{IFS}push\x24{IFS}--force)]'); do echo $((x)); done`
@@ -1021,9 +1023,9 @@ func TestArithmeticOnValuesMadeAtRunTime(t *testing.T) {
 	})
 }
 
-// TestShellCodeOnOtherDescriptors: Standard input spelled 00 (bash reads it as descriptor 0), and a script
-// "file" that is another descriptor bash was given code on: /dev/stderr,
-// /dev/stdout, and stderr relative to /dev. Found by a second reader.
+// TestShellCodeOnOtherDescriptors: standard input spelled 00, and a script
+// file that is a descriptor the command fed (/dev/stderr, /dev/stdout,
+// stderr relative to /dev), give a shell code. Found by a second reader.
 func TestShellCodeOnOtherDescriptors(t *testing.T) {
 	forcePushesNeverAllowed(t, []string{
 		`echo 'git push --force' > /tmp/x; bash <<< 'echo harmless' 00</tmp/x`,
@@ -1039,8 +1041,9 @@ func TestShellCodeOnOtherDescriptors(t *testing.T) {
 	}
 }
 
-// TestSudoLongOptionValues: sudo's long options take their value as the next word too: opensShell
-// reads `root` / `/tmp` as the command and misses the -s / -i after it. Found by a second reader.
+// TestSudoLongOptionValues: sudo's long options take their value as the
+// next word (--user root), so the -s or -i after them is still found. Found
+// by a second reader.
 func TestSudoLongOptionValues(t *testing.T) {
 	forcePushesNeverAllowed(t, []string{
 		`echo 'git push --force' | sudo --user root -s`,
@@ -1071,8 +1074,9 @@ func TestShellNamesAsArgumentsStayReadable(t *testing.T) {
 	}
 }
 
-// TestGlobPatternsThroughProcLinks: A search tool whose directory is placed (/proc/self) but whose pattern
-// goes through the root link the commit says cannot be placed. Found by a second reader.
+// TestGlobPatternsThroughProcLinks: a search whose directory can be placed
+// (/proc/self) but whose pattern goes through a link (root/etc/shadow)
+// cannot be placed. Found by a second reader.
 func TestGlobPatternsThroughProcLinks(t *testing.T) {
 	deny := []Route{{Name: "etc", Calls: []string{"Read(/etc/**)"}, Action: Deny}, {Name: "rest", Action: Allow}}
 	for _, a := range []map[string]string{
@@ -1085,9 +1089,9 @@ func TestGlobPatternsThroughProcLinks(t *testing.T) {
 	}
 }
 
-// TestOtherRunnersOfStandardInput: Wrappers and shells not in the lists: a shell after them that reads
-// standard input is read as an argument (readable); at reads commands
-// from standard input. Found by a second reader.
+// TestOtherRunnersOfStandardInput: numactl and setarch are wrappers, ksh93
+// and lksh shells, and at runs the commands its standard input gives. Found
+// by a second reader.
 func TestOtherRunnersOfStandardInput(t *testing.T) {
 	forcePushesNeverAllowed(t, []string{
 		`echo 'git push --force' | numactl bash`,
