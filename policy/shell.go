@@ -96,10 +96,8 @@ func readShell(cmd string) *shellCmd {
 		changed = false
 		for v, names := range s.refs {
 			if !s.isMade(v) && slices.ContainsFunc(names, s.isMade) {
-				if s.made == nil {
-					s.made = map[string]bool{}
-				}
-				s.made[v], changed = true, true
+				s.mark(v)
+				changed = true
 			}
 		}
 	}
@@ -145,28 +143,12 @@ func (s *shellCmd) read(code string, depth int) bool {
 	if err != nil {
 		return false
 	}
-	s.survey(f)
-	// Statements whose standard input is code: a shell at the end of a
-	// pipe, also inside a group or subshell there (made at the first
-	// pipe; most commands have none).
-	var piped map[*syntax.Stmt]bool
 	syntax.Walk(f, func(n syntax.Node) bool {
+		s.survey(n)
 		switch x := n.(type) {
-		case *syntax.BinaryCmd:
-			if x.Op == syntax.Pipe || x.Op == syntax.PipeAll {
-				if piped == nil {
-					piped = map[*syntax.Stmt]bool{}
-				}
-				syntax.Walk(x.Y, func(n syntax.Node) bool {
-					if st, isStmt := n.(*syntax.Stmt); isStmt {
-						piped[st] = true
-					}
-					return true
-				})
-			}
 		case *syntax.Stmt:
 			if c, isCall := x.Cmd.(*syntax.CallExpr); isCall {
-				s.call(c, x, piped[x], depth)
+				s.call(c, x, depth)
 			} else if writesFile(x.Redirs) {
 				// { …; } > f, ( … ) > f, a loop's output, a bare > f: a
 				// write no allow pattern lets through.
@@ -260,111 +242,81 @@ func (s *shellCmd) read(code string, depth int) bool {
 	return true
 }
 
-// survey notes whether the code feeds input to anything (feeds) and
-// which variables it sets from values made at run time (made); readShell
-// applies both once the whole command is read.
-func (s *shellCmd) survey(f *syntax.File) {
-	mark := func(name string) {
-		if s.made == nil {
-			s.made = map[string]bool{}
-		}
-		s.made[name] = true
-	}
-
-	refer := func(name string, w *syntax.Word) {
-		if lit, ok := literal(w); ok {
-			if names := identifiers(lit); len(names) > 0 {
-				if s.refs == nil {
-					s.refs = map[string][]string{}
-				}
-				s.refs[name] = append(s.refs[name], names...)
-			}
-		}
-	}
-	syntax.Walk(f, func(n syntax.Node) bool {
-		switch x := n.(type) {
-		case *syntax.BinaryCmd:
-			s.feeds = s.feeds || x.Op == syntax.Pipe || x.Op == syntax.PipeAll
-		case *syntax.CoprocClause:
+// survey notes, of each node read, whether it feeds input to anything
+// (feeds) and which variables it sets from values made at run time
+// (made); readShell applies both once the whole command is read.
+func (s *shellCmd) survey(n syntax.Node) {
+	switch x := n.(type) {
+	case *syntax.BinaryCmd:
+		s.feeds = s.feeds || x.Op == syntax.Pipe || x.Op == syntax.PipeAll
+	case *syntax.CoprocClause:
+		s.feeds = true
+	case *syntax.Redirect:
+		switch x.Op {
+		case syntax.RdrIn, syntax.DplIn, syntax.RdrInOut, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
 			s.feeds = true
-		case *syntax.Redirect:
-			switch x.Op {
-			case syntax.RdrIn, syntax.DplIn, syntax.RdrInOut, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
-				s.feeds = true
+		}
+		// 0> and 0>&3 replace standard input too, and /dev/tcp is a
+		// socket whichever way it is opened.
+		target := ""
+		if x.Word != nil {
+			target = wordText(x.Word)
+		}
+		if fd, err := strconv.Atoi(redirFD(x)); err == nil && fd == 0 || strings.HasPrefix(target, "/dev/tcp/") || strings.HasPrefix(target, "/dev/udp/") {
+			s.feeds = true
+		}
+	case *syntax.Assign:
+		switch {
+		case x.Name == nil:
+		case x.Array != nil || x.Value != nil && madeValue(x.Value):
+			s.mark(x.Name.Value) // x=$(…), x=(…)
+		case x.Value != nil:
+			s.refer(x.Name.Value, x.Value) // x=y, x='a[y]': arithmetic over x evaluates y
+		}
+	case *syntax.ForClause:
+		if it, ok := x.Loop.(*syntax.WordIter); ok && it.Name != nil {
+			made := !it.InPos.IsValid() || x.Select // for x; do: the arguments; select: what is typed
+			for _, w := range it.Items {
+				made = made || madeValue(w)
+				s.refer(it.Name.Value, w)
 			}
-			// 0> and 0>&3 replace standard input too, and /dev/tcp is a
-			// socket whichever way it is opened.
-			target := ""
-			if x.Word != nil {
-				target = wordText(x.Word)
+			if made {
+				s.mark(it.Name.Value)
 			}
-			if fd, err := strconv.Atoi(redirFD(x)); err == nil && fd == 0 || strings.HasPrefix(target, "/dev/tcp/") || strings.HasPrefix(target, "/dev/udp/") {
-				s.feeds = true
-			}
-		case *syntax.Assign:
-			switch {
-			case x.Name == nil:
-			case x.Array != nil || x.Value != nil && madeValue(x.Value):
-				mark(x.Name.Value) // x=$(…), x=(…)
-			case x.Value != nil:
-				refer(x.Name.Value, x.Value) // x=y, x='a[y]': arithmetic over x evaluates y
-			}
-		case *syntax.ForClause:
-			if it, ok := x.Loop.(*syntax.WordIter); ok && it.Name != nil {
-				made := !it.InPos.IsValid() || x.Select // for x; do: the arguments; select: what is typed
-				for _, w := range it.Items {
-					made = made || madeValue(w)
-					refer(it.Name.Value, w)
-				}
-				if made {
-					mark(it.Name.Value)
-				}
-				if x.Select {
-					mark("REPLY")
-				}
-			}
-		case *syntax.BinaryTest:
-			if x.Op == syntax.TsReMatch {
-				mark("BASH_REMATCH") // [[ $v =~ (.*) ]] copies what it matched
-			}
-		case *syntax.ParamExp:
-			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && x.Param != nil {
-				mark(x.Param.Value)
-			}
-		case *syntax.Stmt:
-			c, ok := x.Cmd.(*syntax.CallExpr)
-			if !ok || !slices.ContainsFunc(c.Args, func(w *syntax.Word) bool { lit, ok := literal(w); return ok && assigns[path.Base(lit)] }) {
-				break // most commands assign nothing by name: no copy of their words
-			}
-			if numbersOnly(x.Redirs) {
-				break // read -r a b <<< "1 2": the values are there, numbers
-			}
-			words := make([]string, len(c.Args))
-			for i, w := range c.Args {
-				if lit, ok := literal(w); ok {
-					words[i] = lit
-				} else {
-					words[i] = madeWord
-				}
-			}
-			for i, w := range words {
-				if name := path.Base(w); assigns[name] && (i == 0 || wrappers[path.Base(words[0])]) {
-					names, _ := assigned(name, words[i+1:])
-					for _, v := range names {
-						v, _, _ = strings.Cut(v, "[")
-						mark(v) // read x, printf -v x, mapfile x
-					}
-					switch {
-					case name == "read" && len(names) == 0:
-						mark("REPLY")
-					case name == "getopts":
-						mark("OPTARG")
-					}
-				}
+			if x.Select {
+				s.mark("REPLY")
 			}
 		}
-		return true
-	})
+	case *syntax.BinaryTest:
+		if x.Op == syntax.TsReMatch {
+			s.mark("BASH_REMATCH") // [[ $v =~ (.*) ]] copies what it matched
+		}
+	case *syntax.ParamExp:
+		if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && x.Param != nil {
+			s.mark(x.Param.Value)
+		}
+	}
+}
+
+// mark notes that the command sets name from a value made at run time.
+func (s *shellCmd) mark(name string) {
+	if s.made == nil {
+		s.made = map[string]bool{}
+	}
+	s.made[name] = true
+}
+
+// refer notes the variables a value written in the command names (x=y,
+// x='a[y]'), which arithmetic over name evaluates in turn.
+func (s *shellCmd) refer(name string, w *syntax.Word) {
+	if lit, ok := literal(w); ok {
+		if names := identifiers(lit); len(names) > 0 {
+			if s.refs == nil {
+				s.refs = map[string][]string{}
+			}
+			s.refs[name] = append(s.refs[name], names...)
+		}
+	}
 }
 
 // numbersOnly says a statement's standard input is a here-string or
@@ -849,7 +801,7 @@ func (s *shellCmd) envSplit(args []string, dynamic bool, depth int) bool {
 }
 
 // call adds one simple command (and the shell code it runs, if any).
-func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, depth int) {
+func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 	p := part{env: len(c.Assigns) > 0}
 	for _, a := range c.Assigns {
 		if a.Name != nil && codeVar(a.Name.Value) || a.Value != nil && hidesCode(a.Value) {
@@ -874,7 +826,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 	for i, w := range c.Args {
 		lit, ok := literal(w)
 		text := lit // a literal word's text is its value; another's, what its quoted and plain parts say
-		if !ok {
+		if !ok && taker != "" {
 			text = wordText(w)
 		}
 		if i > 0 && takesName(taker, p.words, text) {
@@ -906,18 +858,17 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 	// here-string in the command, or something else (a file, another
 	// descriptor: <&3, <>).
 	var stdin *syntax.Word
-	stdinFile := false
 	for _, r := range st.Redirs {
 		if fd, err := strconv.Atoi(redirFD(r)); err != nil || fd != 0 {
 			continue // 3<<< 'text' feeds descriptor 3 (00< is 0)
 		}
 		switch r.Op {
 		case syntax.Hdoc, syntax.DashHdoc:
-			stdin, stdinFile = r.Hdoc, false
+			stdin = r.Hdoc
 		case syntax.WordHdoc:
-			stdin, stdinFile = r.Word, false
+			stdin = r.Word
 		case syntax.RdrIn, syntax.DplIn, syntax.RdrInOut:
-			stdin, stdinFile = nil, true
+			stdin = nil
 		}
 	}
 	p.writes = writesFile(st.Redirs)
@@ -942,7 +893,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 			// A shell anywhere in the words (sudo bash -c …, xargs sh -c
 			// …) runs code: read it as commands of their own, or mark the
 			// part unreadable.
-			if !s.shell(&p, i, c.Args, runs(i), stdin, stdinPiped || stdinFile, depth) {
+			if !s.shell(&p, i, c.Args, runs(i), stdin, depth) {
 				p.unreadable = true
 			}
 		case (name == "source" || name == ".") && runs(i):
@@ -952,7 +903,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 			if file < len(p.words) && p.words[file] == "--" {
 				file++ // source -- FILE
 			}
-			if file >= len(p.words) || fedCode(p.words[file], c.Args[file], stdinPiped || stdinFile || stdin != nil) {
+			if file >= len(p.words) || fedCode(p.words[file], c.Args[file], false) {
 				p.unreadable = true
 			} else if fedCode(p.words[file], c.Args[file], true) {
 				p.onStdin = true // source stderr in /dev: what the command feeds
@@ -989,6 +940,18 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, stdinPiped bool, de
 			// <<< 'a[$(cmd)]'; (( x ))).
 			names, code := assigned(name, p.words[i+1:])
 			p.unreadable = p.unreadable || code
+			if !numbersOnly(st.Redirs) {
+				for _, v := range names {
+					v, _, _ = strings.Cut(v, "[")
+					s.mark(v)
+				}
+				switch {
+				case name == "read" && len(names) == 0:
+					s.mark("REPLY")
+				case name == "getopts":
+					s.mark("OPTARG")
+				}
+			}
 			for _, v := range names {
 				v, _, _ = strings.Cut(v, "[")
 				p.unreadable = p.unreadable || v == madeWord // read $'BASH_CMD\x53': a name made at run time
@@ -1124,7 +1087,15 @@ var assigns = map[string]bool{"printf": true, "read": true, "mapfile": true, "re
 // (MAPFILE by default), getopts' second operand; code says it is given
 // code to run (mapfile -C callback).
 func assigned(name string, args []string) (names []string, code bool) {
-	valued := map[string]string{"printf": "v", "read": "adinNptu", "mapfile": "dnOsuCc", "readarray": "dnOsuCc"}[name]
+	valued := "" // the options that take a value
+	switch name {
+	case "printf":
+		valued = "v"
+	case "read":
+		valued = "adinNptu"
+	case "mapfile", "readarray":
+		valued = "dnOsuCc"
+	}
 	var operands []string
 	for j := 0; j < len(args); j++ {
 		a := args[j]
@@ -1216,13 +1187,16 @@ func opensShell(args []string) bool {
 // a here-document or standard input when it runs one (runs: it is the
 // command, or follows a wrapper), or a script file. false means it runs
 // code that cannot be read from the command.
-func (s *shellCmd) shell(p *part, i int, args []*syntax.Word, runs bool, stdin *syntax.Word, stdinCode bool, depth int) bool {
+func (s *shellCmd) shell(p *part, i int, args []*syntax.Word, runs bool, stdin *syntax.Word, depth int) bool {
 	words := p.words[i+1:]
 	inline, fromStdin, operand := shellArgs(words)
 	for j, w := range words {
 		// --rcfile <(curl …): a start-up file that is not in the command.
-		if (w == "--rcfile" || w == "--init-file") && j+1 < len(words) && fedCode(words[j+1], args[i+2+j], stdinCode || stdin != nil) {
-			return false
+		if (w == "--rcfile" || w == "--init-file") && j+1 < len(words) {
+			if fedCode(words[j+1], args[i+2+j], false) {
+				return false
+			}
+			p.onStdin = p.onStdin || fedCode(words[j+1], args[i+2+j], true)
 		}
 	}
 	switch {
@@ -1242,7 +1216,7 @@ func (s *shellCmd) shell(p *part, i int, args []*syntax.Word, runs bool, stdin *
 		if fedCode(words[operand], args[i+1+operand], true) {
 			p.onStdin = true // bash /dev/stdin, bash 3 in /dev/fd: what the command feeds
 		}
-		return !fedCode(words[operand], args[i+1+operand], stdinCode || stdin != nil)
+		return !fedCode(words[operand], args[i+1+operand], false)
 	case stdin != nil:
 		// Its code is the here-document, which is read for what it runs;
 		// but the commands in it read the same input as the shell, and
