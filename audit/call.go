@@ -78,6 +78,24 @@ func Sealed(typ, detail string) (call, verdict string) {
 	return call, verdict
 }
 
+// MaskSeals is detail with the digests Sealed finds in it written as mark
+// ("…; call sha256:[redacted]"): for a reader who may not test guesses
+// at what they digest.
+func MaskSeals(typ, detail, mark string) string {
+	tail := ""
+	if slices.Contains(VerdictSeals, typ) {
+		if _, rest, ok := cutSeal(detail, VerdictMark); ok {
+			detail, tail = rest, "; "+VerdictMark+mark
+		}
+	}
+	if slices.Contains(CallSeals, typ) {
+		if _, rest, ok := cutSeal(detail, CallMark); ok {
+			detail, tail = rest, "; "+CallMark+mark+tail
+		}
+	}
+	return detail + tail
+}
+
 // cutSeal takes "; " + mark + 64 lower-case hex digits off the end of detail.
 func cutSeal(detail, mark string) (digest, rest string, ok bool) {
 	n := len(detail) - 64 - len(mark) - 2

@@ -139,10 +139,17 @@ func (r *Redactor) Request(req *gate.Request) *gate.Request {
 	return &c
 }
 
-// seal is a digest the audit chain seals in an event's detail: of a call
-// (its arguments, summary, metadata …) or of a verdict (its reason, edited
-// arguments …), as stored.
-var seal = regexp.MustCompile("(" + regexp.QuoteMeta(audit.CallMark) + "|" + regexp.QuoteMeta(audit.VerdictMark) + ")[0-9a-f]{64}")
+// Unlinked returns e without its links of the audit chain (hash and
+// prev_hash) when the server redacts: the chain runs through every
+// request's events, so the links on either side of another's let a reader
+// test guesses at what it hides. The request's own token is shown its
+// trail unredacted, but unlinked too.
+func (r *Redactor) Unlinked(e gate.Event) gate.Event {
+	if r.Active() {
+		e.PrevHash, e.Hash = "", ""
+	}
+	return e
+}
 
 // Event returns e with its detail redacted by the patterns over its whole
 // text (a reason; a number or a "key": "value" pair a pattern names), and
@@ -159,8 +166,8 @@ func (r *Redactor) Event(e gate.Event) gate.Event {
 	if !r.Active() {
 		return e
 	}
-	e.Detail = seal.ReplaceAllString(e.Detail, "${1}"+Mark)
-	e.PrevHash, e.Hash = "", ""
+	e = r.Unlinked(e)
+	e.Detail = audit.MaskSeals(e.Type, e.Detail, Mark)
 	if d := bytes.TrimSpace([]byte(e.Detail)); len(d) > 0 && (d[0] == '{' || d[0] == '[') && json.Valid(d) {
 		e.Detail = string(r.JSON(json.RawMessage(e.Detail)))
 	}
