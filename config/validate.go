@@ -2,7 +2,6 @@ package config
 
 import (
 	"cmp"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"net/url"
@@ -139,6 +138,7 @@ func (c *Config) validateAuth(errs *Errors) {
 			errs.add(p+".name", "%q is used twice", t.Name)
 		}
 		seen[t.Name] = true
+		sum, ok := t.Sum()
 		switch {
 		case t.Token == "" && t.TokenSHA256 == "":
 			errs.add(p+".token", "required (or token_sha256)")
@@ -146,12 +146,10 @@ func (c *Config) validateAuth(errs *Errors) {
 			errs.add(p+".token", "give token or token_sha256, not both")
 		case t.Token != "" && len(t.Token) < 16:
 			errs.add(p+".token", "too short: use at least 16 random characters")
-		case t.TokenSHA256 != "":
-			if b, err := hex.DecodeString(t.TokenSHA256); err != nil || len(b) != 32 {
-				errs.add(p+".token_sha256", "not a hex SHA-256 (64 hex digits)")
-			}
+		case t.TokenSHA256 != "" && !ok:
+			errs.add(p+".token_sha256", "not a hex SHA-256 (64 hex digits)")
 		}
-		if sum, ok := t.Sum(); ok {
+		if ok {
 			if first, dup := bySum[sum]; dup {
 				errs.add(p+".token", "the same token as %s: give each its own", first)
 			} else {

@@ -72,7 +72,7 @@ func Explain(routes []Route, d Defaults, in Submission, now time.Time) (Explanat
 			break
 		}
 		if rt.Remember > 0 {
-			scope := "agent, tool and arguments"
+			scope := "agent, tool and arguments, in the same directory (and MCP server)"
 			if rt.RememberAny {
 				scope = "agent and tool"
 			}

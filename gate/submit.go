@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -401,13 +402,7 @@ func (s *Service) attach(r, in *Request) (*Request, bool, error) {
 // samePlace reports whether two calls' metadata say they run in the same
 // place (placeOf): the same directory, and the same MCP server.
 func samePlace(a, b []byte) bool {
-	pa, pb := placeOf(a), placeOf(b)
-	for i := range pa {
-		if !bytes.Equal(pa[i], pb[i]) {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(placeOf(a), placeOf(b), bytes.Equal)
 }
 
 // agentLabel is the agent id a request records: what the agent says, else

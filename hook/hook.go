@@ -256,14 +256,18 @@ func reports(client string) bool { return client == ClaudeCode || client == Code
 // not turn a question into a report that is waved through unasked. Only a
 // client that reports (Report) sends one.
 func LooksLikeReport(client string, head []byte) bool {
-	if !reports(client) {
-		return false
+	event := headEvent(client, head)
+	return reports(client) && (event == PostToolUse || event == PostToolUseFailure)
+}
+
+// headEvent is the event the first part of an input names, as Parse reads
+// it: hook_event_name, or for Copilot, whose parser reads it, hookEventName.
+func headEvent(client string, head []byte) string {
+	snake, cc := eventFields(head)
+	if client == Copilot && cc != "" {
+		return cc
 	}
-	event, eventCC := eventFields(head)
-	if eventCC != "" {
-		event = eventCC
-	}
-	return event == PostToolUse || event == PostToolUseFailure
+	return snake
 }
 
 // eventFields reads the event names at the top level of the first 64 KiB
@@ -320,16 +324,9 @@ func FailedCall(client string, input []byte, event string) Call {
 		return c
 	}
 	// Not JSON as a whole (cut short at the limit): read the event from
-	// the input's first part, choosing between the two spellings as Parse
-	// does (only Copilot's parser reads hookEventName).
-	snake, cc := eventFields(input)
-	switch {
-	case snake == "" && cc == "":
+	// the input's first part.
+	if c.Event = headEvent(client, input); c.Event == "" {
 		c.Event = event
-	case client == Copilot && cc != "":
-		c.Event = cc
-	default:
-		c.Event = snake
 	}
 	return c
 }

@@ -41,10 +41,10 @@ func (s *Server) hookToken(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			name := c.Param("client")
 			s.log.Warn("hook call refused", "client", name, "err", err)
-			// The body (held to MaxBody by limitBody) is read for its event
-			// alone: the deny must be in that event's shape for the client
-			// to read it.
-			body, _ := io.ReadAll(c.Request().Body)
+			// The body's first 64 KiB are read for its event alone (the
+			// deny must be in that event's shape for the client to read
+			// it): no more of an unauthenticated caller's input.
+			body, _ := io.ReadAll(io.LimitReader(c.Request().Body, 64<<10))
 			if hook.LooksLikeReport(name, body) {
 				return s.hookNoted(c) // the tool ran; nothing to refuse
 			}
