@@ -239,8 +239,14 @@ func bigText(v present.View) *slack.TextBlockObject {
 		}
 		return md("```" + s + "```")
 	}
-	s, _ := escLimit(v.Big, 1000)
-	return md("`" + strings.ReplaceAll(s, "`", "ˋ") + "`")
+	return md(codeSpan(v.Big, 1000))
+}
+
+// codeSpan is s as inline code, escaped and cut to max, its backquotes
+// written ˋ so that none can close the span and format what follows.
+func codeSpan(s string, max int) string {
+	s, _ = escLimit(s, max)
+	return "`" + strings.ReplaceAll(s, "`", "ˋ") + "`"
 }
 
 // folded is what comes after the decision: the raw arguments, and a line

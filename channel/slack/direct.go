@@ -80,8 +80,7 @@ func reminderText(v present.View, mention []string, link string) string {
 			who = append(who, "<@"+m[1]+">")
 		}
 	}
-	tool, _ := escLimit(strings.ReplaceAll(v.ToolName, "`", "ˋ"), 200)
-	s := ":alarm_clock: *Still waiting for approval:* `" + tool + "` on route " + esc(v.Route) +
+	s := ":alarm_clock: *Still waiting for approval:* " + codeSpan(v.ToolName, 200) + " on route " + esc(v.Route) +
 		", expires " + slackDate(v.ExpiresAt) + "."
 	if len(who) > 0 {
 		s = strings.Join(who, " ") + " " + s
