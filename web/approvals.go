@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/internal/text"
+	"github.com/gatehouse-dev/gatehouse/internal/wait"
 )
 
 // SubmitBody is the JSON body of POST /api/v1/approvals and /api/v1/gate.
@@ -47,31 +46,9 @@ func (b *SubmitBody) Submission(caller string) gate.Submission {
 	return gate.Submission{Caller: caller,
 		ToolName: b.ToolName, ToolArgs: b.ToolArgs, RequiresConfirmation: b.RequiresConfirmation, Summary: b.Summary,
 		AgentID: id, UserID: b.UserID, SessionID: b.SessionID, ToolCallID: b.ToolCallID, Metadata: b.Metadata,
-		Route: b.Route, Timeout: seconds(b.TimeoutSeconds), IdempotencyKey: b.IdempotencyKey,
+		Route: b.Route, Timeout: wait.Seconds(b.TimeoutSeconds), IdempotencyKey: b.IdempotencyKey,
 	}
 }
-
-// maxSeconds is the most whole seconds a time.Duration holds (about 292
-// years).
-const maxSeconds = math.MaxInt64 / int64(time.Second)
-
-// seconds is n seconds as a time.Duration, held within what one holds.
-// Converted as is, seconds past maxSeconds wrap around, and a huge wait or
-// timeout would read as a negative one and be refused for the wrong
-// reason. NaN, which no JSON number is, reads as negative: refused.
-func seconds(n float64) time.Duration {
-	switch {
-	case n >= float64(maxSeconds):
-		return math.MaxInt64
-	case n <= -float64(maxSeconds) || math.IsNaN(n):
-		return math.MinInt64
-	}
-	return time.Duration(n * float64(time.Second))
-}
-
-// durationSyntax is a Go duration as time.ParseDuration reads one; a value
-// of this form that it refuses is too long for a time.Duration.
-var durationSyntax = regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
 
 // decodeJSON reads one JSON object strictly: unknown fields, wrong types and
 // trailing data are errors that say which.
@@ -129,36 +106,17 @@ func jsonKind(k string) string {
 	return k
 }
 
-// parseWait reads ?wait= as a Go duration ("30s") or seconds ("30"),
-// capped at MaxWait. A wait too long for a time.Duration (1e10, 2562048h)
-// is capped too, as the longer wait it is; NaN and infinities are no
-// number of seconds, and are refused as such.
+// parseWait reads ?wait= as wait.Parse does, capped at MaxWait.
 func (s *Server) parseWait(c echo.Context, def time.Duration) (time.Duration, error) {
 	v := c.QueryParam("wait")
 	if v == "" {
 		return def, nil
 	}
-	d, err := time.ParseDuration(v)
+	d, err := wait.Parse(v)
 	switch {
-	case err == nil:
-	case durationSyntax.MatchString(v):
-		d = math.MaxInt64
-		if strings.HasPrefix(v, "-") {
-			d = math.MinInt64
-		}
-	default:
-		// A number too large for a float64 (1e400) is ±Inf with ErrRange:
-		// a long wait (or a negative one), as written.
-		n, nerr := strconv.ParseFloat(v, 64)
-		switch {
-		case nerr != nil && !errors.Is(nerr, strconv.ErrRange):
-			return 0, gate.Errorf(gate.EINVALID, "wait: %q is not a duration such as 30s", v)
-		case math.IsNaN(n) || math.IsInf(n, 0) && nerr == nil:
-			return 0, gate.Errorf(gate.EINVALID, "wait: %q is not a finite number of seconds", v)
-		}
-		d = seconds(n)
-	}
-	if d < 0 {
+	case err != nil:
+		return 0, gate.Errorf(gate.EINVALID, "wait: %v", err)
+	case d < 0:
 		return 0, gate.Errorf(gate.EINVALID, "wait: must not be negative")
 	}
 	return min(d, s.opts.MaxWait), nil

@@ -10,16 +10,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/client"
 	"github.com/gatehouse-dev/gatehouse/hook"
+	"github.com/gatehouse-dev/gatehouse/internal/wait"
 )
 
 // maxHookInput bounds what a command hook reads from stdin.
@@ -132,18 +131,17 @@ func emit(stdout, stderr io.Writer, out hook.Output) int {
 	return out.Exit
 }
 
-// parseHookWait reads a Go duration ("590s") or seconds ("590"). Seconds
-// past what a time.Duration holds (about 292 years) are held at that: as
-// is, they would wrap negative and refuse every call as "not positive".
-// An infinity is no number of seconds.
+// parseHookWait reads a wait as the server's ?wait= does (wait.Parse),
+// which must be positive.
 func parseHookWait(v string) (time.Duration, error) {
-	if d, err := time.ParseDuration(v); err == nil && d > 0 {
-		return d, nil
+	d, err := wait.Parse(v)
+	if err != nil {
+		return 0, err
 	}
-	if n, err := strconv.ParseFloat(v, 64); err == nil && n > 0 && !math.IsInf(n, 0) {
-		return time.Duration(min(n, float64(math.MaxInt64/int64(time.Second))) * float64(time.Second)), nil
+	if d <= 0 {
+		return 0, fmt.Errorf("%q is not a positive duration such as 590s", v)
 	}
-	return 0, fmt.Errorf("%q is not a positive duration such as 590s", v)
+	return d, nil
 }
 
 // hookFailure says why no verdict came, in words that say what to do.

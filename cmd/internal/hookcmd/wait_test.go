@@ -10,7 +10,7 @@ import (
 // "--wait must be positive". Seconds past what a time.Duration holds are
 // the longest wait; infinities and NaN are no wait. Found by a reader.
 func TestParseHookWaitHolds(t *testing.T) {
-	for _, v := range []string{"1e10", "9223372037", "1e300"} {
+	for _, v := range []string{"1e10", "9223372037", "1e300", "2562048h"} {
 		if d, err := parseHookWait(v); err != nil || d < 290*365*24*time.Hour {
 			t.Errorf("%s: %v, %v; want the longest wait", v, d, err)
 		}
