@@ -644,3 +644,23 @@ func TestSecretsAreNotShownInErrors(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestUnsetVariableInSecretFileIsAnError: token_file: ${SECRETS}token with
+// SECRETS unset read the file "token" beside the config, a different
+// secret than the one meant, and the server started with it. Found by a
+// reader of the config's expansion.
+func TestUnsetVariableInSecretFileIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("tok-beside-the-config-0123"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	doc := "auth:\n  api_tokens:\n    - name: a\n      token_file: ${SECRETS}token\n"
+	_, err := Parse([]byte(doc), dir, env(nil))
+	if err == nil || !strings.Contains(err.Error(), "auth.api_tokens[0].token: ${SECRETS} in token_file is not set") {
+		t.Fatalf("want the unset variable named, got %v", err)
+	}
+	c, err := Parse([]byte(doc), dir, env(map[string]string{"SECRETS": dir + "/"}))
+	if err != nil || c.Auth.APITokens[0].Token != "tok-beside-the-config-0123" {
+		t.Fatalf("with SECRETS set: %v", err)
+	}
+}

@@ -192,9 +192,15 @@ func prepare(n *yaml.Node, path, dir string, lookup func(string) (string, bool),
 					errs.add(p, "give %s or %s, not both", base, k.Value)
 					continue
 				}
-				file, _, err := expand(v.Value, lookup)
+				file, unset, err := expand(v.Value, lookup)
 				if err != nil {
 					errs.add(p, "%v", err)
+					continue
+				}
+				if len(unset) > 0 {
+					// ${SECRETS}/slack with SECRETS unset is /slack: some
+					// other file, or none, not the one meant.
+					errs.add(join(path, base), "${%s} in %s is not set: the secret would be read from %q, not the file meant", unset[0], k.Value, file)
 					continue
 				}
 				if !filepath.IsAbs(file) {
