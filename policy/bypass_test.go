@@ -1418,10 +1418,11 @@ func TestArithmeticOverPlainNamesStaysAllowed(t *testing.T) {
 // other programs (find -exec); an ask route for them before it, as the
 // docs advise, takes those calls and leaves the rest to the allow.
 func TestAskRouteNarrowsAPrefixAllow(t *testing.T) {
-	rs := []Route{{Name: "exec", Calls: []string{"Bash(find *-exec*)", "Bash(find *-delete*)"}, Action: Ask},
-		{Name: "find", Calls: []string{"Bash(find:*)"}, Action: Allow}, {Name: "rest", Action: Deny}}
+	rs := []Route{{Name: "exec", Calls: []string{"Bash(find *-exec*)", "Bash(find *-delete*)", "Bash(git diff *--output*)"}, Action: Ask},
+		{Name: "find", Calls: []string{"Bash(find:*)", "Bash(git diff:*)"}, Action: Allow}, {Name: "rest", Action: Deny}}
 	for cmd, want := range map[string]string{`find . -exec rm {} \;`: "exec", `find . -name '*.go'`: "find", `find . -delete`: "exec",
-		`find . -name x -execdir rm {} +`: "exec"} {
+		`find . -name x -execdir rm {} +`: "exec", `git diff --stat`: "find", `git diff HEAD --output=/tmp/x`: "exec",
+		`git diff --output /tmp/x`: "exec"} {
 		if got := routeOf(t, rs, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != want {
 			t.Errorf("%q: route %s, want %s", cmd, got, want)
 		}
@@ -1577,4 +1578,99 @@ func TestBranchesOnlyTheseCommandsReach(t *testing.T) {
 	if got := routeOf(t, docsShell, "Bash", map[string]string{"command": "at now"}, `{"cwd":"/repo"}`); got != "other-shell" {
 		t.Errorf("at now: route %s, want other-shell", got)
 	}
+}
+
+// neverAllowedBy checks that no command is allowed by route ok, which
+// allows everyday reading commands by name.
+func neverAllowedBy(t *testing.T, cmds []string) {
+	t.Helper()
+	rs := []Route{{Name: "ok", Calls: []string{"Bash(ls:*)", "Bash(echo:*)", "Bash(cat:*)", "Bash(grep:*)",
+		"Bash(npm test)", "Bash(git status)", "Bash(git diff:*)"}, Action: Allow}, {Name: "rest", Action: Ask}}
+	for _, cmd := range cmds {
+		if got := routeOf(t, rs, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got == "ok" {
+			t.Errorf("%q: allowed by ok, want rest", cmd)
+		}
+	}
+}
+
+// TestTestOperandsThatAssign: [[ … ]] evaluates the operands of -eq, -lt,
+// … and the subscript -v tests as arithmetic, which assigns: HOME=0 makes
+// git read ./0/.gitconfig (core.fsmonitor runs a program), PATH=63 runs
+// ./63/ls. The parse shows them as words. Found by a ninth reader, who ran
+// each in bash 5.2.
+func TestTestOperandsThatAssign(t *testing.T) {
+	neverAllowedBy(t, []string{
+		`[[ PATH=63 -eq 63 ]]; ls`,
+		`[[ HOME=0 -eq 0 ]]; git status`,
+		`[[ 0 -lt HOME=0 ]] && git status`,
+		`[[ -v a[PATH=63] ]]; ls`,
+		`[[ -v 'a[HOME=0]' ]] || git diff`,
+		`[[ PATH++ -eq 0 ]]; ls`,
+		`[[ "HOME"=0 -eq 0 ]]; git status`,
+	})
+	stillAllowed(t, []allowCase{
+		{"Bash(ls:*)", `[[ $# -eq 0 ]] && ls`},
+		{"Bash(ls:*)", `[[ ${#a[@]} -gt 1 ]] || ls -la`},
+		{"Bash(echo:*)", `[[ -v HOME ]] && echo "$HOME"`},
+		{"Bash(echo:*)", `[[ $x == y ]] && echo same`},
+		{"Bash(echo:*)", `[[ 1 -le 2 ]] && echo ok`},
+		{"Bash(echo:*)", `[[ $a+$b -eq 3 ]] && echo sum`},
+	})
+}
+
+// TestPrefixNamesInArithmetic: ${!x*} is the names of every variable that
+// starts with x, whose values arithmetic then evaluates: xy holding
+// a[$(cmd)] runs cmd. Found by a ninth reader.
+func TestPrefixNamesInArithmetic(t *testing.T) {
+	neverAllowedBy(t, []string{
+		`for xy in 'a[$(rm x)]'; do echo $(( ${!x*} )); done`,
+		`for xy in 'a[$(rm x)]'; do echo $(( ${!x@} )); done`,
+		`for xy in 'a[$(rm x)]'; do echo ${a[${!x*}]}; done`,
+		`for xy in 'a[$(rm x)]'; do echo ${s:${!x*}}; done`,
+		`for xy in 'a[$(rm x)]'; do [[ ${!x*} -eq 0 ]]; echo; done`,
+	})
+}
+
+// TestCoprocNameAssigns: coproc NAME sets the array NAME=(63 60), so
+// coproc HOME points ~ at ./63 and takes HOME out of children's
+// environment. Found by a ninth reader.
+func TestCoprocNameAssigns(t *testing.T) {
+	neverAllowedBy(t, []string{
+		`coproc HOME { ls; }; ls ~`,
+		`coproc PATH { ls; }; ls`,
+		`coproc IFS { ls; }; ls`,
+	})
+}
+
+// TestHistoryRunsAsCode: history -s writes an entry, which fc -s and fc
+// -e run, and with set -H so do !! and ^x^y; compgen -C runs a command and
+// -W expands the $(…) in its list; GNU parallel runs its arguments and
+// the lines it reads as shell code; git-push (git's exec-path, or exec -a
+// git-push git) is git push. Each checked in bash 5.2 by a ninth reader.
+func TestHistoryRunsAsCode(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`history -s 'git push --force'; fc -s`,
+		`history -s x; fc -e - x='git push --force'`,
+		`history -s x; fc -e 'git push --force'`,
+		"set -o history\ngit puxh --force\nfc -s x=s",
+		"set -o history -H\ngit puxh --force\n!!:s/x/s/",
+		"set -o history -o histexpand\ngit puxh --force\n!!:s/x/s/",
+		`compgen -C 'git push --force' x`,
+		`compgen -W '$(git push --force)' x`,
+		"compgen -W '`git push --force`' x",
+		`echo 'git push --force' | parallel`,
+		`parallel ::: 'git push --force'`,
+		`parallel git {} --force ::: push`,
+		`nice sem git push --force`,
+		`exec -a git-push git --force`,
+		`(exec -a git-push /usr/bin/git origin --force)`,
+		`/usr/lib/git-core/git-push --force`,
+		`PATH=$PATH:/usr/lib/git-core git-push --force`,
+	})
+	stillAllowed(t, []allowCase{
+		{"Bash(fc:*)", `fc -l`},
+		{"Bash(history:*)", `history 20`},
+		{"Bash(grep:*)", `grep -rn parallel src`},
+		{"Bash(compgen:*)", `compgen -c git`},
+	})
 }

@@ -426,13 +426,18 @@ func (p *pattern) broadMatch(q *part) fit {
 	var f *follower
 	found := misses
 	for i := range q.words {
-		if p.named(q, i) != p.words[0] {
-			continue
+		next := 1
+		if n := p.named(q, i); n != p.words[0] {
+			// git-push (git's exec-path, exec -a git-push git) is git push.
+			if len(p.words) < 2 || n != p.words[0]+"-"+p.words[1] {
+				continue
+			}
+			next = 2
 		}
 		if f == nil {
 			f = &follower{p: p, words: q.words, memo: map[[3]int]fit{}}
 		}
-		switch f.follows(i+1, 1, false) {
+		switch f.follows(i+1, next, false) {
 		case covers:
 			return covers
 		case unread:

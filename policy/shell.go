@@ -178,6 +178,11 @@ func (s *shellCmd) read(code string, depth int) bool {
 				}
 			}
 			s.parts = append(s.parts, p)
+		case *syntax.CoprocClause:
+			// coproc NAME { …; } sets the array NAME=(rfd wfd).
+			if x.Name != nil && mayBeExported(x.Name.Lit()) {
+				s.parts = append(s.parts, part{words: []string{x.Name.Lit()}, env: true, unreadable: codeVar(x.Name.Lit())})
+			}
 		case *syntax.ForClause:
 			// for NAME in …: an assignment to NAME (for PATH in /tmp/x).
 			if it, isIter := x.Loop.(*syntax.WordIter); isIter && it.Name != nil && mayBeExported(it.Name.Value) {
@@ -235,6 +240,9 @@ func (s *shellCmd) read(code string, depth int) bool {
 				s.parts = append(s.parts, part{words: []string{"(( ))"}, unreadable: true})
 			} else {
 				s.arithPart(n, "(( ))")
+				if t, isTest := n.(*syntax.TestClause); isTest {
+					s.testOperands(t, depth)
+				}
 			}
 		}
 		return true
@@ -454,6 +462,10 @@ func arithReads(n syntax.Node) (names []string, subst bool) {
 			subst = true
 			return false
 		case *syntax.ParamExp:
+			if x.Names != 0 { // ${!prefix*}: every variable named so, made ones too
+				subst = true
+				return false
+			}
 			if x.Param != nil && !x.Length { // ${#x} is a length, not x's value
 				names = append(names, x.Param.Value)
 			}
@@ -962,9 +974,22 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 				p.unreadable = true
 			}
 		case name == "set" && runs(i) && slices.ContainsFunc(p.words[i+1:], func(w string) bool {
-			return w == "keyword" || len(w) > 1 && w[0] == '-' && w[1] != '-' && strings.Contains(w, "k")
+			return w == "keyword" || w == "histexpand" || len(w) > 1 && w[0] == '-' && w[1] != '-' && strings.ContainsAny(w, "kH")
 		}):
-			p.unreadable = true // set -k: NAME=value anywhere in a command's words sets its environment
+			// set -k: NAME=value anywhere in a command's words sets its
+			// environment; set -H: !! and ^x^y in later lines run history
+			// entries, which the command writes (history -s 'git push').
+			p.unreadable = true
+		case name == "fc" && runs(i) && !slices.ContainsFunc(p.words[i+1:], func(w string) bool { return len(w) > 1 && w[0] == '-' && strings.Contains(w, "l") }):
+			p.unreadable = true // fc -s and fc -e run a history entry, which history -s writes; fc -l lists
+		case (name == "compgen" || name == "complete") && runs(i) && slices.ContainsFunc(p.words[i+1:], func(w string) bool {
+			return w == madeWord || len(w) > 1 && w[0] == '-' && strings.ContainsAny(w, "CW")
+		}):
+			p.unreadable = true // compgen -C 'cmd' runs cmd; -W expands the $(…) in its list
+		case (name == "parallel" || name == "sem") && runs(i):
+			// GNU parallel runs its arguments, and the lines it reads, as
+			// shell code, with words it puts in at run time.
+			p.runsMade = true
 		case name == "alias" && runs(i):
 			p.unreadable = true // what an alias runs is read where it is used, later
 		case name == "hash" && runs(i) && slices.ContainsFunc(p.words[i+1:], func(w string) bool { return w == madeWord || strings.HasPrefix(w, "-") && strings.Contains(w, "p") }):
@@ -1468,4 +1493,38 @@ func runsMadeCommand(words []string, args []*syntax.Word) bool {
 func isNumber(w string) bool {
 	_, err := strconv.ParseFloat(strings.TrimRight(w, "smhd"), 64)
 	return err == nil
+}
+
+// testOperands reads the arithmetic operands of [[ … ]] (of -eq, -lt, …,
+// and the name -v tests) as the arithmetic bash evaluates them, which may
+// assign: [[ HOME=0 -eq 0 ]] and [[ -v a[PATH=63] ]] set HOME and PATH,
+// where the parse shows words. An operand that does not read as arithmetic
+// but holds an operator that could assign is a change of the environment.
+func (s *shellCmd) testOperands(t *syntax.TestClause, depth int) {
+	syntax.Walk(t, func(n syntax.Node) bool {
+		var operands []syntax.TestExpr
+		switch b := n.(type) {
+		case *syntax.BinaryTest:
+			switch b.Op {
+			case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
+				operands = []syntax.TestExpr{b.X, b.Y}
+			}
+		case *syntax.UnaryTest:
+			if b.Op == syntax.TsVarSet {
+				operands = []syntax.TestExpr{b.X}
+			}
+		}
+		for _, e := range operands {
+			w, isWord := e.(*syntax.Word)
+			if !isWord {
+				continue
+			}
+			text := wordText(w)
+			if strings.TrimSpace(text) != "" && !s.read("(( "+text+" ))", depth+1) &&
+				(strings.Contains(text, "=") || strings.Contains(text, "++") || strings.Contains(text, "--")) {
+				s.parts = append(s.parts, part{words: []string{"[[ ]]"}, env: true})
+			}
+		}
+		return true
+	})
 }
