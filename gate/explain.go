@@ -74,7 +74,7 @@ func Explain(routes []Route, d Defaults, in Submission, now time.Time) (Explanat
 		if rt.Remember > 0 {
 			scope := "agent, tool and arguments, in the same directory (and MCP server)"
 			if rt.RememberAny {
-				scope = "agent and tool"
+				scope = "agent and tool, in the same directory (and MCP server)"
 			}
 			ex.Why = append(ex.Why, fmt.Sprintf("an active grant from an earlier \"Approve for %s\" on this route (same %s) would approve it at once",
 				text.Duration(rt.Remember), scope))

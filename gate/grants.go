@@ -36,6 +36,19 @@ func argsHash(args, metadata []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// anyArgsHash is the args_hash of a grant for any arguments: "" where the
+// call names no place, else AnyArgsPrefix and the hash of the place alone,
+// so a grant for any arguments on one MCP server (or in one directory)
+// covers no other: the Cursor MCP tool database_query approved for a
+// while on a dev server is not approved on prod. A grant given before
+// places counted here ("") covers only calls that name none.
+func anyArgsHash(metadata []byte) string {
+	if !slices.ContainsFunc(placeOf(metadata), func(b []byte) bool { return b != nil }) {
+		return ""
+	}
+	return AnyArgsPrefix + argsHash([]byte("null"), metadata)
+}
+
 // placeKeys are the metadata that say where a call runs: the working
 // directory hooks report (cwd), where a relative path such as
 // `rm -rf build` points, and the MCP server of a Cursor MCP call (mcp_url
@@ -74,6 +87,7 @@ func (s *Service) grantFor(r *Request, who string, ids []string, via string, at 
 	scope := "the same arguments"
 	if r.RememberAnyArgs {
 		scope = "any arguments"
+		g.ArgsHash = anyArgsHash(r.Metadata)
 	} else {
 		g.ArgsHash = argsHash(r.ToolArgs, r.Metadata)
 	}

@@ -3,6 +3,7 @@ package gate_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -125,24 +126,33 @@ func TestGrantIsForOneWorkingDirectory(t *testing.T) {
 // TestGrantIsForOneMCPServer: Cursor names an MCP call's server only in
 // metadata (mcp_url or mcp_command), and the tool name is bare, so
 // approving a query on a dev server for an hour approved the same query on
-// a prod server. Found by a reader.
+// a prod server (a reader); with args: any, any query on any server and in
+// any directory, since such a grant hashed nothing (a ninth reader).
 func TestGrantIsForOneMCPServer(t *testing.T) {
-	db := storetest.SQLite(t)
-	svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: []gate.Route{
-		{Name: "db", Tool: "database_query", Channels: []string{"fake"}, Remember: time.Hour}}})
-	args := json.RawMessage(`{"query":"DROP TABLE users"}`)
-	dev := json.RawMessage(`{"cwd":"/proj","mcp_url":"http://dev-db.local:3000"}`)
-	first := submit(t, svc, gate.Submission{ToolName: "database_query", ToolArgs: args, Metadata: dev, Caller: "bot"})
-	if _, err := svc.Decide(context.Background(), gate.Decision{RequestID: first.ID, Approve: true, Actor: "web:alice", Via: "fake", Remember: true}); err != nil {
-		t.Fatal(err)
-	}
-	for _, md := range []string{`{"cwd":"/proj","mcp_url":"https://prod-db.example.com"}`, `{"cwd":"/proj","mcp_command":"npx prod-db-mcp"}`, `{"cwd":"/proj"}`} {
-		if r := submit(t, svc, gate.Submission{ToolName: "database_query", ToolArgs: args, Metadata: json.RawMessage(md), Caller: "bot"}); r.Allowed() {
-			t.Errorf("metadata %s: approved via %s by a grant given on the dev server", md, r.DecidedVia)
-		}
-	}
-	if r := submit(t, svc, gate.Submission{ToolName: "database_query", ToolArgs: args, Metadata: dev, Caller: "bot"}); r.DecidedVia != gate.ViaGrant {
-		t.Errorf("the same query on the same server: %s via %s, want approved via grant", r.Status, r.DecidedVia)
+	for _, anyArgs := range []bool{false, true} {
+		t.Run(fmt.Sprintf("any args %v", anyArgs), func(t *testing.T) {
+			db := storetest.SQLite(t)
+			svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: []gate.Route{
+				{Name: "db", Tool: "database_query", Channels: []string{"fake"}, Remember: time.Hour, RememberAny: anyArgs}}})
+			args := json.RawMessage(`{"query":"DROP TABLE users"}`)
+			dev := json.RawMessage(`{"cwd":"/proj","mcp_url":"http://dev-db.local:3000"}`)
+			first := submit(t, svc, gate.Submission{ToolName: "database_query", ToolArgs: json.RawMessage(`{"query":"SELECT 1"}`), Metadata: dev, Caller: "bot"})
+			if !anyArgs {
+				first = submit(t, svc, gate.Submission{ToolName: "database_query", ToolArgs: args, Metadata: dev, Caller: "bot"})
+			}
+			if _, err := svc.Decide(context.Background(), gate.Decision{RequestID: first.ID, Approve: true, Actor: "web:alice", Via: "fake", Remember: true}); err != nil {
+				t.Fatal(err)
+			}
+			for _, md := range []string{`{"cwd":"/proj","mcp_url":"https://prod-db.example.com"}`, `{"cwd":"/proj","mcp_command":"npx prod-db-mcp"}`,
+				`{"cwd":"/proj"}`, `{"cwd":"/srv/prod","mcp_url":"http://dev-db.local:3000"}`, `{}`} {
+				if r := submit(t, svc, gate.Submission{ToolName: "database_query", ToolArgs: args, Metadata: json.RawMessage(md), Caller: "bot"}); r.Allowed() {
+					t.Errorf("metadata %s: approved via %s by a grant given on the dev server", md, r.DecidedVia)
+				}
+			}
+			if r := submit(t, svc, gate.Submission{ToolName: "database_query", ToolArgs: args, Metadata: dev, Caller: "bot"}); r.DecidedVia != gate.ViaGrant {
+				t.Errorf("the same query on the same server: %s via %s, want approved via grant", r.Status, r.DecidedVia)
+			}
+		})
 	}
 }
 

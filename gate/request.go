@@ -6,6 +6,7 @@ package gate
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/audit"
@@ -236,19 +237,30 @@ const (
 	EventEscalated  = "escalated" // the request went to more channels or approvers
 )
 
+// AnyArgsPrefix begins the args_hash of a grant for any arguments given
+// on a call that named its place: the hash is of the place alone.
+const AnyArgsPrefix = "any:"
+
+// AnyArgs says the grant covers any arguments, in the place it was given
+// when that call named one.
+func (g Grant) AnyArgs() bool {
+	return g.ArgsHash == "" || strings.HasPrefix(g.ArgsHash, AnyArgsPrefix)
+}
+
 // ViaGrant marks a verdict that a grant gave without asking anyone.
 const ViaGrant = "grant"
 
 // Grant is an approver's "approve for D": for its duration, calls of the
-// same agent (token) to the same tool on the same route, with the same
-// arguments unless ArgsHash is empty, are approved at once. It never
-// crosses agents or routes.
+// same agent (token) to the same tool on the same route, in the same place
+// (working directory, MCP server), with the same arguments unless it is for
+// any arguments (AnyArgs), are approved at once. It never crosses agents,
+// tools, routes or places.
 type Grant struct {
 	ID        string     `json:"id"`
 	Route     string     `json:"route"`
 	Caller    string     `json:"caller"` // the token, or on a server without tokens the agent_id
 	Tool      string     `json:"tool"`
-	ArgsHash  string     `json:"args_hash,omitempty"` // "" covers any arguments
+	ArgsHash  string     `json:"args_hash,omitempty"` // "" or AnyArgsPrefix…: any arguments (AnyArgs)
 	GivenBy   string     `json:"given_by"`
 	GivenIDs  []string   `json:"given_ids,omitempty"` // every identity the giver tapped with, GivenBy first
 	GivenVia  string     `json:"given_via"`

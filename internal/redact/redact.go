@@ -179,9 +179,14 @@ func (r *Redactor) Event(e gate.Event) gate.Event {
 // args_hash as Mark. The hash is SHA-256 of the arguments, unsalted, so a
 // reader could hash guesses at a hidden value (a four-digit pin takes
 // 10,000) until one gives it; Mark still says the grant is for the
-// arguments approved, where a grant for any arguments has none.
+// arguments approved, and AnyArgsPrefix+Mark that it is for any arguments
+// in one place (whose hash would give the place away).
 func (r *Redactor) Grant(g gate.Grant) gate.Grant {
-	if r.Active() && g.ArgsHash != "" {
+	switch {
+	case !r.Active() || g.ArgsHash == "":
+	case g.AnyArgs():
+		g.ArgsHash = gate.AnyArgsPrefix + Mark
+	default:
 		g.ArgsHash = Mark
 	}
 	return g

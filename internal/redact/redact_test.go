@@ -237,3 +237,21 @@ func TestRestore(t *testing.T) {
 		t.Errorf("without rules: %s, %v", got, err)
 	}
 }
+
+// TestGrantHashes: a grant's hash is hidden from a redacted reader; a
+// grant for any arguments still says so (its hash is of its place, which
+// it would give away), and one with no hash has none to hide.
+func TestGrantHashes(t *testing.T) {
+	r := mustNew(t, rules.keys, rules.patterns)
+	for in, want := range map[string]string{
+		"9f86d081884c7d65": Mark, gate.AnyArgsPrefix + "9f86d081884c7d65": gate.AnyArgsPrefix + Mark, "": "",
+	} {
+		g := r.Grant(gate.Grant{ArgsHash: in})
+		if g.ArgsHash != want || g.AnyArgs() != (gate.Grant{ArgsHash: in}).AnyArgs() {
+			t.Errorf("%q: %q (any arguments %v), want %q", in, g.ArgsHash, g.AnyArgs(), want)
+		}
+	}
+	if g := mustNew(t, nil, nil).Grant(gate.Grant{ArgsHash: "9f86"}); g.ArgsHash != "9f86" {
+		t.Errorf("no redaction: %q", g.ArgsHash)
+	}
+}
