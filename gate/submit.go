@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
 	"github.com/gatehouse-dev/gatehouse/internal/text"
 	"github.com/gatehouse-dev/gatehouse/policy"
 )
@@ -75,6 +76,11 @@ func validate(in *Submission, maxTimeout time.Duration) error {
 	if len(args) > maxArgsLen {
 		return Errorf(EINVALID, "tool_args: larger than %d KiB", maxArgsLen>>10)
 	}
+	if k, dup := jsonx.DuplicateKey(args); dup {
+		// The policy reads the last value; a tool may run with the first.
+		k, _ = text.CutRunes(k, 100)
+		return Errorf(EINVALID, "tool_args: the key %q appears twice in one object: give it once", k)
+	}
 	in.ToolArgs = args
 	meta, err := compactJSON(in.Metadata, "{}")
 	if err != nil {
@@ -85,6 +91,10 @@ func validate(in *Submission, maxTimeout time.Duration) error {
 	}
 	if len(meta) > maxArgsLen {
 		return Errorf(EINVALID, "metadata: larger than %d KiB", maxArgsLen>>10)
+	}
+	if k, dup := jsonx.DuplicateKey(meta); dup {
+		k, _ = text.CutRunes(k, 100)
+		return Errorf(EINVALID, "metadata: the key %q appears twice in one object: give it once", k)
 	}
 	in.Metadata = meta
 	if in.Timeout < 0 || (in.Timeout > 0 && in.Timeout < time.Second) {
@@ -271,7 +281,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		return s.record(ctx, r, events, StatusApproved, ActorSystem, ViaPolicy, routeReason("allowed", rt))
 	}
 	if remember > 0 {
-		hash := ""
+		hash := anyArgsHash(in.Metadata)
 		if !rt.RememberAny {
 			hash = argsHash(in.ToolArgs, in.Metadata)
 		}

@@ -65,6 +65,13 @@ func TestSubmitValidation(t *testing.T) {
 			{"broken UTF-8 in the arguments", gate.Submission{ToolName: "x", ToolArgs: json.RawMessage("{\"cmd\":\"x\xff\"}")}, "tool_args: not valid JSON: not valid UTF-8"},
 			{"broken UTF-8 in the metadata", gate.Submission{ToolName: "x", Metadata: json.RawMessage("{\"cwd\":\"\xfe\"}")}, "metadata: not valid JSON: not valid UTF-8"},
 			{"summary too long", gate.Submission{ToolName: "x", Summary: strings.Repeat("x", 5000)}, "summary: longer than 4096 bytes"},
+			// The policy read the last amount (50) and allowed the payment;
+			// a tool whose parser keeps the first would pay 60,000. Found by
+			// a ninth reader.
+			{"a key twice in the arguments", gate.Submission{ToolName: "oa__purchase_pay", ToolArgs: json.RawMessage(`{"amount":60000, "amount":50}`)},
+				`tool_args: the key "amount" appears twice in one object`},
+			{"a key twice in the metadata", gate.Submission{ToolName: "x", Metadata: json.RawMessage(`{"cwd":"/srv/prod","cwd":"/tmp"}`)},
+				`metadata: the key "cwd" appears twice in one object`},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				_, _, err := svc.Submit(context.Background(), tc.in)

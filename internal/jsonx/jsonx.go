@@ -270,3 +270,58 @@ func indent(raw []byte) string {
 	}
 	return buf.String()
 }
+
+// DuplicateKey finds a key that one object in the JSON text holds twice
+// ({"amount":60000,"amount":50}), and says whether there is one. Readers
+// disagree on such text: Go, JavaScript and Python keep the last value,
+// other parsers the first, so the policy could judge one amount and the
+// tool pay another. Text that is not JSON has none (its own error says why).
+func DuplicateKey(raw []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	// Each open object or array; an object's keys, and whether its next
+	// string is a key.
+	type open struct {
+		object, wantKey bool
+		keys            map[string]struct{}
+	}
+	var stack []open
+	value := func() { // a value has ended: the object around it wants a key
+		if n := len(stack); n > 0 && stack[n-1].object {
+			stack[n-1].wantKey = true
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				stack = append(stack, open{object: true, wantKey: true})
+			case '[':
+				stack = append(stack, open{})
+			default:
+				stack = stack[:len(stack)-1]
+				value()
+			}
+		case string:
+			top := len(stack) - 1
+			if top < 0 || !stack[top].object || !stack[top].wantKey {
+				value()
+				continue
+			}
+			if _, seen := stack[top].keys[v]; seen {
+				return v, true
+			}
+			if stack[top].keys == nil {
+				stack[top].keys = map[string]struct{}{}
+			}
+			stack[top].keys[v] = struct{}{}
+			stack[top].wantKey = false
+		default:
+			value()
+		}
+	}
+}

@@ -93,3 +93,23 @@ func TestShrinkStaysJSON(t *testing.T) {
 		t.Errorf("the key and its value are gone: %s", out)
 	}
 }
+
+func TestDuplicateKey(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"amount":60000,"amount":50}`:                "amount",
+		`{"a":{"b":1,"b":2}}`:                         "b",
+		`[{"x":1},{"x":2,"y":[1,{"z":0,"z":1}]}]`:     "z",
+		`{"a":"b","b":"a","c":{"a":1},"a":[]}`:        "a",
+		`{"k":{"k":{"k":1}},"v":["k","k"],"k2":"k2"}`: "",
+		`{"a":1,"A":2}`:                               "",
+		`[1,"a","a",{}]`:                              "",
+		`"x"`:                                         "",
+		`{"a":1,"a"`:                                  "a",
+		`{"a":`:                                       "",
+	} {
+		got, dup := DuplicateKey([]byte(in))
+		if got != want || dup != (want != "") {
+			t.Errorf("%s: %q %v, want %q", in, got, dup, want)
+		}
+	}
+}
