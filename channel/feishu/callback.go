@@ -189,7 +189,7 @@ func (h *callbackHandler) challenge(w http.ResponseWriter, env *callbackEnvelope
 
 // pick chooses among the channels sharing the signing key: the one whose
 // app the header names, then whose token matches, then whose chat holds the
-// card. A direct card is in the approver's own chat with the app, no
+// card (of two in one chat, the one the request was sent by). A direct card is in the approver's own chat with the app, no
 // channel's chat: its tap goes to the first of the request's own channels
 // among those left (the one the gate sent the card through, as it sends by
 // the first of them that reaches the person), so it is never decided
@@ -220,10 +220,19 @@ func pick(ctx context.Context, cands []*Channel, env *callbackEnvelope) *Channel
 		} `json:"context"`
 	}
 	_ = json.Unmarshal(env.Event, &ev)
+	// A tap in a channel's chat counts through it; when two channels post
+	// to that chat, through the one the request was sent by.
+	var inChat []*Channel
 	for _, c := range cands {
 		if c.cfg.ChatID == ev.Context.OpenChatID {
-			return c
+			inChat = append(inChat, c)
 		}
+	}
+	switch {
+	case len(inChat) == 1:
+		return inChat[0]
+	case len(inChat) > 1:
+		cands = inChat
 	}
 	if len(cands) > 1 && ev.Action.Value.RequestID != "" {
 		if r, err := cands[0].decider.Get(ctx, ev.Action.Value.RequestID); err == nil {

@@ -345,3 +345,25 @@ func TestDirectCardTapKeepsItsChannel(t *testing.T) {
 		})
 	}
 }
+
+// TestTapInASharedChatKeepsItsChannel: two channels of one app posting to
+// one chat; a tap on the card the second sent counts through the second,
+// which the request was sent to, not the first configured. Found by a
+// ninth reader.
+func TestTapInASharedChatKeepsItsChannel(t *testing.T) {
+	a := newTestEnv(t)
+	b := newTestEnv(t, func(o *Options) { o.Name = "legal-feishu" })
+	get := func(id string) (*gate.Request, error) {
+		r := sampleRequest()
+		r.ID, r.Channels = id, []string{"legal-feishu"}
+		return r, nil
+	}
+	a.decider.get, b.decider.get = get, get
+	h := NewCallbackHandler([]*Channel{a.ch, b.ch})
+	if code, _, raw := serve(t, h, feishuRequest(t, tap("ev_1", "approve", ""), "e-key", testNow)); code != 200 {
+		t.Fatalf("status %d: %s", code, raw)
+	}
+	if len(b.decider.Decisions()) != 1 || len(a.decider.Decisions()) != 0 {
+		t.Errorf("decisions: ops %v, legal %v; want one via legal-feishu", a.decider.Decisions(), b.decider.Decisions())
+	}
+}

@@ -478,3 +478,26 @@ func submitReason(t *testing.T, f *slacktest.Server, h http.Handler, chs ...*Cha
 		c.Flush()
 	}
 }
+
+// TestTapInASharedConversationKeepsItsChannel: two channels of one Slack
+// app may post to one conversation (recover.go); a tap on a card the
+// second sent counts through the second, not the first configured, which
+// the request was never sent to (on a route with no approvers list the
+// gate refused the tap). Found by a ninth reader.
+func TestTapInASharedConversationKeepsItsChannel(t *testing.T) {
+	f := newFakeSlack(t)
+	r := testRequest("01JREQ", t0)
+	r.Channels = []string{"eng-slack"}
+	d := newFakeDecider(fixed(t0), r)
+	a := newTestChannel(t, f, d, fixed(t0))
+	b := newTestChannel(t, f, d, fixed(t0), func(o *Options) { o.Name = "eng-slack" })
+	body := blockActions("T1", "U1", actionApprove, "approve:01JREQ")
+	if code := post(NewCallbackHandler([]*Channel{a, b}), body, slacktest.Sign(secret, t0, body)); code != http.StatusOK {
+		t.Fatalf("status %d", code)
+	}
+	a.Flush()
+	b.Flush()
+	if got := d.taken(); len(got) != 1 || got[0].Via != "eng-slack" {
+		t.Errorf("decisions %+v, want one via eng-slack", got)
+	}
+}

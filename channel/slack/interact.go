@@ -141,7 +141,8 @@ func (c *Channel) tap(ctx context.Context, ready func(), ic slack.InteractionCal
 
 // via is the channel a tap on request id's card, in the Slack conversation
 // from, counts through. A tap in one of peers' Slack channels went to that
-// channel already (pick). A tap anywhere else (a direct card, in the
+// channel already (pick); when two of them post to that conversation, it
+// counts through the one of them the request was sent by. A tap anywhere else (a direct card, in the
 // approver's own D… conversation with the bot) matches no channel_id, so
 // it counts through the first of the request's own channels among peers:
 // the one the gate sent the direct card through, as it sends by the first
@@ -150,7 +151,16 @@ func (c *Channel) tap(ctx context.Context, ready func(), ic slack.InteractionCal
 // not sent to, when it was sent to one of peers; otherwise (an unknown
 // request) it stays c, and the gate judges the tap as before.
 func (c *Channel) via(ctx context.Context, peers []*Channel, from, id string) *Channel {
-	if from == c.cfg.ChannelID || len(peers) < 2 {
+	var here []*Channel
+	for _, p := range peers {
+		if p.cfg.ChannelID == from {
+			here = append(here, p)
+		}
+	}
+	switch {
+	case len(here) > 1:
+		peers = here
+	case from == c.cfg.ChannelID || len(peers) < 2:
 		return c
 	}
 	r, err := c.decider.Get(ctx, id)
