@@ -1646,7 +1646,8 @@ func TestCoprocNameAssigns(t *testing.T) {
 // -e run, and with set -H so do !! and ^x^y; compgen -C runs a command and
 // -W expands the $(…) in its list; GNU parallel runs its arguments and
 // the lines it reads as shell code; git-push (git's exec-path, or exec -a
-// git-push git) is git push. Each checked in bash 5.2 by a ninth reader.
+// git-push git) is git push. Each checked in bash 5.2 by a ninth reader
+// (shopt -o and fc's options by a tenth).
 func TestHistoryRunsAsCode(t *testing.T) {
 	forcePushesNeverAllowed(t, []string{
 		`history -s 'git push --force'; fc -s`,
@@ -1661,7 +1662,13 @@ func TestHistoryRunsAsCode(t *testing.T) {
 		`echo 'git push --force' | parallel`,
 		`parallel ::: 'git push --force'`,
 		`parallel git {} --force ::: push`,
-		`nice sem git push --force`,
+		`nice sem 'git push --force'`,
+		// fc's options read as getopt reads them: -l after the entry is
+		// the entry; after -e, the editor. Found by a tenth reader.
+		`history -s -- '-l; git push --force'; fc -s x=x -l`,
+		`history -s true; fc -e '-l;git push --force;:'`,
+		"shopt -so history histexpand\ngit puxh --force\n!!:s/x/s/",
+		"shopt -s -o histexpand; set -o history\ngit puxh --force\n!!:s/x/s/",
 		`exec -a git-push git --force`,
 		`(exec -a git-push /usr/bin/git origin --force)`,
 		`/usr/lib/git-core/git-push --force`,
@@ -1669,8 +1676,36 @@ func TestHistoryRunsAsCode(t *testing.T) {
 	})
 	stillAllowed(t, []allowCase{
 		{"Bash(fc:*)", `fc -l`},
+		{"Bash(fc:*)", `fc -ln -5`},
+		{"Bash(fc:*)", `fc -r -l 1 5`},
+		{"Bash(shopt:*)", `shopt -s globstar`},
 		{"Bash(history:*)", `history 20`},
 		{"Bash(grep:*)", `grep -rn parallel src`},
 		{"Bash(compgen:*)", `compgen -c git`},
 	})
+}
+
+// TestNestedTestsStayLinear: the checks of arithmetic ([[ … -eq … ]],
+// (( … ))) walked the commands substituted in it too, which the reading
+// walks on its own: [[ $( [[ $( … ) -eq 0 ]] ) -eq 0 ]] nested n deep took
+// n² steps, 51 KB 2.4 s, and an agent's 200 KB about a minute of a core.
+// Found by a tenth reader.
+func TestNestedTestsStayLinear(t *testing.T) {
+	const n = 12000
+	cmd := strings.Repeat("[[ $( ", n) + "true" + strings.Repeat(" ) -eq 0 ]]", n) + "; ls"
+	p, err := Compile([]Route{{Name: "ok", Calls: []string{"Bash(ls:*)"}, Action: Allow}, {Name: "rest", Action: Ask}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(map[string]string{"command": cmd})
+	done := make(chan Result, 1)
+	go func() { done <- p.Evaluate(NewCall("Bash", raw, json.RawMessage(`{"cwd":"/repo"}`)), false) }()
+	select {
+	case res := <-done:
+		if res.Route != 1 {
+			t.Errorf("%d bytes of nested tests: route %d, want 1 (rest)", len(cmd), res.Route)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("reading %d bytes of nested tests took more than 15 s", len(cmd))
+	}
 }

@@ -434,7 +434,7 @@ func (s *shellCmd) arithPart(n syntax.Node, what string) {
 // comparisons (-eq, -lt, …) and -v count.
 func arithReads(n syntax.Node) (names []string, subst bool) {
 	if t, ok := n.(*syntax.TestClause); ok {
-		syntax.Walk(t, func(n syntax.Node) bool {
+		walkOwn(t, func(n syntax.Node) bool {
 			switch b := n.(type) {
 			case *syntax.BinaryTest:
 				switch b.Op {
@@ -565,12 +565,28 @@ func escaped(w *syntax.Word) bool {
 	return false
 }
 
+// walkOwn walks n but not the commands substituted in it ($(…), <(…)):
+// the reading walks those as commands of their own, and arithmetic counts
+// their output (arithReads). Walked into, [[ $( [[ $( … ) -eq 0 ]] ) -eq
+// 0 ]] nested n deep took n² steps: 51 KB, seconds.
+func walkOwn(n syntax.Node, fn func(syntax.Node) bool) {
+	syntax.Walk(n, func(m syntax.Node) bool {
+		switch m.(type) {
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			if m != n {
+				return false
+			}
+		}
+		return fn(m)
+	})
+}
+
 // hidesCode says a node holds text with command or parameter expansion
 // syntax ($(…), `…`, ${…}) that the shell may yet expand: in a name's
 // subscript, which arithmetic and the builtins that take names evaluate.
 func hidesCode(n syntax.Node) bool {
 	hides := false
-	syntax.Walk(n, func(n syntax.Node) bool {
+	walkOwn(n, func(n syntax.Node) bool {
 		switch x := n.(type) {
 		case *syntax.Lit:
 			hides = hides || codeSyntax(x.Value)
@@ -587,7 +603,7 @@ func hidesCode(n syntax.Node) bool {
 // the command before, whose text it evaluates.
 func readsLastArg(n syntax.Node) bool {
 	reads := false
-	syntax.Walk(n, func(n syntax.Node) bool {
+	walkOwn(n, func(n syntax.Node) bool {
 		if w, ok := n.(*syntax.Word); ok && w.Lit() == "_" {
 			reads = true
 		}
@@ -973,14 +989,15 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 			if stdin != nil && strings.Contains(wordText(stdin), "[") && codeSyntax(wordText(stdin)) {
 				p.unreadable = true
 			}
-		case name == "set" && runs(i) && slices.ContainsFunc(p.words[i+1:], func(w string) bool {
+		case (name == "set" || name == "shopt") && runs(i) && slices.ContainsFunc(p.words[i+1:], func(w string) bool {
 			return w == "keyword" || w == "histexpand" || len(w) > 1 && w[0] == '-' && w[1] != '-' && strings.ContainsAny(w, "kH")
 		}):
 			// set -k: NAME=value anywhere in a command's words sets its
-			// environment; set -H: !! and ^x^y in later lines run history
-			// entries, which the command writes (history -s 'git push').
+			// environment; set -H (shopt -so histexpand): !! and ^x^y in
+			// later lines run history entries, which the command writes
+			// (history -s 'git push').
 			p.unreadable = true
-		case name == "fc" && runs(i) && !slices.ContainsFunc(p.words[i+1:], func(w string) bool { return len(w) > 1 && w[0] == '-' && strings.Contains(w, "l") }):
+		case name == "fc" && runs(i) && !fcLists(p.words[i+1:]):
 			p.unreadable = true // fc -s and fc -e run a history entry, which history -s writes; fc -l lists
 		case (name == "compgen" || name == "complete") && runs(i) && slices.ContainsFunc(p.words[i+1:], func(w string) bool {
 			return w == madeWord || len(w) > 1 && w[0] == '-' && strings.ContainsAny(w, "CW")
@@ -1501,7 +1518,7 @@ func isNumber(w string) bool {
 // where the parse shows words. An operand that does not read as arithmetic
 // but holds an operator that could assign is a change of the environment.
 func (s *shellCmd) testOperands(t *syntax.TestClause, depth int) {
-	syntax.Walk(t, func(n syntax.Node) bool {
+	walkOwn(t, func(n syntax.Node) bool {
 		var operands []syntax.TestExpr
 		switch b := n.(type) {
 		case *syntax.BinaryTest:
@@ -1527,4 +1544,29 @@ func (s *shellCmd) testOperands(t *syntax.TestClause, depth int) {
 		}
 		return true
 	})
+}
+
+// fcLists says fc's options, read as bash's getopt reads them (-e takes the
+// next word; the first word that is no option ends them), hold -l: fc
+// lists history rather than running it. fc -s x=x -l runs the entry -l,
+// and fc -e '-l;cmd' runs the editor -l;cmd.
+func fcLists(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		if w == "--" || len(w) < 2 || w[0] != '-' || w == madeWord {
+			return false
+		}
+		for j := 1; j < len(w); j++ {
+			switch w[j] {
+			case 'l':
+				return true
+			case 'e':
+				if j == len(w)-1 {
+					i++ // -e EDITOR
+				}
+				j = len(w) // -eEDITOR
+			}
+		}
+	}
+	return false
 }
