@@ -22,6 +22,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -309,6 +310,12 @@ func (c *Channel) deliver(ctx context.Context, m Message) ([]byte, error) {
 		req.Header.Set(HeaderTimestamp, ts)
 		req.Header.Set(HeaderSignature, Sign(c.secret, ts, body))
 		resp, err := c.http.Do(req)
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			// Not the URL: a relay's secret is often in its path or query
+			// (…/hooks/catch/TOKEN?key=…), and the error is shown on the
+			// request page as the card's last error.
+			err = fmt.Errorf("%s the relay: %w", ue.Op, ue.Err)
+		}
 		if err != nil {
 			if channel.IsTimeout(err) {
 				return err // Retry decides, as for any timeout
