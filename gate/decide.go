@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
 	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
@@ -27,6 +28,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 		tapped = append(tapped, d.Voter)
 	}
 	var badArgs bool
+	var twice *string // a key the edit gives twice in one object
 	if d.Approve {
 		t.To = StatusApproved
 		t.Vote = &Vote{Actor: d.Actor, Via: d.Via, Identities: tapped} // who it counts for: Admit
@@ -34,6 +36,10 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 			var err error
 			t.ModifiedArgs, err = compactJSON(d.ModifiedArgs, "")
 			badArgs = err != nil || len(t.ModifiedArgs) == 0 || len(t.ModifiedArgs) > maxArgsLen
+			if k, dup := jsonx.DuplicateKey(t.ModifiedArgs); dup && !badArgs {
+				k, _ = text.CutRunes(k, 100)
+				twice = &k
+			}
 		}
 	}
 	t.Admit = func(r *Request) error {
@@ -115,6 +121,11 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 			}
 			if badArgs {
 				return Errorf(EINVALID, "modified arguments are not valid JSON of at most %d KiB", maxArgsLen>>10)
+			}
+			if twice != nil {
+				// As on submission: the page shows one value, a tool may
+				// run with the other.
+				return Errorf(EINVALID, "modified arguments give the key %q twice in one object: give it once", *twice)
 			}
 		}
 		return nil

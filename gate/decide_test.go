@@ -447,3 +447,22 @@ func TestNoApprovalWithoutAHuman(t *testing.T) {
 		}
 	})
 }
+
+// TestEditedArgumentsWithAKeyTwice: an approver's edit with a key twice
+// in one object is refused, as a submission's is, and the request stays
+// pending: the page would show the last value, a tool may run with the
+// first. Found by a tenth reader.
+func TestEditedArgumentsWithAKeyTwice(t *testing.T) {
+	db := storetest.SQLite(t)
+	svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}})
+	r := submit(t, svc, gate.Submission{ToolArgs: json.RawMessage(`{"to":"alice@corp.example","amount":1}`)})
+	for _, edit := range []string{`{"to":"alice@corp.example","amount":1,"to":"mallory@evil.example"}`, `{"":1,"":2}`} {
+		_, err := svc.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: true, Actor: "web:alice", Via: "fake", ModifiedArgs: json.RawMessage(edit)})
+		if gate.ErrorCode(err) != gate.EINVALID || !strings.Contains(err.Error(), "twice in one object") {
+			t.Errorf("edit %s: %v, want invalid", edit, err)
+		}
+	}
+	if got, err := svc.Get(context.Background(), r.ID); err != nil || got.Status != gate.StatusPending {
+		t.Fatalf("after the refused edits: %+v, %v", got, err)
+	}
+}
