@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -132,13 +133,19 @@ func Duration(d time.Duration) string {
 // hidden reports whether r is a format character that changes how the
 // text around it is drawn, or hides in it, without being seen itself:
 // the bidirectional controls (with U+202E, `rm -rf ~ #` can be drawn for a
-// command that runs as `rm -rf ~`) and the zero-width characters but the
-// joiner, which emoji need.
+// command that runs as `rm -rf ~`), the zero-width characters but the
+// joiner, which emoji need, and the characters that draw nothing: the
+// soft hyphen, the Mongolian vowel separator, the Hangul fillers, the tags
+// (U+E0000–E007F: /etc/pass<U+00AD><U+E0077>wd is drawn /etc/passwd) and
+// the ideographic variation selectors. The emoji variation selectors
+// (U+FE00–FE0F) are left, as the joiner is.
 func hidden(r rune) bool {
 	switch {
-	case r == 0x061C, r == 0x200B, r == 0x200C, r == 0x200E, r == 0x200F, r == 0xFEFF:
+	case r == 0x00AD, r == 0x061C, r == 0x115F, r == 0x1160, r == 0x180E, r == 0x200B, r == 0x200C, r == 0x200E, r == 0x200F,
+		r == 0x3164, r == 0xFEFF, r == 0xFFA0:
 		return true
-	case r >= 0x202A && r <= 0x202E, r >= 0x2060 && r <= 0x2064, r >= 0x2066 && r <= 0x2069:
+	case r >= 0x202A && r <= 0x202E, r >= 0x2060 && r <= 0x2064, r >= 0x2066 && r <= 0x2069,
+		r >= 0xE0000 && r <= 0xE007F, r >= 0xE0100 && r <= 0xE01EF:
 		return true
 	}
 	return false
@@ -157,10 +164,16 @@ func RevealLine(s string) string {
 }
 
 // RevealJSON writes each hidden character of JSON text as an escape
-// ("\u202e"). In valid JSON such a character can only be inside a string,
-// where the escape reads back as the same value.
+// ("\u202e"; past U+FFFF, its UTF-16 pair, "\udb40\udc77"). In valid JSON
+// such a character can only be inside a string, where the escape reads
+// back as the same value.
 func RevealJSON(s string) string {
-	return reveal(s, hidden, func(r rune) string { return fmt.Sprintf(`\u%04x`, r) })
+	return reveal(s, hidden, func(r rune) string {
+		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			return fmt.Sprintf(`\u%04x\u%04x`, r1, r2)
+		}
+		return fmt.Sprintf(`\u%04x`, r)
+	})
 }
 
 // mark is a character as people are shown it: "⟨U+202E⟩".

@@ -74,6 +74,10 @@ func TestReveal(t *testing.T) {
 		"a\u200bb\u2066c\ufeff": "a⟨U+200B⟩b⟨U+2066⟩c⟨U+FEFF⟩",
 		"plain — 日本語":           "plain — 日本語",
 		"👨\u200d👩\u200d👧":       "👨\u200d👩\u200d👧",
+		// Drawn as nothing, found by a tenth reader: /etc/passwd on the page.
+		"/etc/pass\u00ad\U000E0077wd": "/etc/pass⟨U+00AD⟩⟨U+E0077⟩wd",
+		"a\u3164b\u180ec":             "a⟨U+3164⟩b⟨U+180E⟩c",
+		"❤\ufe0f":                     "❤\ufe0f",
 	} {
 		if got := Reveal(in); got != want {
 			t.Errorf("Reveal(%q) = %q, want %q", in, got, want)
@@ -86,6 +90,15 @@ func TestReveal(t *testing.T) {
 	}
 	var a, b map[string]string
 	if json.Unmarshal([]byte(raw), &a) != nil || json.Unmarshal([]byte(got), &b) != nil || a["command"] != b["command"] {
+		t.Fatalf("the escaped JSON reads back as another value: %q against %q", b, a)
+	}
+	// Past U+FFFF, an escape is a UTF-16 pair: \ue0077 would read back
+	// as U+E007 and a 7.
+	raw = `{"path":"/etc/pass` + "\U000E0077" + `wd"}`
+	if got = RevealJSON(raw); got != `{"path":"/etc/pass\udb40\udc77wd"}` {
+		t.Fatalf("RevealJSON: %s", got)
+	}
+	if json.Unmarshal([]byte(raw), &a) != nil || json.Unmarshal([]byte(got), &b) != nil || a["path"] != b["path"] {
 		t.Fatalf("the escaped JSON reads back as another value: %q against %q", b, a)
 	}
 }
