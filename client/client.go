@@ -120,8 +120,14 @@ func (c *Client) httpClient() *http.Client {
 	if c.HTTP != nil {
 		return c.HTTP
 	}
-	return http.DefaultClient
+	return noRedirects
 }
+
+// noRedirects is the HTTP client of a Client given none: it follows no
+// redirect. The gate answers itself; an allow from wherever a redirect
+// points (a proxy's rule, a hostile network) is no verdict of its, and
+// following one would send the call, and a 307 the token, there.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // NewKey returns a random idempotency key.
 func NewKey() string {
@@ -147,7 +153,14 @@ func (c *Client) Gate(ctx context.Context, req Request) (Result, error) {
 	var res, last Result
 	err = c.exchange(ctx, func() (bool, error) {
 		var err error
-		if res, err = c.post(ctx, target, body, wait+15*time.Second); err != nil || res.Status != "pending" {
+		res, err = c.post(ctx, target, body, wait+15*time.Second)
+		if err == nil && last.RequestID != "" && res.RequestID != last.RequestID {
+			// The key holds one request: an answer about another (a
+			// cache in the way, another caller's) is no verdict on it.
+			return false, &APIError{Status: http.StatusOK, Code: "bad_answer",
+				Message: fmt.Sprintf("the answer is about request %q, not %q", text.EllipsisBytes(res.RequestID, 100), last.RequestID)}
+		}
+		if err != nil || res.Status != "pending" {
 			return false, err
 		}
 		// Still pending: the server held the poll for wait; go again at once.
@@ -293,6 +306,15 @@ func (c *Client) send(ctx context.Context, target string, body []byte, timeout t
 		return nil, nil, err
 	}
 	defer resp.Body.Close()
+	if to := resp.Header.Get("Location"); resp.StatusCode/100 == 3 || resp.Request != nil && resp.Request.URL.String() != hr.URL.String() {
+		// A redirect answered, or was followed by a caller's own
+		// http.Client: a deny, whatever the other place says.
+		if to == "" {
+			to = resp.Request.URL.String()
+		}
+		return nil, nil, &APIError{Status: resp.StatusCode, Code: "redirect",
+			Message: fmt.Sprintf("answered with a redirect to %s: set the URL to where the gate answers itself", text.EllipsisBytes(to, 200))}
+	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
 		return nil, nil, err

@@ -136,3 +136,59 @@ func TestGateFailFast(t *testing.T) {
 		t.Fatalf("a dropped first call: %+v %v after %d calls", res, err, calls.Load())
 	}
 }
+
+// TestGateTakesNoRedirectedVerdict: a redirect (a proxy's rule, a hostile
+// network) is no verdict: the client follows none, so neither the call
+// nor the token goes to the other place, and whatever it would answer
+// denies; a caller's own http.Client that follows one is caught too.
+// Found by a tenth reader.
+func TestGateTakesNoRedirectedVerdict(t *testing.T) {
+	for _, code := range []int{http.StatusFound, http.StatusTemporaryRedirect} {
+		var reached atomic.Int32
+		other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			reached.Add(1)
+			w.Header().Set("Gatehouse-Status", "approved")
+			fmt.Fprint(w, `{"request_id":"other","status":"approved","allow":true,"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}`)
+		}))
+		gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+"/elsewhere", code)
+		}))
+		for name, c := range map[string]*Client{
+			"own client":      {URL: gate.URL, Token: "secret"},
+			"caller's client": {URL: gate.URL, Token: "secret", HTTP: &http.Client{}},
+		} {
+			res, err := c.Gate(context.Background(), Request{ToolName: "deploy"})
+			var apiErr *APIError
+			if res.Allow || !errors.As(err, &apiErr) || apiErr.Code != "redirect" {
+				t.Errorf("%d, %s: Gate %+v, %v; want a deny for the redirect", code, name, res, err)
+			}
+			if ans, err := c.Hook(context.Background(), "claude-code", []byte(`{}`), HookOptions{}); err == nil {
+				t.Errorf("%d, %s: Hook took the redirected answer %s", code, name, ans.Body)
+			}
+		}
+		if n := reached.Load(); n > 4 {
+			t.Errorf("%d: the other place was reached %d times", code, n)
+		}
+		gate.Close()
+		other.Close()
+	}
+}
+
+// TestGateVerdictIsForItsRequest: once the server has named the request,
+// an answer about another one (a cache in the way) is no verdict on it.
+// Found by a tenth reader.
+func TestGateVerdictIsForItsRequest(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			fmt.Fprint(w, `{"request_id":"A","status":"pending","allow":false}`)
+			return
+		}
+		fmt.Fprint(w, `{"request_id":"B","status":"approved","allow":true}`)
+	}))
+	defer srv.Close()
+	res, err := (&Client{URL: srv.URL}).Gate(context.Background(), Request{ToolName: "deploy"})
+	if res.Allow || err == nil || !strings.Contains(err.Error(), `about request "B", not "A"`) {
+		t.Fatalf("pending as A, then allowed as B: %+v %v", res, err)
+	}
+}

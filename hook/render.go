@@ -193,6 +193,47 @@ func Fits(c Call, answer []byte) bool {
 	return true
 }
 
+// Denies reports whether answer, a hook answer the server sent, is c's
+// event's explicit deny, in the field that client reads for that event.
+func Denies(c Call, answer []byte) bool {
+	var a struct {
+		Specific *struct {
+			HookEventName      string `json:"hookEventName"`
+			PermissionDecision string `json:"permissionDecision"`
+			Decision           *struct {
+				Behavior string `json:"behavior"`
+			} `json:"decision"`
+		} `json:"hookSpecificOutput"`
+		Permission         string `json:"permission"`
+		Decision           string `json:"decision"`
+		Behavior           string `json:"behavior"`
+		PermissionDecision string `json:"permissionDecision"`
+	}
+	if json.Unmarshal(answer, &a) != nil {
+		return false
+	}
+	switch c.Client {
+	case ClaudeCode, Codex:
+		switch h := a.Specific; {
+		case h == nil || h.HookEventName != c.Event:
+			return false
+		case c.Event == PermissionRequest:
+			return h.Decision != nil && h.Decision.Behavior == "deny"
+		}
+		return a.Specific.PermissionDecision == "deny"
+	case Cursor:
+		return a.Permission == "deny"
+	case Gemini:
+		return a.Decision == "deny"
+	case Copilot:
+		if c.Event == CopilotPermission {
+			return a.Behavior == "deny"
+		}
+		return a.PermissionDecision == "deny"
+	}
+	return false
+}
+
 // Noted is the answer to a report of what ran: nothing to do, whatever
 // became of the report. The client goes on as if there were no hook.
 func Noted() Output { return Output{Stdout: []byte("{}")} }

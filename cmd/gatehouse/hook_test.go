@@ -838,3 +838,38 @@ func TestHookCommandAnswerForAnotherEvent(t *testing.T) {
 		})
 	}
 }
+
+// TestHookCommandStatusThatAllowsNothing: an answer whose status allows
+// nothing (error, rejected, noted for a call to gate) and whose body does
+// not deny, from a server of another version or a proxy that rewrote the
+// body, exited 0 with that body, and the client ran the tool. It is this
+// event's deny now; a deny under such a status still passes through.
+// Found by a tenth reader.
+func TestHookCommandStatusThatAllowsNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name, status, body, input string
+		args                      []string
+		want                      string
+	}{
+		{"claude-code error {}", "error", `{}`, ccPre, []string{"claude-code"}, `"permissionDecision":"deny"`},
+		{"claude-code rejected {}", "rejected", `{}`, ccPre, []string{"claude-code"}, `"permissionDecision":"deny"`},
+		{"claude-code rejected allow", "rejected", ccPreOut("allow", "ok"), ccPre, []string{"claude-code"}, `"permissionDecision":"deny"`},
+		{"claude-code noted", "noted", `{}`, ccPre, []string{"claude-code"}, `"permissionDecision":"deny"`},
+		{"claude-code error text", "error", `{"error":"database is locked"}`, ccPre, []string{"claude-code"}, `"permissionDecision":"deny"`},
+		{"cursor error {}", "error", `{}`, cuShell, []string{"cursor"}, `"permission":"deny"`},
+		{"copilot error {}", "error", `{}`, cpPre, []string{"copilot"}, `"permissionDecision":"deny"`},
+		{"claude-code rejected deny", "rejected", ccPreOut("deny", "Rejected by alice: not now"), ccPre, []string{"claude-code"}, "Rejected by alice: not now"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Gatehouse-Status", tc.status)
+				_, _ = io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			out, _, code := hookRun(t, srv.URL, hookToken, tc.input, tc.args...)
+			if code != 0 || !strings.Contains(out, tc.want) || strings.Contains(out, `":"allow"`) {
+				t.Errorf("exit %d, stdout %s; want a deny with %s", code, strings.TrimSpace(out), tc.want)
+			}
+		})
+	}
+}

@@ -99,20 +99,31 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	// The server maps the input, finds or makes the call's request, waits,
 	// and answers in the client's words, which are printed as they are
-	// when they are in the shape of the event this hook read.
+	// when they are in the shape of the event this hook read, and either
+	// say what the request's status allows (an approved or expired one may
+	// allow, or leave it to the client's own prompt) or are this event's
+	// deny.
 	ans, err := c.Hook(ctx, name, body, client.HookOptions{Agent: *agent, Event: *event})
-	if err == nil && hook.Fits(call, ans.Body) {
+	fits := err == nil && hook.Fits(call, ans.Body)
+	if fits && (ans.Status == "approved" || ans.Status == "expired" || hook.Denies(call, ans.Body)) {
 		fmt.Fprintln(stdout, string(ans.Body))
 		return 0
 	}
 	var v hook.Verdict
-	if err == nil {
+	switch {
+	case fits:
+		// A status that allows nothing (error, rejected, noted for a
+		// call to gate) with an answer that does not deny, from a server
+		// of another version or a proxy that rewrote the body: the client
+		// would run the tool.
+		v = hook.Failure(fmt.Sprintf("the gatehouse server at %s answered status %q with %s, which does not deny", c.URL, ans.Status, ans.Body))
+	case err == nil:
 		// An answer shaped for another event (from a server that failed
 		// the call before it read the event, or an older one) holds no
 		// decision the client reads, and the client would run the tool:
 		// deny in this event's shape, passing the server's answer on.
 		v = hook.Failure(fmt.Sprintf("the gatehouse server at %s answered this %s call in the shape of another event: %s", c.URL, call.Event, ans.Body))
-	} else {
+	default:
 		v = hookFailure(ctx, c, ans, err, *wait)
 	}
 	out := hook.Render(call, v)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import email.message
 import json
 import os
 import secrets
@@ -12,7 +13,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional
+from typing import IO, Any, Dict, List, Mapping, Optional
 
 __all__ = ["Gatehouse", "HookResult", "Denied", "gate", "agate", "new_key"]
 
@@ -145,6 +146,10 @@ class Gatehouse:
             except Exception as e:  # a network failure, a timeout: retried
                 err = e
             else:
+                if request_id and res.request_id != request_id:
+                    # The key holds one request: an answer about another (a
+                    # cache in the way, another caller's) is no verdict on it.
+                    return _failure(request_id, "the answer is about request %r, not %r" % (res.request_id[:100], request_id))
                 request_id = res.request_id or request_id
                 if res.status != "pending":
                     return res
@@ -169,7 +174,7 @@ class Gatehouse:
             timeout = max(min(timeout, end - time.monotonic()), 0.1)
         req = urllib.request.Request(target, data=data, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
+            with _opener.open(req, timeout=timeout) as resp:
                 status, text = resp.status, resp.read(4 << 20)
         except urllib.error.HTTPError as e:
             status, text = e.code, e.read(4 << 20)
@@ -183,6 +188,19 @@ class Gatehouse:
         if res is None:
             raise _AnswerError(502, "unreadable answer from %s: %r" % (self.url, text[:200]))
         return res
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Follows no redirect: the gate answers itself. urllib would follow a
+    302 as a GET, with the token, to any host (from https to http too), and
+    take what answers there as the verdict. A 3xx raises HTTPError: a deny."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: IO[bytes], code: int, msg: str,
+                         headers: email.message.Message, newurl: str) -> Optional[urllib.request.Request]:
+        return None
+
+
+_opener = urllib.request.build_opener(_NoRedirect)
 
 
 def _pause(seconds: float, cancel: Optional[threading.Event]) -> bool:

@@ -219,6 +219,80 @@ class FakeAnswers(unittest.TestCase):
                     srv.server_close()
 
 
+    def test_a_redirect_is_no_verdict_and_takes_no_token(self) -> None:
+        """urllib followed a 302 as a GET, with the token, to any host, and
+        took what answered there as the verdict. Found by a tenth reader."""
+        seen: List[str] = []
+
+        class Elsewhere(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                seen.append(self.headers.get("Authorization", ""))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(b'{"request_id":"other","status":"approved","allow":true}')
+            do_POST = do_GET
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        other = _serve(Elsewhere)
+        for code in (301, 302, 303, 307, 308):
+            with self.subTest(code):
+                class Redirect(http.server.BaseHTTPRequestHandler):
+                    def do_POST(self) -> None:
+                        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                        self.send_response(code)
+                        self.send_header("Location", "http://localhost:%d/elsewhere" % other.server_address[1])
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+
+                    def log_message(self, *args: Any) -> None:
+                        pass
+
+                srv = _serve(Redirect)
+                try:
+                    res = Gatehouse("http://127.0.0.1:%d" % srv.server_address[1], "secret-token", retry_for=0.3).gate("deploy")
+                    self.assertIs(res.allow, False, res)
+                finally:
+                    srv.shutdown()
+                    srv.server_close()
+        other.shutdown()
+        other.server_close()
+        self.assertEqual(seen, [], "the redirect was followed")
+
+    def test_a_verdict_is_for_its_own_request(self) -> None:
+        """Pending as A, then approved as B (a cache in the way): no verdict
+        on A. Found by a tenth reader."""
+        answers = [b'{"request_id":"A","status":"pending","allow":false}', b'{"request_id":"B","status":"approved","allow":true}']
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(answers.pop(0) if len(answers) > 1 else answers[0])
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        srv = _serve(H)
+        try:
+            res = Gatehouse("http://127.0.0.1:%d" % srv.server_address[1], "t", retry_for=0.3).gate("deploy")
+            self.assertIs(res.allow, False, res)
+            self.assertEqual(res.request_id, "A", res)
+        finally:
+            srv.shutdown()
+            srv.server_close()
+
+
+def _serve(handler: Any) -> http.server.ThreadingHTTPServer:
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
 class RestartTest(unittest.TestCase):
     def test_a_restart_in_the_middle_reattaches(self) -> None:
         own = support.Server()

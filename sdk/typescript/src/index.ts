@@ -166,6 +166,11 @@ export class Gatehouse {
         delay = Math.min(delay * 2, 5000);
         continue;
       }
+      if (requestId && res.request_id !== requestId) {
+        // The key holds one request: an answer about another (a cache in
+        // the way, another caller's) is no verdict on it.
+        return failure(requestId, `the answer is about request ${JSON.stringify(res.request_id.slice(0, 100))}, not ${JSON.stringify(requestId)}`);
+      }
       requestId = res.request_id || requestId;
       if (res.status !== "pending") {
         return res;
@@ -182,10 +187,14 @@ export class Gatehouse {
     if (this.#token) {
       headers.authorization = `Bearer ${this.#token}`;
     }
+    // No redirect is followed: the gate answers itself, and an allow from
+    // wherever one points (a proxy's rule, a hostile network) is no
+    // verdict; fetch would re-send the call there. A 3xx is an error: a deny.
     const resp = await this.#fetch(target, {
       method: "POST",
       headers,
       body,
+      redirect: "manual",
       signal: signal ? anySignal(signal, limit) : limit,
     });
     const text = await resp.text();

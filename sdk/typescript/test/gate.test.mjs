@@ -107,6 +107,57 @@ test("answers that are not a well-formed allow deny", async (t) => {
   }
 });
 
+// fetch followed a redirect (a 302 as a GET, a 307 re-sending the call) and
+// took what answered there as the verdict. Found by a tenth reader.
+test("a redirect is no verdict, and the call goes nowhere else", async (t) => {
+  let reached = 0;
+  const other = createServer((_req, res) => {
+    reached++;
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end('{"request_id":"other","status":"approved","allow":true}');
+  });
+  await new Promise((r) => other.listen(0, "127.0.0.1", r));
+  for (const code of [301, 302, 303, 307, 308]) {
+    await t.test(String(code), async () => {
+      const fake = createServer((_req, res) => {
+        res.writeHead(code, { location: `http://127.0.0.1:${other.address().port}/elsewhere` });
+        res.end();
+      });
+      await new Promise((r) => fake.listen(0, "127.0.0.1", r));
+      try {
+        const ran = [];
+        const gated = new Gatehouse({ url: `http://127.0.0.1:${fake.address().port}`, token: "secret", retryForSeconds: 0.3 });
+        const res = await gated.gate({ tool_name: "deploy" });
+        assert.equal(res.allow, false, JSON.stringify(res));
+        await requireApproval(async (a) => ran.push(a), { toolName: "deploy", client: gated })({ env: "prod" }).catch(() => {});
+        assert.deepEqual(ran, []);
+      } finally {
+        await new Promise((r) => fake.close(r));
+      }
+    });
+  }
+  await new Promise((r) => other.close(r));
+  assert.equal(reached, 0, "the redirect was followed");
+});
+
+// Pending as A, then approved as B (a cache in the way): no verdict on A.
+// Found by a tenth reader.
+test("a verdict is for its own request", async () => {
+  let n = 0;
+  const fake = createServer((_req, res) => {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(++n === 1 ? '{"request_id":"A","status":"pending","allow":false}' : '{"request_id":"B","status":"approved","allow":true}');
+  });
+  await new Promise((r) => fake.listen(0, "127.0.0.1", r));
+  try {
+    const res = await new Gatehouse({ url: `http://127.0.0.1:${fake.address().port}`, retryForSeconds: 0.3 }).gate({ tool_name: "deploy" });
+    assert.equal(res.allow, false, JSON.stringify(res));
+    assert.equal(res.request_id, "A");
+  } finally {
+    await new Promise((r) => fake.close(r));
+  }
+});
+
 test("a restart of the server in the middle re-attaches to the same request", async () => {
   const own = await startGatehouse();
   try {
