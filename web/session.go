@@ -156,12 +156,14 @@ func (s *Server) configRole(name string) (role string, listed bool) {
 
 // MayApprove says whether a web user may approve now, as far as this
 // server can tell: a password user by the config's role at this moment
-// (the bootstrap admin included); a single sign-on user, whose name is
-// their email (password names hold no @ when single sign-on is on), while
-// single sign-on is on, by the role the provider gave at sign-in. A name
-// the config no longer lists is a removed password user, whether or not
-// single sign-on is on. The gate asks it before a grant given on the web
-// page approves a call.
+// (the bootstrap admin included). A single sign-on user, whose name is
+// their email (password names hold no @ when single sign-on is on), could
+// give a grant only with the role the provider's answer gave at sign-in,
+// from their groups, which this server cannot ask again: while single
+// sign-on is on, their grants hold until they end or are revoked, as
+// docs/policy.md says. A name the config no longer lists is a removed
+// password user, whether or not single sign-on is on. The gate asks it
+// before a grant given on the web page approves a call.
 func (s *Server) MayApprove(name string) bool {
 	if role, listed := s.configRole(name); listed {
 		return canDecide(role)
