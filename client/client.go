@@ -116,18 +116,18 @@ func FromEnv() *Client {
 	return &Client{URL: u, Token: os.Getenv("GATEHOUSE_TOKEN")}
 }
 
-func (c *Client) httpClient() *http.Client {
-	if c.HTTP != nil {
-		return c.HTTP
-	}
-	return noRedirects
-}
-
-// noRedirects is the HTTP client of a Client given none: it follows no
-// redirect. The gate answers itself; an allow from wherever a redirect
+// httpClient is c.HTTP, or http.DefaultClient's settings, made to follow
+// no redirect. The gate answers itself; an allow from wherever a redirect
 // points (a proxy's rule, a hostile network) is no verdict of its, and
-// following one would send the call, and a 307 the token, there.
-var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+// following one would send the call, and with a 307 the token, there.
+func (c *Client) httpClient() *http.Client {
+	h := http.Client{}
+	if c.HTTP != nil {
+		h = *c.HTTP
+	}
+	h.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &h
+}
 
 // NewKey returns a random idempotency key.
 func NewKey() string {
@@ -306,14 +306,11 @@ func (c *Client) send(ctx context.Context, target string, body []byte, timeout t
 		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	if to := resp.Header.Get("Location"); resp.StatusCode/100 == 3 || resp.Request != nil && resp.Request.URL.String() != hr.URL.String() {
-		// A redirect answered, or was followed by a caller's own
-		// http.Client: a deny, whatever the other place says.
-		if to == "" {
-			to = resp.Request.URL.String()
-		}
+	if resp.StatusCode/100 == 3 {
+		// A redirect, not followed (httpClient): a deny, whatever the
+		// other place would say.
 		return nil, nil, &APIError{Status: resp.StatusCode, Code: "redirect",
-			Message: fmt.Sprintf("answered with a redirect to %s: set the URL to where the gate answers itself", text.EllipsisBytes(to, 200))}
+			Message: fmt.Sprintf("answered with a redirect to %q: set the URL to where the gate answers itself", text.EllipsisBytes(resp.Header.Get("Location"), 200))}
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {

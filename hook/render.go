@@ -195,41 +195,42 @@ func Fits(c Call, answer []byte) bool {
 
 // Denies reports whether answer, a hook answer the server sent, is c's
 // event's explicit deny, in the field that client reads for that event.
+// Keys are read as the clients read them, exactly: Go's decoding into a
+// struct would take "Permission" for "permission".
 func Denies(c Call, answer []byte) bool {
-	var a struct {
-		Specific *struct {
-			HookEventName      string `json:"hookEventName"`
-			PermissionDecision string `json:"permissionDecision"`
-			Decision           *struct {
-				Behavior string `json:"behavior"`
-			} `json:"decision"`
-		} `json:"hookSpecificOutput"`
-		Permission         string `json:"permission"`
-		Decision           string `json:"decision"`
-		Behavior           string `json:"behavior"`
-		PermissionDecision string `json:"permissionDecision"`
-	}
+	var a map[string]json.RawMessage
 	if json.Unmarshal(answer, &a) != nil {
 		return false
 	}
+	str := func(m map[string]json.RawMessage, k string) string {
+		var s string
+		_ = json.Unmarshal(m[k], &s)
+		return s
+	}
+	sub := func(m map[string]json.RawMessage, k string) map[string]json.RawMessage {
+		var o map[string]json.RawMessage
+		_ = json.Unmarshal(m[k], &o)
+		return o
+	}
 	switch c.Client {
 	case ClaudeCode, Codex:
-		switch h := a.Specific; {
-		case h == nil || h.HookEventName != c.Event:
+		h := sub(a, "hookSpecificOutput")
+		switch {
+		case str(h, "hookEventName") != c.Event:
 			return false
 		case c.Event == PermissionRequest:
-			return h.Decision != nil && h.Decision.Behavior == "deny"
+			return str(sub(h, "decision"), "behavior") == "deny"
 		}
-		return a.Specific.PermissionDecision == "deny"
+		return str(h, "permissionDecision") == "deny"
 	case Cursor:
-		return a.Permission == "deny"
+		return str(a, "permission") == "deny"
 	case Gemini:
-		return a.Decision == "deny"
+		return str(a, "decision") == "deny"
 	case Copilot:
 		if c.Event == CopilotPermission {
-			return a.Behavior == "deny"
+			return str(a, "behavior") == "deny"
 		}
-		return a.PermissionDecision == "deny"
+		return str(a, "permissionDecision") == "deny"
 	}
 	return false
 }

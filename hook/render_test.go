@@ -19,4 +19,17 @@ func TestDenies(t *testing.T) {
 	if Denies(Call{Client: ClaudeCode, Event: PreToolUse}, other) {
 		t.Errorf("a PermissionRequest deny read as a PreToolUse one: %s", other)
 	}
+	// The clients read keys exactly; a deny under another case is none.
+	for _, tc := range []struct {
+		c      Call
+		answer string
+	}{
+		{Call{Client: Cursor, Event: "beforeShellExecution"}, `{"permission":"allow","Permission":"deny"}`},
+		{Call{Client: Gemini, Event: "BeforeTool"}, `{"decision":"allow","DECISION":"deny"}`},
+		{Call{Client: ClaudeCode, Event: PreToolUse}, `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","PermissionDecision":"deny"}}`},
+	} {
+		if Denies(tc.c, []byte(tc.answer)) {
+			t.Errorf("%s: %s read as a deny", tc.c.Client, tc.answer)
+		}
+	}
 }

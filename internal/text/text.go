@@ -130,25 +130,24 @@ func Duration(d time.Duration) string {
 	return s
 }
 
-// hidden reports whether r is a format character that changes how the
-// text around it is drawn, or hides in it, without being seen itself:
-// the bidirectional controls (with U+202E, `rm -rf ~ #` can be drawn for a
-// command that runs as `rm -rf ~`), the zero-width characters but the
-// joiner, which emoji need, and the characters that draw nothing: the
-// soft hyphen, the Mongolian vowel separator, the Hangul fillers, the tags
-// (U+E0000–E007F: /etc/pass<U+00AD><U+E0077>wd is drawn /etc/passwd) and
-// the ideographic variation selectors. The emoji variation selectors
-// (U+FE00–FE0F) are left, as the joiner is.
+// hidden reports whether r is a character that changes how the text
+// around it is drawn, or hides in it, without being seen itself: Unicode's
+// default-ignorable characters (the format characters, the variation
+// selectors and the rest of Other_Default_Ignorable_Code_Point), which
+// hold the bidirectional controls (with U+202E, `rm -rf ~ #` can be drawn
+// for a command that runs as `rm -rf ~`), the zero-width characters, the
+// soft hyphen, the Hangul fillers and the tags (/etc/pass<U+00AD><U+E0077>wd
+// is drawn /etc/passwd). Left as they are: the zero-width joiner and the
+// emoji variation selectors (U+FE0E, U+FE0F), which emoji need, and the
+// format characters that are drawn (the Arabic number signs and the like).
 func hidden(r rune) bool {
 	switch {
-	case r == 0x00AD, r == 0x061C, r == 0x115F, r == 0x1160, r == 0x180E, r == 0x200B, r == 0x200C, r == 0x200E, r == 0x200F,
-		r == 0x3164, r == 0xFEFF, r == 0xFFA0:
-		return true
-	case r >= 0x202A && r <= 0x202E, r >= 0x2060 && r <= 0x2064, r >= 0x2066 && r <= 0x2069,
-		r >= 0xE0000 && r <= 0xE007F, r >= 0xE0100 && r <= 0xE01EF:
-		return true
+	case r < 0xAD, r == 0x200D, r == 0xFE0E, r == 0xFE0F:
+		return false
+	case unicode.Is(unicode.Prepended_Concatenation_Mark, r):
+		return false
 	}
-	return false
+	return unicode.In(r, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
 }
 
 // Reveal writes each hidden character of s as a visible mark, "⟨U+202E⟩",

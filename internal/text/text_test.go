@@ -75,9 +75,11 @@ func TestReveal(t *testing.T) {
 		"plain — 日本語":           "plain — 日本語",
 		"👨\u200d👩\u200d👧":       "👨\u200d👩\u200d👧",
 		// Drawn as nothing, found by a tenth reader: /etc/passwd on the page.
-		"/etc/pass\u00ad\U000E0077wd": "/etc/pass⟨U+00AD⟩⟨U+E0077⟩wd",
-		"a\u3164b\u180ec":             "a⟨U+3164⟩b⟨U+180E⟩c",
-		"❤\ufe0f":                     "❤\ufe0f",
+		"/etc/pass\u00ad\U000E0077wd":         "/etc/pass⟨U+00AD⟩⟨U+E0077⟩wd",
+		"a\u3164b\u180ec":                     "a⟨U+3164⟩b⟨U+180E⟩c",
+		"❤\ufe0f":                             "❤\ufe0f",
+		"/etc/pass\ufe00wd\u034f\u17b4\u2065": "/etc/pass⟨U+FE00⟩wd⟨U+034F⟩⟨U+17B4⟩⟨U+2065⟩",
+		"\u0600\u0661 ١٢":                     "\u0600\u0661 ١٢",
 	} {
 		if got := Reveal(in); got != want {
 			t.Errorf("Reveal(%q) = %q, want %q", in, got, want)

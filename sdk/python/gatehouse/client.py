@@ -174,7 +174,8 @@ class Gatehouse:
             timeout = max(min(timeout, end - time.monotonic()), 0.1)
         req = urllib.request.Request(target, data=data, headers=headers, method="POST")
         try:
-            with _opener.open(req, timeout=timeout) as resp:
+            # An opener per call: it reads the proxy settings as they are now.
+            with urllib.request.build_opener(_NoRedirect).open(req, timeout=timeout) as resp:
                 status, text = resp.status, resp.read(4 << 20)
         except urllib.error.HTTPError as e:
             status, text = e.code, e.read(4 << 20)
@@ -199,8 +200,6 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
                          headers: email.message.Message, newurl: str) -> Optional[urllib.request.Request]:
         return None
 
-
-_opener = urllib.request.build_opener(_NoRedirect)
 
 
 def _pause(seconds: float, cancel: Optional[threading.Event]) -> bool:

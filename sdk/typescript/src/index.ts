@@ -197,6 +197,12 @@ export class Gatehouse {
       redirect: "manual",
       signal: signal ? anySignal(signal, limit) : limit,
     });
+    if (resp.redirected || (resp.status >= 300 && resp.status < 400) || resp.type === "opaqueredirect") {
+      // A caller's own fetch may have dropped redirect: "manual" and
+      // followed it: a deny either way.
+      throw new AnswerError(resp.status >= 300 && resp.status < 400 ? resp.status : 302,
+        `answered with a redirect${resp.redirected ? ` (followed to ${resp.url})` : ""}: set the URL to where the gate answers itself`);
+    }
     const text = await resp.text();
     let data: unknown;
     try {

@@ -131,13 +131,20 @@ test("a redirect is no verdict, and the call goes nowhere else", async (t) => {
         assert.equal(res.allow, false, JSON.stringify(res));
         await requireApproval(async (a) => ran.push(a), { toolName: "deploy", client: gated })({ env: "prod" }).catch(() => {});
         assert.deepEqual(ran, []);
+        // A caller's fetch that drops redirect: "manual" follows it: still a deny.
+        const following = new Gatehouse({
+          url: `http://127.0.0.1:${fake.address().port}`, retryForSeconds: 0.3,
+          fetch: (u, i) => fetch(u, { method: i.method, headers: i.headers, body: i.body, signal: i.signal }),
+        });
+        const followed = await following.gate({ tool_name: "deploy" });
+        assert.equal(followed.allow, false, JSON.stringify(followed));
       } finally {
         await new Promise((r) => fake.close(r));
       }
     });
   }
   await new Promise((r) => other.close(r));
-  assert.equal(reached, 0, "the redirect was followed");
+  assert.equal(reached, 5, "the redirect was followed by the SDK's own fetch");
 });
 
 // Pending as A, then approved as B (a cache in the way): no verdict on A.
