@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
 )
@@ -195,6 +196,57 @@ func TestGrantsDoNotApproveTheirGiversCalls(t *testing.T) {
 					t.Fatalf("grants: %v %+v", err, gs)
 				}
 			})
+		})
+	}
+}
+
+// TestKeyAnswersOnlyWhatTheRulesNowAllow: a call resent under its key (a
+// hook resends a call with no call id under one key for a minute, an SDK
+// retries) was given what the key held, whatever the rules said now: a
+// reload to deny did not hold for a minute, an earlier policy allow
+// answered a call the rules now ask about, and a pending request kept a
+// now-denied call waiting for a person. A person's approval of the very
+// call still answers it. Found by a tenth reader.
+func TestKeyAnswersOnlyWhatTheRulesNowAllow(t *testing.T) {
+	route := func(a policy.Action) []gate.Route {
+		return []gate.Route{{Name: "pushes", Tool: "deploy", Action: a, Channels: []string{"fake"}}}
+	}
+	call := func(key string) gate.Submission {
+		return gate.Submission{ToolName: "deploy", ToolArgs: json.RawMessage(`{"env":"prod"}`), Caller: "bot", IdempotencyKey: key, RequiresConfirmation: no()}
+	}
+	for _, tc := range []struct {
+		name          string
+		before, after policy.Action
+		person        bool // a person approves the request made before
+		want          gate.Status
+	}{
+		{"a policy allow, now denied", policy.Allow, policy.Deny, false, ""},
+		{"a policy allow, now asked", policy.Allow, policy.Ask, false, ""},
+		{"pending, now denied", policy.Ask, policy.Deny, false, ""},
+		{"a person's approval, now asked", policy.Ask, policy.Ask, true, gate.StatusApproved},
+		{"a person's approval, now denied", policy.Ask, policy.Deny, true, ""},
+		{"pending, still asked", policy.Ask, policy.Ask, false, gate.StatusPending},
+		{"a policy allow, still allowed", policy.Allow, policy.Allow, false, gate.StatusApproved},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := storetest.SQLite(t)
+			svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: route(tc.before)})
+			first := submit(t, svc, call("k1"))
+			if tc.person {
+				if _, err := svc.Decide(context.Background(), gate.Decision{RequestID: first.ID, Approve: true, Actor: "web:alice", Via: "fake"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := svc.SetRoutes(route(tc.after), gate.Defaults{Channels: []string{"fake"}}); err != nil {
+				t.Fatal(err)
+			}
+			r, created, err := svc.Submit(context.Background(), call("k1"))
+			switch {
+			case tc.want == "" && gate.ErrorCode(err) != gate.EIDEMPOTENCY:
+				t.Fatalf("resent: %+v (created %v), %v; want a conflict", r, created, err)
+			case tc.want != "" && (err != nil || created || r.ID != first.ID || r.Status != tc.want):
+				t.Fatalf("resent: %+v (created %v), %v; want request %s, %s", r, created, err, first.ID, tc.want)
+			}
 		})
 	}
 }

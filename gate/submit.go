@@ -247,7 +247,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		// person rejected, would be allowed on its retry.
 		prev, err := s.store.ByKey(ctx, in.Caller, in.IdempotencyKey)
 		if err == nil {
-			return s.attach(prev, r)
+			return s.attach(prev, r, d.action)
 		} else if ErrorCode(err) != ENOTFOUND {
 			return nil, false, err
 		}
@@ -318,7 +318,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		return nil, false, err
 	}
 	if !created {
-		return s.attach(got, r)
+		return s.attach(got, r, policy.Ask)
 	}
 	s.obs.RequestCreated(got.Route)
 	s.log.Info("request created", "request_id", got.ID, "tool", got.ToolName, "route", got.Route, "status", got.Status)
@@ -354,7 +354,11 @@ func (s *Service) record(ctx context.Context, r *Request, events []Event, status
 		return nil, false, err
 	}
 	if !created {
-		return s.attach(got, r)
+		now := policy.Allow
+		if status != StatusApproved {
+			now = policy.Deny // denied, or over its rate limit
+		}
+		return s.attach(got, r, now)
 	}
 	s.obs.RequestCreated(got.Route)
 	s.obs.RequestFinished(got.Route, got.Status, 0)
@@ -383,8 +387,14 @@ func (s *Service) unrecorded(r *Request, rt Route) *Request {
 // attach answers a submission whose idempotency key its caller used before.
 // The key stands for one tool call: the same tool with the same arguments,
 // by the same agent, on the same route, asking the same thing; an approval
-// is for that call and never answers another.
-func (s *Service) attach(r, in *Request) (*Request, bool, error) {
+// is for that call and never answers another. What the key holds answers
+// the call only as far as the rules as they are now (which decide now)
+// agree: a call they deny is not allowed, nor left waiting for a person,
+// by what earlier rules did (a reload that tightened a route holds at once,
+// also for a hook's repeated call, which reuses its key for a minute), and
+// a call they ask about is not allowed by an earlier policy allow, grant or
+// timeout, though a person's approval of this very call still answers it.
+func (s *Service) attach(r, in *Request, now policy.Action) (*Request, bool, error) {
 	conflict := func(what string) (*Request, bool, error) {
 		return nil, false, Errorf(EIDEMPOTENCY, "idempotency_key: already used by request %s %s", r.ID, what)
 	}
@@ -405,8 +415,24 @@ func (s *Service) attach(r, in *Request) (*Request, bool, error) {
 		return conflict(fmt.Sprintf("on route %q, not %q", r.Route, in.Route))
 	case r.RequiresConfirmation != in.RequiresConfirmation:
 		return conflict(fmt.Sprintf("with requires_confirmation %v", r.RequiresConfirmation))
+	case now == policy.Deny && (r.Allowed() || r.Status == StatusPending):
+		return conflict(fmt.Sprintf("(%s) for a call the rules now deny", r.Status))
+	case now == policy.Ask && r.Allowed() && !byPerson(r):
+		return conflict(fmt.Sprintf("(%s by %s via %s) for a call the rules now ask a person about", r.Status, r.DecidedBy, r.DecidedVia))
 	}
 	return r, false, nil
+}
+
+// byPerson says a person decided r: not a route, the agent's own word, a
+// grant or the deadline.
+func byPerson(r *Request) bool {
+	switch {
+	case r.DecidedBy == ActorSystem || r.DecidedBy == ActorAgent:
+		return false
+	case r.DecidedVia == ViaPolicy || r.DecidedVia == ViaGrant:
+		return false
+	}
+	return r.DecidedBy != ""
 }
 
 // samePlace reports whether two calls' metadata say they run in the same
