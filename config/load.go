@@ -58,6 +58,27 @@ func Load(path string) (*Config, error) {
 	return Parse(data, filepath.Dir(path), os.LookupEnv)
 }
 
+// Reload is Load for a server running on another config: a file that holds
+// no settings (empty, or comments only) is refused rather than read as the
+// built-in default, which has no routes, tokens or users. It is more often
+// a file caught half-written (an editor that empties it first) than a
+// config meant to drop them all.
+func Reload(path string) (*Config, error) {
+	if path == "" {
+		return Load(path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) == nil && (len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" ||
+		doc.Content[0].Kind == yaml.MappingNode && len(doc.Content[0].Content) == 0) {
+		return nil, Errors{{Msg: "the file holds no settings (empty, or comments only): write the config there in full"}}
+	}
+	return Parse(data, filepath.Dir(path), os.LookupEnv)
+}
+
 // Parse parses YAML over the defaults. Relative *_file paths resolve
 // against dir; ${VAR} expands through lookup.
 func Parse(data []byte, dir string, lookup func(string) (string, bool)) (*Config, error) {

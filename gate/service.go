@@ -101,6 +101,9 @@ type rules struct {
 	// config's routes and people, never the old routes with the new people
 	// (a grant honoured, a direct card sent, by a mix neither config gives).
 	people *People
+	// gen counts the configs put in force (Reconfigure): the web server
+	// notes it with the tokens it reads callers by (WithGeneration).
+	gen uint64
 }
 
 // NewService builds a service. Register channels, then Start it. Its
@@ -166,8 +169,31 @@ func (s *Service) Reconfigure(routes []Route, d Defaults, p *People) error {
 		p = NewPeople(nil, nil)
 	}
 	rs.people = p
-	s.rules.Store(rs)
-	return nil
+	for {
+		old := s.rules.Load()
+		if old != nil {
+			rs.gen = old.gen + 1
+		}
+		if s.rules.CompareAndSwap(old, rs) {
+			return nil
+		}
+	}
+}
+
+// Generation is the number of the config in force: one more at every
+// Reconfigure.
+func (s *Service) Generation() uint64 { return s.rules.Load().gen }
+
+type generationKey struct{}
+
+// WithGeneration marks ctx as a call whose caller was read by the tokens of
+// config generation gen. The tokens and the routes are put in force one
+// after the other, and routes match a token's name: a call whose token was
+// read by one config and whose routes are another's could match neither's
+// route for it (a token renamed with its route) and be allowed by the
+// defaults. Submit refuses such a call, to be sent again.
+func WithGeneration(ctx context.Context, gen uint64) context.Context {
+	return context.WithValue(ctx, generationKey{}, gen)
 }
 
 // peopleNow are the people in force.
@@ -223,7 +249,7 @@ func (s *Service) SetRoutes(routes []Route, d Defaults) error {
 	}
 	for {
 		old := s.rules.Load()
-		rs.people = old.people
+		rs.people, rs.gen = old.people, old.gen
 		if s.rules.CompareAndSwap(old, rs) {
 			return nil
 		}

@@ -190,6 +190,9 @@ func (rs *rules) decide(in *Submission, now time.Time, explain bool) (decision, 
 // call waits for a person, through its route's channels.
 func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, error) {
 	rs := s.rules.Load()
+	if gen, ok := ctx.Value(generationKey{}).(uint64); ok && gen != rs.gen {
+		return nil, false, Errorf(EUNAVAILABLE, "the config was reloaded while this call was read: send it again")
+	}
 	if err := validate(&in, rs.defaults.MaxTimeout); err != nil {
 		return nil, false, err
 	}

@@ -24,6 +24,7 @@ const callerKey = "gatehouse.caller"
 type authed struct {
 	gate.Caller
 	open bool
+	gen  uint64 // the config generation of the tokens that read it
 }
 
 // authSet is what a config reload replaces as a whole: the API tokens and
@@ -32,6 +33,7 @@ type authed struct {
 type authSet struct {
 	tokens []tokenHash
 	users  []config.User
+	gen    uint64 // the gate's config generation these came with (gate.WithGeneration)
 }
 
 // SetAuth puts API tokens and web users in force (at start, and on a
@@ -39,6 +41,9 @@ type authSet struct {
 // request; a user's role is read from the config at every request.
 func (s *Server) SetAuth(tokens []config.APIToken, users []config.User) {
 	a := &authSet{users: users}
+	if s.svc != nil {
+		a.gen = s.svc.Generation() // a reload puts the routes in force first
+	}
 	for _, t := range tokens {
 		sum, ok := t.Sum()
 		if !ok {
@@ -60,7 +65,7 @@ func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		c.Set(callerKey, who)
 		r := c.Request()
-		c.SetRequest(r.WithContext(context.WithValue(r.Context(), authedKey{}, who)))
+		c.SetRequest(r.WithContext(gate.WithGeneration(context.WithValue(r.Context(), authedKey{}, who), who.gen)))
 		return next(c)
 	}
 }
@@ -74,7 +79,7 @@ type authedKey struct{}
 func (s *Server) authenticate(c echo.Context) (authed, error) {
 	a := s.auth.Load()
 	if len(a.tokens) == 0 {
-		return authed{Caller: gate.Caller{Name: "anonymous"}, open: true}, s.anonymousOK(c.Request())
+		return authed{Caller: gate.Caller{Name: "anonymous"}, open: true, gen: a.gen}, s.anonymousOK(c.Request())
 	}
 	h := c.Request().Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(h, "Bearer ")
@@ -85,7 +90,7 @@ func (s *Server) authenticate(c echo.Context) (authed, error) {
 	if !ok {
 		return authed{}, gate.Errorf(gate.EUNAUTHORIZED, "invalid bearer token")
 	}
-	return authed{Caller: who}, nil
+	return authed{Caller: who, gen: a.gen}, nil
 }
 
 // caller returns the configured token tok is, with its scopes,

@@ -30,16 +30,9 @@ func TestReloadKeepsTokensWhileListeningBeyondLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := storetest.SQLite(t)
-	svc := gate.NewService(gate.Options{Store: db})
-	srv, err := web.New(web.Options{Service: svc, Sessions: db, Tokens: running.Auth.APITokens})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, srv, rl := newReloader(t, path, running)
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	rl := &reloader{path: path, started: running, channels: []string{gate.WebChannel}, svc: svc, srv: srv, log: log}
 
 	if err := os.WriteFile(path, []byte("listen: 127.0.0.1:8080\nauth:\n  api_tokens:\n    - {name: agent, token: "+tok+"}\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -147,4 +140,93 @@ func TestReloadJudgesPasswordNamesWithSingleSignOnInForce(t *testing.T) {
 	if err := rl.reload(); err != nil {
 		t.Fatalf("a password user carol: %v", err)
 	}
+}
+
+// TestReloadNeverMixesTokensAndRoutes: a reload puts the routes in force,
+// then the tokens. Routes match a token's name, so a call whose token was
+// read by the old tokens and whose routes are the new ones could match
+// neither config's route for it: a token renamed from bot to bot2 with its
+// deny route was allowed by the defaults of both configs. Such a call is
+// refused, to be sent again, from the moment the routes change until the
+// tokens follow. Found by a tenth reader (61 allows in 3,000 reloads).
+func TestReloadNeverMixesTokensAndRoutes(t *testing.T) {
+	const tok = "mix-token-0123456789abcdef"
+	cfgOf := func(name string) *config.Config {
+		c, err := config.Parse([]byte("listen: 127.0.0.1:8080\nauth:\n  api_tokens:\n    - {name: "+name+", token: "+tok+"}\n"+
+			"defaults: {action: allow}\nroutes:\n  - {name: no-"+name+", match: {agent: "+name+"}, action: deny}\n"), t.TempDir(), os.LookupEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a, b := cfgOf("bot"), cfgOf("bot2")
+	svc, srv, _ := newReloader(t, "", a)
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	gateCall := func() (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, hs.URL+"/api/v1/gate", strings.NewReader(`{"tool_name":"deploy","requires_confirmation":false}`))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := gateCall(); code != http.StatusOK || !strings.Contains(body, `"allow":false`) {
+		t.Fatalf("under the first config: %d %s", code, body)
+	}
+	// Between the two steps of the reload: the new routes, the old tokens.
+	if err := svc.Reconfigure(routes(b), defaults(b), people(b)); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := gateCall(); code != http.StatusServiceUnavailable || strings.Contains(body, `"allow":true`) {
+		t.Fatalf("between the routes and the tokens: %d %s, want 503", code, body)
+	}
+	srv.SetAuth(b.Auth.APITokens, b.Auth.Users)
+	if code, body := gateCall(); code != http.StatusOK || !strings.Contains(body, `"allow":false`) || !strings.Contains(body, "no-bot2") {
+		t.Fatalf("under the second config: %d %s", code, body)
+	}
+}
+
+// TestReloadRefusesAFileWithNoSettings: an empty file (an editor that
+// empties it before writing) read as the built-in default, which dropped
+// every route, token and user of a server on loopback: any local caller's
+// call was allowed. Found by a tenth reader.
+func TestReloadRefusesAFileWithNoSettings(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gatehouse.yaml")
+	const tok = "reload-token-0123456789abcdef"
+	running, err := config.Parse([]byte("auth:\n  api_tokens:\n    - {name: agent, token: "+tok+"}\nroutes:\n  - {name: pushes, match: {tool: deploy}, action: deny}\n"), dir, os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, _, rl := newReloader(t, path, running)
+	for _, body := range []string{"", "\n\n", "# being edited\n", "---\n", "{}\n"} {
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := rl.reload(); err == nil || !strings.Contains(err.Error(), "holds no settings") {
+			t.Errorf("reload of %q: %v, want it refused", body, err)
+		}
+	}
+	if svc.Generation() != 0 {
+		t.Errorf("a refused reload put a config in force (generation %d)", svc.Generation())
+	}
+}
+
+// newReloader is a gate and a web server on SQLite, started with running,
+// and the reloader that reloads path into them.
+func newReloader(t *testing.T, path string, running *config.Config) (*gate.Service, *web.Server, *reloader) {
+	t.Helper()
+	db := storetest.SQLite(t)
+	svc := gate.NewService(gate.Options{Store: db, Routes: routes(running), Defaults: defaults(running), People: people(running)})
+	srv, err := web.New(web.Options{Service: svc, Sessions: db, Tokens: running.Auth.APITokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl := &reloader{path: path, started: running, channels: []string{gate.WebChannel}, svc: svc, srv: srv, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return svc, srv, rl
 }
