@@ -1709,3 +1709,38 @@ func TestNestedTestsStayLinear(t *testing.T) {
 		t.Fatalf("reading %d bytes of nested tests took more than 15 s", len(cmd))
 	}
 }
+
+// TestValuesReadAgainAsCode: bash reads a value made at run time again, as
+// code, where the name is an array (declare -a x=$v with v holding
+// ([0]=$(cmd)); DIRSTACK and bash's other arrays; one the command makes)
+// or an integer bash declares itself (RANDOM=$v with v holding a[$(cmd)],
+// OPTIND, HISTCMD …); a quoted declare -x "BASH_ENV=…" sets BASH_ENV; and
+// {NAME}>file sets NAME. Each ran git in bash 5.2 for an eleventh reader.
+func TestValuesReadAgainAsCode(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`declare -a x="$(echo '([0]=$(git push --force))')"`,
+		`declare -a x=$(printf '(%s(git push --force))' '$')`,
+		`f(){ local -A x=$(printf '([%s(git push --force)]=1)' '$'); }; f`,
+		`v=$(printf '(%s(git push --force))' '$'); x=(); declare x=$v`,
+		`v=$(printf '(%s(git push --force))' '$'); declare x=$v; x[1]=2`,
+		`v=$(printf '(%s(git push --force))' '$'); mapfile x < /dev/null; declare x=$v`,
+		`v=$(printf '(%s(git push --force))' '$'); declare DIRSTACK=$v`,
+		`RANDOM=$(echo 'a[$(git push --force)]')`,
+		`OPTIND=$(printf 'a[%s(git push --force)]' '$')`,
+		`export OPTIND=$(printf 'a[%s(git push --force)]' '$')`,
+		`printf -v RANDOM 'a[%s(git push --force)]' '$'`,
+		`for OPTIND in "$(printf 'a[%s(git push --force)]' '$')"; do :; done`,
+		`declare -x "BASH_ENV=/tmp/w/envf"; bash -c :`,
+		`export 'BASH_ENV'=/tmp/w/envf; bash -c :`,
+	})
+	neverAllowedBy(t, []string{`echo {PATH}>/dev/null; ls`, `echo hi {HOME}</dev/null`})
+	// Still read: a number for OPTIND, an array declared from a literal,
+	// a plain variable from a substitution, a descriptor in a lower-case
+	// name.
+	for _, cmd := range []string{`OPTIND=1; getopts ab o`, `f(){ local out=$(git rev-parse HEAD); }; f`, `declare -a xs=(a b); echo "${xs[@]}"`,
+		`exec {fd}>/dev/null; echo hi >&$fd`, `x=$(date); declare y=$x`} {
+		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
+			t.Errorf("%q under the docs' example: route %s, want other-shell", cmd, got)
+		}
+	}
+}

@@ -38,6 +38,10 @@ type shellCmd struct {
 	// refs are what a variable's value names when it is written in the
 	// command (n=y, n='a[y]', for n in y): arithmetic over n evaluates y.
 	refs map[string][]string
+	// arrays are the variables the command makes arrays (x=(…), x[i]=…,
+	// declare -a x, mapfile x, read -a x): declare x=$v on one expands a
+	// value that reads (…) again, as code.
+	arrays map[string]bool
 }
 
 // part is one simple command.
@@ -72,6 +76,10 @@ type part struct {
 	// unreadable when the command sets one from a value made at run time.
 	onStdin bool
 	reads   []string
+	// declares are the names the part declares with a value made at run
+	// time: readShell makes it unreadable when the command makes one of
+	// them an array (arrays).
+	declares []string
 	// check says the part stands only for arithmetic to judge (reads):
 	// readShell drops it when nothing it reads is made, so echo $((n+1))
 	// is the one part echo.
@@ -103,7 +111,7 @@ func readShell(cmd string) *shellCmd {
 	}
 	kept := s.parts[:0]
 	for _, q := range s.parts {
-		if q.onStdin && s.feeds || slices.ContainsFunc(q.reads, s.isMade) {
+		if q.onStdin && s.feeds || slices.ContainsFunc(q.reads, s.isMade) || slices.ContainsFunc(q.declares, func(v string) bool { return s.arrays[v] }) {
 			q.unreadable = true
 		}
 		if q.check && !q.unreadable {
@@ -158,11 +166,35 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// export / declare / local / readonly change the environment of
 			// what follows: a part no allow pattern lets through.
 			p := part{words: []string{x.Variant.Value}, env: true, unreadable: hidesCode(x)}
+			arrays := false // declare -a, local -A, export -a …
+			for _, a := range x.Args {
+				if lit, ok := literal(a.Value); ok && a.Naked && strings.HasPrefix(lit, "-") && strings.ContainsAny(lit, "aA") {
+					arrays = true
+				}
+			}
 			for _, a := range x.Args {
 				switch lit, ok := literal(a.Value); {
 				case a.Name != nil:
-					p.words = append(p.words, a.Name.Value)
-					p.unreadable = p.unreadable || codeVar(a.Name.Value) // declare -A BASH_CMDS=(…)
+					name := a.Name.Value
+					p.words = append(p.words, name)
+					p.unreadable = p.unreadable || codeVar(name) // declare -A BASH_CMDS=(…)
+					if a.Value != nil && !ok {
+						// A value made at run time is read again as (…), code
+						// and all, when the name is an array: declare -a x=$v,
+						// DIRSTACK and bash's other arrays (bashArrays), or one
+						// the command makes (declares). An integer variable
+						// evaluates it (RANDOM).
+						p.unreadable = p.unreadable || arrays || bashArrays[name] || intVar(name)
+						p.declares = append(p.declares, name)
+					}
+					if arrays {
+						s.markArray(name)
+					}
+				case a.Naked && ok && strings.Contains(lit, "="):
+					// declare -x "BASH_ENV=…": the name, quoted.
+					name, value, _ := strings.Cut(lit, "=")
+					name, _, _ = strings.Cut(name, "[")
+					p.unreadable = p.unreadable || codeVar(name) || intVar(name) && codeSyntax(value)
 				case a.Naked && a.Value != nil && !ok:
 					p.unreadable = true // declare "$n=…": a name made at run time
 				case a.Naked && strings.HasPrefix(lit, "-") && strings.ContainsAny(lit, "ni"):
@@ -178,6 +210,15 @@ func (s *shellCmd) read(code string, depth int) bool {
 				}
 			}
 			s.parts = append(s.parts, p)
+		case *syntax.Redirect:
+			// {NAME}>file puts the descriptor's number in NAME
+			// ({PATH}>/dev/null; ls runs ./10/ls).
+			if x.N != nil && strings.HasPrefix(x.N.Value, "{") && strings.HasSuffix(x.N.Value, "}") {
+				name := strings.Trim(x.N.Value, "{}")
+				if mayBeExported(name) {
+					s.parts = append(s.parts, part{words: []string{name}, env: true, unreadable: codeVar(name)})
+				}
+			}
 		case *syntax.CoprocClause:
 			// coproc NAME { …; } sets the array NAME=(rfd wfd).
 			if x.Name != nil && mayBeExported(x.Name.Lit()) {
@@ -186,7 +227,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 		case *syntax.ForClause:
 			// for NAME in …: an assignment to NAME (for PATH in /tmp/x).
 			if it, isIter := x.Loop.(*syntax.WordIter); isIter && it.Name != nil && mayBeExported(it.Name.Value) {
-				s.parts = append(s.parts, part{words: []string{it.Name.Value}, env: true, unreadable: codeVar(it.Name.Value)})
+				s.parts = append(s.parts, part{words: []string{it.Name.Value}, env: true, unreadable: codeVar(it.Name.Value) || intVar(it.Name.Value)})
 			}
 		case *syntax.ParamExp:
 			// ${X:=v} and ${X=v} assign X.
@@ -274,6 +315,9 @@ func (s *shellCmd) survey(n syntax.Node) {
 			s.feeds = true
 		}
 	case *syntax.Assign:
+		if x.Name != nil && (x.Array != nil || x.Index != nil) {
+			s.markArray(x.Name.Value) // x=(…), x[i]=…
+		}
 		switch {
 		case x.Name == nil:
 		case x.Array != nil || x.Value != nil && madeValue(x.Value):
@@ -304,6 +348,14 @@ func (s *shellCmd) survey(n syntax.Node) {
 			s.mark(x.Param.Value)
 		}
 	}
+}
+
+// markArray notes that the command makes name an array.
+func (s *shellCmd) markArray(name string) {
+	if s.arrays == nil {
+		s.arrays = map[string]bool{}
+	}
+	s.arrays[name] = true
 }
 
 // mark notes that the command sets name from a value made at run time.
@@ -662,6 +714,24 @@ func wordText(w *syntax.Word) string {
 	return b.String()
 }
 
+// bashArrays are the arrays bash makes itself (DIRSTACK, GROUPS,
+// PIPESTATUS, …): declare NAME=$v reads a value made at run time again as
+// (…), code and all, as for an array the command makes.
+var bashArrays = map[string]bool{"DIRSTACK": true, "GROUPS": true, "PIPESTATUS": true, "BASH_ARGC": true, "BASH_ARGV": true,
+	"BASH_LINENO": true, "BASH_SOURCE": true, "BASH_VERSINFO": true, "BASH_REMATCH": true, "FUNCNAME": true, "COMP_WORDS": true,
+	"COPROC": true, "MAPFILE": true}
+
+// intVar says bash gives name the integer attribute itself (declare -pi):
+// every assignment to it is arithmetic, which runs the $(…) in a value's
+// subscript (RANDOM=$v with v holding a[$(cmd)]), as after declare -i.
+func intVar(name string) bool {
+	switch name {
+	case "RANDOM", "SRANDOM", "OPTIND", "HISTCMD", "MAILCHECK":
+		return true
+	}
+	return false
+}
+
 // codeVars are variables whose value a shell runs as code or loads
 // (BASH_ENV, ENV, exported functions BASH_FUNC_name%%, PS4 under set -x,
 // PROMPT_COMMAND): setting one is unreadable.
@@ -835,6 +905,9 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 		if a.Name != nil && codeVar(a.Name.Value) || a.Value != nil && hidesCode(a.Value) {
 			p.unreadable = true // BASH_ENV=<(…) bash, x='a[$(cmd)]'
 		}
+		if lit, ok := literal(a.Value); a.Name != nil && intVar(a.Name.Value) && (a.Value != nil && !ok || codeSyntax(lit)) {
+			p.unreadable = true // RANDOM=$v evaluates $v's a[$(cmd)]
+		}
 		if a.Index != nil { // a[y]=1 evaluates y
 			reads, subst := arithReads(a.Index)
 			p.unreadable = p.unreadable || subst
@@ -983,8 +1056,13 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 			for _, v := range names {
 				v, _, _ = strings.Cut(v, "[")
 				p.unreadable = p.unreadable || v == madeWord // read $'BASH_CMD\x53': a name made at run time
-				p.unreadable = p.unreadable || codeVar(v)
+				p.unreadable = p.unreadable || codeVar(v) || intVar(v)
 				p.env = p.env || mayBeExported(v)
+				if name == "mapfile" || name == "readarray" || name == "read" && slices.ContainsFunc(p.words[i+1:], func(w string) bool {
+					return len(w) > 1 && w[0] == '-' && strings.Contains(w, "a")
+				}) {
+					s.markArray(v)
+				}
 			}
 			if stdin != nil && strings.Contains(wordText(stdin), "[") && codeSyntax(wordText(stdin)) {
 				p.unreadable = true
