@@ -463,3 +463,21 @@ func TestOpenServerSearchFindsWhatItShows(t *testing.T) {
 		t.Fatalf("the history page, which shows the request redacted, finds it by hunter2")
 	}
 }
+
+// TestPagesSayWhatRunsBesideTheAgentsWords: the queue and the request page
+// headed a call with the agent's summary, unmarked, and folded away the
+// tool and its arguments ("Count rows in users" over DROP TABLE users).
+// The summary is said to be the agent's, and the tool shows beside it.
+// Found by a tenth reader.
+func TestPagesSayWhatRunsBesideTheAgentsWords(t *testing.T) {
+	e := newEnv(t)
+	r := e.submit(`{"tool_name":"db_exec","tool_args":{"query":"DROP TABLE users"},"summary":"Count rows in users"}`)
+	b := e.login("alice")
+	for _, path := range []string{"/", "/approvals/" + r.ID} {
+		_, page := b.get(path)
+		head, _, _ := strings.Cut(page, "<details")
+		if !strings.Contains(head, "The agent says: Count rows in users") || !strings.Contains(head, `<span class="tool" title="tool"><code>db_exec</code></span>`) {
+			t.Errorf("%s, above the folds:\n%s", path, head)
+		}
+	}
+}

@@ -86,7 +86,7 @@ func TestCallbackApproveAndReject(t *testing.T) {
 				t.Errorf("answer card is not the final card: %s", raw)
 			}
 			title := a.Card.Data["header"].(map[string]any)["title"].(map[string]any)["content"]
-			if want := strings.ToUpper(string(tc.status)[:1]) + string(tc.status)[1:] + ": Pay ACME ¥60,000"; title != want {
+			if want := strings.ToUpper(string(tc.status)[:1]) + string(tc.status)[1:] + ": The agent says: Pay ACME ¥60,000"; title != want {
 				t.Errorf("final card title = %v", title)
 			}
 			if len(e.decider.Refusals()) != 0 {

@@ -191,8 +191,10 @@ func (c *Channel) card(v present.View, to, args, note string) obj {
 		folded = append(folded, text(note, "notation", "grey"))
 	}
 	els = append(els, obj{
-		"tag":      "collapsible_panel",
-		"expanded": false,
+		"tag": "collapsible_panel",
+		// Open when no large-type value shows what runs: the arguments
+		// are then the only word on it but the agent's own.
+		"expanded": v.Big == "",
 		"header":   obj{"title": obj{"tag": "plain_text", "content": "Arguments"}},
 		"elements": folded,
 	})

@@ -288,7 +288,7 @@ func TestUpdateShowsFinalState(t *testing.T) {
 				t.Error("final card lost schema 2.0 / update_multi")
 			}
 			hdr := card["header"].(map[string]any)["title"].(map[string]any)
-			if hdr["content"] != tc.title+": Pay ACME ¥60,000" {
+			if hdr["content"] != tc.title+": The agent says: Pay ACME ¥60,000" {
 				t.Errorf("title = %v, want %s", hdr["content"], tc.title)
 			}
 			text := allText(card)
@@ -331,6 +331,33 @@ func bodyTags(card map[string]any) []string {
 		out = append(out, tag)
 	}
 	return out
+}
+
+// TestCardOpensTheArgumentsWhenNothingElseShowsThem: with no command,
+// amount, path or URL in large type, the folded arguments were all that
+// said what runs, under the agent's own summary ("Count rows in users"
+// over DROP TABLE users). They are open then. Found by a tenth reader.
+func TestCardOpensTheArgumentsWhenNothingElseShowsThem(t *testing.T) {
+	e := newTestEnv(t)
+	r := sampleRequest()
+	r.Summary, r.ToolName, r.ToolArgs = "Count rows in users", "db_exec", json.RawMessage(`{"query":"DROP TABLE users"}`)
+	_, card, _ := sentCard(t, e, r)
+	if title := feishuTitleOf(card); title != "The agent says: Count rows in users" {
+		t.Errorf("title %q", title)
+	}
+	var panel map[string]any
+	walk(card, func(o map[string]any) {
+		if o["tag"] == "collapsible_panel" {
+			panel = o
+		}
+	})
+	if panel["expanded"] != true || !strings.Contains(allText(panel), "DROP TABLE users") {
+		t.Errorf("panel %v", panel)
+	}
+}
+
+func feishuTitleOf(card map[string]any) any {
+	return card["header"].(map[string]any)["title"].(map[string]any)["content"]
 }
 
 func TestCardIsRiskFirst(t *testing.T) {

@@ -233,7 +233,7 @@ func TestRejectWithReason(t *testing.T) {
 		t.Errorf("views.open: json=%v token=%q trigger=%v", v.JSON, v.Token, v.Body["trigger_id"])
 	}
 	view, _ := v.Body["view"].(map[string]any)
-	if shown := fmt.Sprint(view["blocks"]); strings.Contains(shown, "AKIA") || !strings.Contains(shown, "Reject: Pay with key [redacted]") {
+	if shown := fmt.Sprint(view["blocks"]); strings.Contains(shown, "AKIA") || !strings.Contains(shown, "Reject: The agent says: Pay with key [redacted]") {
 		t.Errorf("modal shows %s", shown)
 	}
 	var meta reasonMeta

@@ -150,7 +150,7 @@ func (c *Channel) openCard(r *gate.Request) ([]slack.Block, string) {
 		// A critical route's approval is confirmed first, with what it
 		// approves in front of the approver once more.
 		approve.Confirm = slack.NewConfirmationBlockObject(plain("Approve a critical call?", maxConfirmTitle),
-			plain(v.Sentence+"\nTool: "+v.ToolName+" · route "+v.RouteName(), maxConfirmText),
+			plain(text.Ellipsis(v.Sentence, maxConfirmText/2)+"\nTool: "+v.ToolName+" · route "+v.RouteName(), maxConfirmText),
 			plain("Approve", maxConfirmWord), plain("Cancel", maxConfirmWord))
 		approve.Confirm.Style = slack.StyleDanger
 	}
@@ -202,9 +202,11 @@ func (c *Channel) facts(v present.View) slack.Block {
 		route += " · " + v.Severity
 	}
 	fields := []*slack.TextBlockObject{
-		field("Tool", v.ToolName),
+		// The agent's words as code, where *bold*, ~strike~ and :emoji:
+		// cannot draw (a :white_check_mark: "approved" by the agent).
+		md("*Tool*\n" + codeSpan(v.ToolName, maxField-16)),
 		field("Route", route),
-		field("Asked by", v.Who()),
+		md("*Asked by*\n" + codeSpan(v.Who(), maxField-16)),
 	}
 	if !v.Status.Final() {
 		fields = append(fields, md("*Time left*\n"+esc(orNone(v.Left(c.now())))+", until "+slackDate(v.ExpiresAt)))
@@ -230,7 +232,10 @@ func bigText(v present.View) *slack.TextBlockObject {
 	}
 	switch v.Kind {
 	case present.KindAmount:
-		s, _ := escLimit(v.Big, 200)
+		s, cut := escLimit(v.Big, 200)
+		if cut {
+			s += "…"
+		}
 		return md("*" + strings.ReplaceAll(s, "*", "∗") + "*")
 	case present.KindCommand:
 		s, cut := escLimit(unfence(v.Big), 1000)
@@ -242,10 +247,14 @@ func bigText(v present.View) *slack.TextBlockObject {
 	return md(codeSpan(v.Big, 1000))
 }
 
-// codeSpan is s as inline code, escaped and cut to max, its backquotes
-// written ˋ so that none can close the span and format what follows.
+// codeSpan is s as inline code, escaped and cut to max (a cut marked …),
+// its backquotes written ˋ so that none can close the span and format
+// what follows.
 func codeSpan(s string, max int) string {
-	s, _ = escLimit(s, max)
+	s, cut := escLimit(s, max)
+	if cut {
+		s += "…"
+	}
 	return "`" + strings.ReplaceAll(s, "`", "ˋ") + "`"
 }
 

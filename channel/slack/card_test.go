@@ -121,14 +121,14 @@ func TestPostCard(t *testing.T) {
 	if call.JSON || call.Token != botToken || call.Form.Get("channel") != slackCh {
 		t.Errorf("post: json=%v token=%q channel=%q", call.JSON, call.Token, call.Form.Get("channel"))
 	}
-	if got := call.Form.Get("text"); got != "Approval needed: Pay ACME ¥60,000" {
+	if got := call.Form.Get("text"); got != "Approval needed: The agent says: Pay ACME ¥60,000" {
 		t.Errorf("fallback text %q", got)
 	}
 	blocks := call.Blocks(t)
 	all := joined(texts(t, blocks))
 	for _, want := range []string{
 		"Pay ACME ¥60,000", "*60,000*",
-		"*Tool*\noa__purchase_pay", "*Asked by*\nprocurement-bot for u_42", "*Route*\npayments",
+		"*Tool*\n`oa__purchase_pay`", "*Asked by*\n`procurement-bot for u_42`", "*Route*\npayments",
 		"*Time left*\n30m left, until <!date^" + itoa(r.ExpiresAt.Unix()) + "^", "2026-11-21 10:30:00 UTC",
 		"\"vendor\": \"ACME\"", "\"amount\": 60000",
 		"<https://gate.example.com/approvals/01JREQ|",
@@ -244,16 +244,16 @@ func TestFinalCards(t *testing.T) {
 	}{
 		{"approved", func(r *gate.Request) {
 			r.Status, r.DecidedBy, r.DecidedVia = gate.StatusApproved, "slack:T123/U456", "ops-slack"
-		}, []string{"✅ Approved: Pay ACME ¥60,000", ":white_check_mark: *Approved* by <@U456> (slack:T123/U456) via ops-slack at <!date^"}},
+		}, []string{"✅ Approved: The agent says: Pay ACME ¥60,000", ":white_check_mark: *Approved* by <@U456> (slack:T123/U456) via ops-slack at <!date^"}},
 		{"rejected with reason", func(r *gate.Request) {
 			r.Status, r.DecidedBy, r.DecidedVia, r.Reason = gate.StatusRejected, "web:alice", "web", "over budget"
-		}, []string{"❌ Rejected: Pay ACME ¥60,000", ":x: *Rejected* by web:alice via web", "*Reason:* over budget"}},
+		}, []string{"❌ Rejected: The agent says: Pay ACME ¥60,000", ":x: *Rejected* by web:alice via web", "*Reason:* over budget"}},
 		{"expired", func(r *gate.Request) {
 			r.Status, r.DecidedBy, r.DecidedVia, r.Reason = gate.StatusExpired, gate.ActorSystem, "timeout", "no verdict within 30m0s; on timeout: deny"
-		}, []string{"⌛ Expired: Pay ACME ¥60,000", "*Expired*", "on timeout: deny"}},
+		}, []string{"⌛ Expired: The agent says: Pay ACME ¥60,000", "*Expired*", "on timeout: deny"}},
 		{"cancelled", func(r *gate.Request) {
 			r.Status, r.DecidedBy, r.DecidedVia, r.Reason = gate.StatusCancelled, "agent:procurement-bot", "api", "user gave up"
-		}, []string{"🚫 Cancelled: Pay ACME ¥60,000", "*Cancelled* by agent:procurement-bot via api", "*Reason:* user gave up"}},
+		}, []string{"🚫 Cancelled: The agent says: Pay ACME ¥60,000", "*Cancelled* by agent:procurement-bot via api", "*Reason:* user gave up"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -281,7 +281,7 @@ func TestFinalCards(t *testing.T) {
 				t.Error("a final card counts down")
 			}
 			all := joined(texts(t, blocks))
-			for _, w := range append(tt.want, "*Tool*\noa__purchase_pay", "\"vendor\": \"ACME\"") {
+			for _, w := range append(tt.want, "*Tool*\n`oa__purchase_pay`", "\"vendor\": \"ACME\"") {
 				if !strings.Contains(all, w) {
 					t.Errorf("final card lacks %q:\n%s", w, all)
 				}
@@ -374,7 +374,7 @@ func TestCardIsRiskFirst(t *testing.T) {
 		t.Errorf("the command is not in large type: %q", objs[1].Text)
 	}
 	all := joined(objs)
-	for _, want := range []string{"*Route*\npayments (Payments over ¥50,000) · high", "*Time left*\n20m left", "*Asked by*\nprocurement-bot for u_42"} {
+	for _, want := range []string{"*Route*\npayments (Payments over ¥50,000) · high", "*Time left*\n20m left", "*Asked by*\n`procurement-bot for u_42`"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("card lacks %q:\n%s", want, all)
 		}
@@ -398,7 +398,7 @@ func TestCriticalApprovalIsConfirmed(t *testing.T) {
 		t.Fatal(err)
 	}
 	blocks := f.CallsOf("chat.postMessage")[0].Blocks(t)
-	if h := texts(t, blocks)[0].Text; !strings.HasPrefix(h, "🔴 Pay ACME") {
+	if h := texts(t, blocks)[0].Text; !strings.HasPrefix(h, "🔴 The agent says: Pay ACME") {
 		t.Errorf("header %q", h)
 	}
 	bs := buttons(blocks)
@@ -477,8 +477,8 @@ func TestFallbackTextEscapedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ method, want string }{
-		{"chat.postMessage", "Approval needed: Pay R&amp;D &lt;team&gt;"},
-		{"chat.update", "Approved: Pay R&amp;D &lt;team&gt;"},
+		{"chat.postMessage", "Approval needed: The agent says: Pay R&amp;D &lt;team&gt;"},
+		{"chat.update", "Approved: The agent says: Pay R&amp;D &lt;team&gt;"},
 	} {
 		calls := f.CallsOf(tc.method)
 		if len(calls) != 1 {

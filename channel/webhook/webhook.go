@@ -284,7 +284,8 @@ func refOf(answer []byte, def string) string {
 
 // cardText is the card's one line: what will happen, who asks, the tool.
 func cardText(v present.View) string {
-	return text.Ellipsis("Approval needed: "+v.Sentence+" ("+v.Who()+"; tool "+v.ToolName+")", 500)
+	// The sentence is cut first: a long summary must not cut off the tool.
+	return text.Ellipsis("Approval needed: "+text.Ellipsis(v.Sentence, 300)+" ("+text.Ellipsis(v.Who(), 100)+"; tool "+v.ToolName+")", 500)
 }
 
 // maxAnswer bounds what is read of a relay's answer.

@@ -331,7 +331,7 @@ func TestReminders(t *testing.T) {
 	m := after.Message
 	if !after.SignatureOK || m.Channel != "relay" || m.Ref != "msg-1" || m.Step < 1 || !slices.Equal(m.Mention, []string{"bob@example.com"}) ||
 		m.Request["status"] != "pending" || m.URL != public+"/approvals/"+r.ID || m.CallbackURL != public+"/callbacks/webhook/relay" ||
-		!strings.HasPrefix(m.Text, "Still waiting for approval: Deploy <b>prod</b> (") || !strings.Contains(m.Text, "tool deploy), expires ") {
+		!strings.HasPrefix(m.Text, "Still waiting for approval: The agent says: Deploy <b>prod</b> (") || !strings.Contains(m.Text, "tool deploy), expires ") {
 		t.Fatalf("reminder: %s", after.Body)
 	}
 	evs, err := e.svc.Events(context.Background(), r.ID)

@@ -55,6 +55,13 @@ func verifyCmd(t *testing.T, cfg string, extra ...string) (int, string) {
 // awaitSealed waits until every event of request id carries its seq.
 func awaitSealed(t *testing.T, base, id string) []map[string]any {
 	t.Helper()
+	return awaitTrail(t, base, id, func([]map[string]any) bool { return true })
+}
+
+// awaitTrail waits until every event of request id carries its seq and
+// the trail is as done says.
+func awaitTrail(t *testing.T, base, id string, done func([]map[string]any) bool) []map[string]any {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var out struct {
@@ -69,11 +76,11 @@ func awaitSealed(t *testing.T, base, id string) []map[string]any {
 				sealed = false
 			}
 		}
-		if sealed {
+		if sealed && done(out.Events) {
 			return out.Events
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("events of %s not sealed after 10s: %v", id, out.Events)
+			t.Fatalf("events of %s not sealed, or not as awaited, after 10s: %v", id, out.Events)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -126,6 +133,10 @@ func TestAuditChainThroughTheBinary(t *testing.T) {
 	// seals what is left and writes a last checkpoint file.
 	api(t, "POST", srv.URL+"/api/v1/approvals", map[string]any{"tool_name": "deploy", "summary": "ship it"}, &r)
 	api(t, "POST", srv.URL+"/api/v1/approvals/"+r.ID+"/cancel", map[string]any{"reason": "not today"}, nil)
+	// The card's last update comes after the cancel, and the head must be
+	// an event that seals no verdict for the truncation below to be
+	// clean: under load the stop could come before the update.
+	awaitTrail(t, srv.URL, r.ID, func(evs []map[string]any) bool { return evs[len(evs)-1]["type"] == "card_updated" })
 	srv.cmd.Process.Signal(syscall.SIGTERM)
 	if err := srv.cmd.Wait(); err != nil {
 		t.Fatalf("server exit: %v\n%s", err, srv.Log())

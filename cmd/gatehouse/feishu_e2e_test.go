@@ -203,7 +203,7 @@ func TestFeishuApproveEndToEnd(t *testing.T) {
 		t.Fatalf("message create: ?%s %v", send.Query, send.JSON)
 	}
 	card := send.Card(t)
-	if card["schema"] != "2.0" || feishuTitle(card) != "Pay ACME" {
+	if card["schema"] != "2.0" || feishuTitle(card) != "The agent says: Pay ACME" {
 		t.Fatalf("card: %v", card)
 	}
 	if cfg, _ := card["config"].(map[string]any); cfg["update_multi"] != true {

@@ -45,8 +45,9 @@ const (
 // fields, never the original's.
 type View struct {
 	*gate.Request
-	// Sentence says what will happen: the agent's summary, or one built
-	// from the tool and its key arguments ("Run `git push` in /repo").
+	// Sentence says what will happen: one built from the tool and its key
+	// arguments ("Run `git push` in /repo"), or the agent's summary, marked
+	// as its words (SaidBy).
 	Sentence string
 	// Big is the amount or command the approver must not miss, with Kind
 	// saying which ("" when the arguments have neither).
@@ -58,6 +59,10 @@ type View struct {
 	Edited bool
 	gate.Looks
 }
+
+// SaidBy begins a sentence that is the agent's summary: its words, not
+// Gatehouse's reading of the arguments.
+const SaidBy = "The agent says: "
 
 // Limits of what a View holds, in characters.
 const (
@@ -73,8 +78,11 @@ func (p *Presenter) View(r *gate.Request) View {
 	}
 	args := object(v.ToolArgs)
 	v.Big, v.Kind = big(args)
-	v.Sentence = text.Ellipsis(strings.Join(strings.Fields(v.Summary), " "), maxSentence)
-	if v.Sentence == "" {
+	if said := strings.Join(strings.Fields(v.Summary), " "); said != "" {
+		// The agent's own words, which may not be what its arguments do
+		// ("Count rows" over DROP TABLE users): said so on every face.
+		v.Sentence = text.Ellipsis(SaidBy+said, maxSentence)
+	} else {
 		v.Sentence = text.Ellipsis(sentence(v.ToolName, args, object(v.Metadata)), maxSentence)
 	}
 	v.Big = text.Ellipsis(v.Big, maxBig)

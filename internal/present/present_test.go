@@ -22,8 +22,12 @@ func TestSentenceAndBig(t *testing.T) {
 		name, tool, args, summary string
 		sentence, big, kind       string
 	}{
+		// The agent's summary heads every face, marked as its words: they
+		// may not be what the arguments do. Found by a tenth reader.
+		{"the agent's words, said to be its", "db_exec", `{"query":"DROP TABLE users"}`, "Count rows in users",
+			"The agent says: Count rows in users", "", ""},
 		{"the agent's summary wins", "oa__purchase_pay", `{"vendor":"ACME","amount":60000,"currency":"CNY"}`, "Pay ACME ¥60,000 for GPUs",
-			"Pay ACME ¥60,000 for GPUs", "¥60,000", KindAmount},
+			"The agent says: Pay ACME ¥60,000 for GPUs", "¥60,000", KindAmount},
 		{"a payment built from its arguments", "oa__purchase_pay", `{"vendor":"ACME","amount":60000,"currency":"CNY"}`, "",
 			"Pay ACME ¥60,000", "¥60,000", KindAmount},
 		{"an amount in a string, with cents", "billing_refund", `{"amount":"1234567.5","currency":"usd","payee":"Initech"}`, "",
@@ -47,7 +51,7 @@ func TestSentenceAndBig(t *testing.T) {
 		{"nothing that stands out", "deploy", `{"env":"prod","force":true,"list":[1]}`, "", "Call deploy (env: prod, force: true)", "", ""},
 		{"no arguments", "ping", `{}`, "", "Call ping", "", ""},
 		{"arguments that are not an object", "ping", `[1,2]`, "", "Call ping", "", ""},
-		{"a summary on many lines is one line", "x", `{}`, "line one\n\tline two", "line one line two", "", ""},
+		{"a summary on many lines is one line", "x", `{}`, "line one\n\tline two", "The agent says: line one line two", "", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			v := (*Presenter)(nil).View(req(tt.tool, tt.args, tt.summary))
