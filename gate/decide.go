@@ -125,7 +125,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 			if twice != nil {
 				// As on submission: the page shows one value, a tool may
 				// run with the other.
-				return Errorf(EINVALID, "modified arguments give the key %q twice in one object: give it once", *twice)
+				return Errorf(EINVALID, "modified arguments give the key %q twice in one object (keys that differ only in case count as one): give it once", *twice)
 			}
 		}
 		return nil

@@ -79,7 +79,7 @@ func validate(in *Submission, maxTimeout time.Duration) error {
 	if k, dup := jsonx.DuplicateKey(args); dup {
 		// The policy reads the last value; a tool may run with the first.
 		k, _ = text.CutRunes(k, 100)
-		return Errorf(EINVALID, "tool_args: the key %q appears twice in one object: give it once", k)
+		return Errorf(EINVALID, "tool_args: the key %q appears twice in one object (keys that differ only in case count as one): give it once", k)
 	}
 	in.ToolArgs = args
 	meta, err := compactJSON(in.Metadata, "{}")
@@ -94,7 +94,7 @@ func validate(in *Submission, maxTimeout time.Duration) error {
 	}
 	if k, dup := jsonx.DuplicateKey(meta); dup {
 		k, _ = text.CutRunes(k, 100)
-		return Errorf(EINVALID, "metadata: the key %q appears twice in one object: give it once", k)
+		return Errorf(EINVALID, "metadata: the key %q appears twice in one object (keys that differ only in case count as one): give it once", k)
 	}
 	in.Metadata = meta
 	if in.Timeout < 0 || (in.Timeout > 0 && in.Timeout < time.Second) {

@@ -70,6 +70,10 @@ func TestSubmitValidation(t *testing.T) {
 			// a ninth reader.
 			{"a key twice in the arguments", gate.Submission{ToolName: "oa__purchase_pay", ToolArgs: json.RawMessage(`{"amount":60000, "amount":50}`)},
 				`tool_args: the key "amount" appears twice in one object`},
+			// A Go tool's struct reads AMOUNT as its amount field; the
+			// policy read amount. Found by a tenth reader.
+			{"a key twice under two cases", gate.Submission{ToolName: "oa__purchase_pay", ToolArgs: json.RawMessage(`{"vendor":"ACME","amount":10,"AMOUNT":6000000}`)},
+				`tool_args: the key "AMOUNT" appears twice in one object (keys that differ only in case count as one)`},
 			{"a key twice in the metadata", gate.Submission{ToolName: "x", Metadata: json.RawMessage(`{"cwd":"/srv/prod","cwd":"/tmp"}`)},
 				`metadata: the key "cwd" appears twice in one object`},
 		} {

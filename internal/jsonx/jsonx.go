@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
@@ -272,10 +274,14 @@ func indent(raw []byte) string {
 }
 
 // DuplicateKey finds a key that one object in the JSON text holds twice
-// ({"amount":60000,"amount":50}), and says whether there is one. Readers
-// disagree on such text: Go, JavaScript and Python keep the last value,
-// other parsers the first, so the policy could judge one amount and the
-// tool pay another. Text that is not JSON has none (its own error says why).
+// ({"amount":60000,"amount":50}), also under another case
+// ({"amount":10,"AMOUNT":6000000}, "ſum" and "sum"), and says whether
+// there is one. Readers disagree on such text: Go, JavaScript and Python
+// keep the last value, other parsers the first, and Go (like Jackson or
+// System.Text.Json set so) matches a struct's fields to keys whatever
+// their case, where the policy reads each key as written: it could judge
+// one amount and the tool pay another. Text that is not JSON has none
+// (its own error says why).
 func DuplicateKey(raw []byte) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	// Each open object or array; an object's keys, and whether its next
@@ -312,16 +318,30 @@ func DuplicateKey(raw []byte) (string, bool) {
 				value()
 				continue
 			}
-			if _, seen := stack[top].keys[v]; seen {
+			k := foldKey(v)
+			if _, seen := stack[top].keys[k]; seen {
 				return v, true
 			}
 			if stack[top].keys == nil {
 				stack[top].keys = map[string]struct{}{}
 			}
-			stack[top].keys[v] = struct{}{}
+			stack[top].keys[k] = struct{}{}
 			stack[top].wantKey = false
 		default:
 			value()
 		}
 	}
+}
+
+// foldKey is k with each letter the least of those Unicode folds it with
+// (strings.EqualFold's folding): two keys fold alike when EqualFold says
+// they are equal. k folds with K and with the Kelvin sign, s with ſ.
+func foldKey(k string) string {
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return least
+	}, k)
 }
