@@ -3,10 +3,13 @@
 package main
 
 import (
+	"database/sql"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -41,7 +44,14 @@ func killDuringVerdicts(t *testing.T, dir, driver, dsn string) {
 		approvers = 4   // people deciding at once
 	)
 	cfg := e2eConfig(t, dir, freePort(t), "")
-	withDatabase(t, cfg, driver, dsn)
+	serverDSN, app := dsn, ""
+	if driver == "postgres" {
+		// Named, so that the test can tell when PostgreSQL is done with
+		// the killed server's connections.
+		app = fmt.Sprintf("gh_kill_%d", time.Now().UnixNano())
+		serverDSN = withApplicationName(t, dsn, app)
+	}
+	withDatabase(t, cfg, driver, serverDSN)
 	srv := startServer(t, cfg)
 	traffic := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n + approvers}}
 	defer traffic.CloseIdleConnections()
@@ -124,6 +134,11 @@ func killDuringVerdicts(t *testing.T, dir, driver, dsn string) {
 	srv.Kill()
 	burst.Wait()
 	agents.Wait()
+	if app != "" {
+		// A COMMIT PostgreSQL had received when the server died still
+		// commits: read the database once it has, not while it may.
+		awaitNoConnections(t, dsn, app)
+	}
 
 	// The database as the crash left it.
 	rows := readRows(t, driver, dsn)
@@ -218,4 +233,47 @@ func killDuringVerdicts(t *testing.T, dir, driver, dsn string) {
 	figure(t, "kill_"+driver+"_reattached_exact", fmt.Sprintf("%d/%d", reattached, n))
 	figure(t, "kill_"+driver+"_decided_after_restart", finished)
 	t.Logf("%s", chain)
+}
+
+// withApplicationName is dsn (a URL or key=value pairs) with PostgreSQL's
+// application_name set.
+func withApplicationName(t *testing.T, dsn, name string) string {
+	t.Helper()
+	if !strings.Contains(dsn, "://") {
+		return dsn + " application_name=" + name
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("application_name", name)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// awaitNoConnections waits until PostgreSQL holds no connection named app:
+// the killed server's backends have seen their sockets close, after
+// finishing what they had received.
+func awaitNoConnections(t *testing.T, dsn, app string) {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("PostgreSQL still holds %d connections of the killed server after 30s", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
