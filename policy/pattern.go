@@ -21,8 +21,11 @@ type pattern struct {
 	arg  string // inside the parentheses
 	// Bash: the command's words, and whether the rule is a prefix (:*)
 	// or holds wildcards.
-	words  []string
-	line   string // words joined by single spaces
+	words []string
+	line  string // words joined by single spaces
+	// dashed is the first two words as git names a command's program
+	// (git-push), "" for a rule of one word.
+	dashed string
 	prefix bool
 	glob   bool
 	// byPath says the rule's command is a path (/opt/x/run.sh): it is
@@ -166,6 +169,9 @@ func parsePattern(s string) (pattern, error) {
 			return p, fmt.Errorf("%q: no command", s)
 		}
 		p.line = strings.Join(p.words, " ")
+		if len(p.words) > 1 {
+			p.dashed = p.words[0] + "-" + p.words[1]
+		}
 		p.byPath = strings.IndexByte(p.words[0], '/') >= 0
 	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
 		if strings.HasPrefix(strings.TrimSpace(p.arg), "~") {
@@ -429,7 +435,7 @@ func (p *pattern) broadMatch(q *part) fit {
 		next := 1
 		if n := p.named(q, i); n != p.words[0] {
 			// git-push (git's exec-path, exec -a git-push git) is git push.
-			if len(p.words) < 2 || n != p.words[0]+"-"+p.words[1] {
+			if n != p.dashed || p.dashed == "" {
 				continue
 			}
 			next = 2
