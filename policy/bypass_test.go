@@ -1725,6 +1725,11 @@ func TestValuesReadAgainAsCode(t *testing.T) {
 		`v=$(printf '(%s(git push --force))' '$'); declare x=$v; x[1]=2`,
 		`v=$(printf '(%s(git push --force))' '$'); mapfile x < /dev/null; declare x=$v`,
 		`v=$(printf '(%s(git push --force))' '$'); declare DIRSTACK=$v`,
+		// Arrays made other ways, found by a second reader of this fix.
+		`coproc X { cat; }; v=$(printf '(%s(git push --force))' '$'); declare X=$v`,
+		`printf -v 'x[0]' 1; v=$(printf '(%s(git push --force))' '$'); declare x=$v`,
+		`read 'x[0]' <<< 1; v=$(printf '(%s(git push --force))' '$'); declare x=$v`,
+		`: ${x[0]:=1}; v=$(printf '(%s(git push --force))' '$'); declare x=$v`,
 		`RANDOM=$(echo 'a[$(git push --force)]')`,
 		`OPTIND=$(printf 'a[%s(git push --force)]' '$')`,
 		`export OPTIND=$(printf 'a[%s(git push --force)]' '$')`,

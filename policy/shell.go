@@ -221,6 +221,9 @@ func (s *shellCmd) read(code string, depth int) bool {
 			}
 		case *syntax.CoprocClause:
 			// coproc NAME { …; } sets the array NAME=(rfd wfd).
+			if x.Name != nil {
+				s.markArray(x.Name.Lit())
+			}
 			if x.Name != nil && mayBeExported(x.Name.Lit()) {
 				s.parts = append(s.parts, part{words: []string{x.Name.Lit()}, env: true, unreadable: codeVar(x.Name.Lit())})
 			}
@@ -230,7 +233,10 @@ func (s *shellCmd) read(code string, depth int) bool {
 				s.parts = append(s.parts, part{words: []string{it.Name.Value}, env: true, unreadable: codeVar(it.Name.Value) || intVar(it.Name.Value)})
 			}
 		case *syntax.ParamExp:
-			// ${X:=v} and ${X=v} assign X.
+			// ${X:=v} and ${X=v} assign X; ${x[0]:=v} makes x an array.
+			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && x.Param != nil && x.Index != nil {
+				s.markArray(x.Param.Value)
+			}
 			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && x.Param != nil {
 				s.parts = append(s.parts, part{words: []string{x.Param.Value}, env: true, unreadable: codeVar(x.Param.Value)})
 			}
@@ -1054,7 +1060,10 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 				}
 			}
 			for _, v := range names {
-				v, _, _ = strings.Cut(v, "[")
+				v, sub, _ := strings.Cut(v, "[")
+				if sub != "" {
+					s.markArray(v) // printf -v 'x[0]', read 'x[0]'
+				}
 				p.unreadable = p.unreadable || v == madeWord // read $'BASH_CMD\x53': a name made at run time
 				p.unreadable = p.unreadable || codeVar(v) || intVar(v)
 				p.env = p.env || mayBeExported(v)

@@ -63,11 +63,18 @@ func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return s.apiError(c, err)
 		}
-		c.Set(callerKey, who)
-		r := c.Request()
-		c.SetRequest(r.WithContext(gate.WithGeneration(context.WithValue(r.Context(), authedKey{}, who), who.gen)))
+		s.admit(c, who)
 		return next(c)
 	}
+}
+
+// admit records who makes the call: for the handlers, and in the request's
+// context for the plain net/http ones (POST /mcp) and for the gate, with
+// the config generation of the tokens that read it (gate.WithGeneration).
+func (s *Server) admit(c echo.Context, who authed) {
+	c.Set(callerKey, who)
+	r := c.Request()
+	c.SetRequest(r.WithContext(gate.WithGeneration(context.WithValue(r.Context(), authedKey{}, who), who.gen)))
 }
 
 // authedKey holds the authed in the request's context, for handlers that

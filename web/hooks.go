@@ -51,7 +51,7 @@ func (s *Server) hookToken(next echo.HandlerFunc) echo.HandlerFunc {
 			return s.hookFailed(c, hook.FailedCall(name, body, c.QueryParam("event")),
 				hook.Failure(gate.ErrorMessage(err)+": set GATEHOUSE_TOKEN (sent as Authorization: Bearer) to one of the server's auth.api_tokens"))
 		}
-		c.Set(callerKey, who)
+		s.admit(c, who)
 		return next(c)
 	}
 }

@@ -150,7 +150,7 @@ func (c *Channel) openCard(r *gate.Request) ([]slack.Block, string) {
 		// A critical route's approval is confirmed first, with what it
 		// approves in front of the approver once more.
 		approve.Confirm = slack.NewConfirmationBlockObject(plain("Approve a critical call?", maxConfirmTitle),
-			plain(text.Ellipsis(v.Sentence, maxConfirmText/2)+"\nTool: "+v.ToolName+" · route "+v.RouteName(), maxConfirmText),
+			plain(confirmText(v), maxConfirmText),
 			plain("Approve", maxConfirmWord), plain("Cancel", maxConfirmWord))
 		approve.Confirm.Style = slack.StyleDanger
 	}
@@ -192,6 +192,13 @@ func (c *Channel) finalCard(r *gate.Request) ([]slack.Block, string) {
 func fallback(v present.View) string {
 	s, _ := escLimit(v.Sentence, 300)
 	return s
+}
+
+// confirmText is what a critical approval's confirmation says: the
+// sentence, cut to what the tool and route leave of the dialog's text.
+func confirmText(v present.View) string {
+	tail := "\nTool: " + text.Ellipsis(v.ToolName, 120) + " · route " + text.Ellipsis(v.RouteName(), 60)
+	return text.Ellipsis(v.Sentence, maxConfirmText-utf8.RuneCountInString(tail)) + tail
 }
 
 // facts is the section under the header: the amount or command in large

@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gatehouse-dev/gatehouse/channel"
 	"github.com/gatehouse-dev/gatehouse/config"
@@ -284,8 +285,10 @@ func refOf(answer []byte, def string) string {
 
 // cardText is the card's one line: what will happen, who asks, the tool.
 func cardText(v present.View) string {
-	// The sentence is cut first: a long summary must not cut off the tool.
-	return text.Ellipsis("Approval needed: "+text.Ellipsis(v.Sentence, 300)+" ("+text.Ellipsis(v.Who(), 100)+"; tool "+v.ToolName+")", 500)
+	// The sentence is cut to what the rest leaves: a long summary must not
+	// cut off the tool.
+	rest := " (" + text.Ellipsis(v.Who(), 100) + "; tool " + text.Ellipsis(v.ToolName, 200) + ")"
+	return "Approval needed: " + text.Ellipsis(v.Sentence, 500-len("Approval needed: ")-utf8.RuneCountInString(rest)) + rest
 }
 
 // maxAnswer bounds what is read of a relay's answer.

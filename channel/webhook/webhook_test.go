@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gatehouse-dev/gatehouse/channel/webhook"
 	"github.com/gatehouse-dev/gatehouse/channel/webhook/webhooktest"
@@ -438,5 +439,27 @@ func TestSelfApprovalRefused(t *testing.T) {
 	body = verdict(r.ID, "approve", "bob@example.com", "")
 	if code, answer := webhooktest.Post(t, e.urlA, body, webhooktest.Signed(secret, time.Now(), body)); code != 200 || !strings.Contains(answer, "approved") {
 		t.Fatalf("bob: %d %s", code, answer)
+	}
+}
+
+// TestCardTextKeepsTheTool: a long summary and agent id must not push the
+// tool off the card's one line, which is cut at 500 characters. Found by a
+// second reader of the cut.
+func TestCardTextKeepsTheTool(t *testing.T) {
+	relay := webhooktest.NewRelay(t, secret)
+	ch, err := webhook.New(webhook.Options{Name: "relay", Config: config.Webhook{URL: relay.URL, Secret: secret}, Decider: nopDecider{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	r := &gate.Request{ID: "01JTEXT0000000000000000000", Status: gate.StatusPending, ToolName: "db_exec_" + strings.Repeat("x", 150),
+		Summary: strings.Repeat("Count rows ", 60), AgentID: strings.Repeat("agent-", 40), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	relay.Script(webhooktest.Answer{Status: 200, Body: "ok"})
+	if _, err := ch.Post(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	got := relay.Deliveries()[0].Message.Text
+	if n := utf8.RuneCountInString(got); n > 500 || !strings.Contains(got, "; tool db_exec_xxx") || !strings.HasSuffix(got, "x)") {
+		t.Errorf("%d characters: %q", n, got)
 	}
 }

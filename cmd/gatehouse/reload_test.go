@@ -163,6 +163,19 @@ func TestReloadNeverMixesTokensAndRoutes(t *testing.T) {
 	svc, srv, _ := newReloader(t, "", a)
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
+	hookCall := func() string {
+		req, _ := http.NewRequest(http.MethodPost, hs.URL+"/hooks/claude-code?wait=0s", strings.NewReader(
+			`{"session_id":"s1","cwd":"/repo","hook_event_name":"PreToolUse","tool_name":"deploy","tool_input":{}}`))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}
 	gateCall := func() (int, string) {
 		req, _ := http.NewRequest(http.MethodPost, hs.URL+"/api/v1/gate", strings.NewReader(`{"tool_name":"deploy","requires_confirmation":false}`))
 		req.Header.Set("Authorization", "Bearer "+tok)
@@ -184,6 +197,11 @@ func TestReloadNeverMixesTokensAndRoutes(t *testing.T) {
 	}
 	if code, body := gateCall(); code != http.StatusServiceUnavailable || strings.Contains(body, `"allow":true`) {
 		t.Fatalf("between the routes and the tokens: %d %s, want 503", code, body)
+	}
+	// The hook endpoint too, which reads its token on its own path (a
+	// second reader found it still mixed them).
+	if body := hookCall(); !strings.Contains(body, `"permissionDecision":"deny"`) || !strings.Contains(body, "reloaded") {
+		t.Fatalf("a hook call between the routes and the tokens: %s, want a deny that says to send it again", body)
 	}
 	srv.SetAuth(b.Auth.APITokens, b.Auth.Users)
 	if code, body := gateCall(); code != http.StatusOK || !strings.Contains(body, `"allow":false`) || !strings.Contains(body, "no-bot2") {
