@@ -163,9 +163,8 @@ func TestReloadNeverMixesTokensAndRoutes(t *testing.T) {
 	svc, srv, _ := newReloader(t, "", a)
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
-	hookCall := func() string {
-		req, _ := http.NewRequest(http.MethodPost, hs.URL+"/hooks/claude-code?wait=0s", strings.NewReader(
-			`{"session_id":"s1","cwd":"/repo","hook_event_name":"PreToolUse","tool_name":"deploy","tool_input":{}}`))
+	post := func(path, body string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, hs.URL+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+tok)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
@@ -173,20 +172,15 @@ func TestReloadNeverMixesTokensAndRoutes(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return string(body)
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(out)
 	}
 	gateCall := func() (int, string) {
-		req, _ := http.NewRequest(http.MethodPost, hs.URL+"/api/v1/gate", strings.NewReader(`{"tool_name":"deploy","requires_confirmation":false}`))
-		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
+		return post("/api/v1/gate", `{"tool_name":"deploy","requires_confirmation":false}`)
+	}
+	hookCall := func() string {
+		_, out := post("/hooks/claude-code?wait=0s", `{"session_id":"s1","cwd":"/repo","hook_event_name":"PreToolUse","tool_name":"deploy","tool_input":{}}`)
+		return out
 	}
 	if code, body := gateCall(); code != http.StatusOK || !strings.Contains(body, `"allow":false`) {
 		t.Fatalf("under the first config: %d %s", code, body)
