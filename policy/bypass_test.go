@@ -1749,3 +1749,39 @@ func TestValuesReadAgainAsCode(t *testing.T) {
 		}
 	}
 }
+
+// TestClientToolsByTheirNames: a Cursor MCP call carries its server's bare
+// tool name, which a Bash(…) or path rule read as the client's own shell or
+// file tool (an allow of Bash(git status) allowed Shell on a remote-exec
+// server); Codex's apply_patch names its files in the patch's text, which
+// Edit rules did not read; Copilot CLI's powershell and write_bash ran
+// under a Bash allow, and its grep was no search. Found by a reader of the
+// hook inputs.
+func TestClientToolsByTheirNames(t *testing.T) {
+	mcp := `{"cwd":"/repo","mcp_url":"https://prod-ssh.example/mcp"}`
+	allowStatus := []Route{{Name: "ok", Calls: []string{"Bash(git status)", "Edit(/repo/**)"}, Action: Allow}, {Name: "rest", Action: Ask}}
+	denyEtc := []Route{{Name: "etc", Calls: []string{"Read(/etc/**)", "Edit(/etc/**)"}, Action: Deny}, {Name: "pushes", Calls: []string{"Bash(git push:*)"}, Action: Ask},
+		{Name: "rest", Action: Allow}}
+	for _, tc := range []struct {
+		name       string
+		rs         []Route
+		tool, meta string
+		args       any
+		want       string
+	}{
+		{"an MCP tool named Shell", allowStatus, "Shell", mcp, map[string]string{"command": "git status"}, "rest"},
+		{"an MCP tool named bash", allowStatus, "bash", `{"mcp_command":"npx remote-exec"}`, map[string]string{"command": "git status"}, "rest"},
+		{"an MCP tool named Delete", allowStatus, "Delete", mcp, map[string]string{"path": "/repo/x"}, "rest"},
+		{"Cursor's own shell still reads", allowStatus, "Shell", `{"cwd":"/repo"}`, map[string]string{"command": "git status"}, "ok"},
+		{"a patch to /etc", denyEtc, "apply_patch", `{"cwd":"/repo"}`, map[string]string{"command": "*** Begin Patch\n*** Update File: /etc/passwd\n*** End Patch"}, "etc"},
+		{"a patch under an Edit allow", allowStatus, "apply_patch", `{"cwd":"/repo"}`, map[string]string{"command": "*** Begin Patch\n*** Add File: /repo/x\n*** End Patch"}, "rest"},
+		{"PowerShell", denyEtc, "powershell", `{"cwd":"/repo"}`, map[string]string{"command": "iex 'git push --force'"}, "pushes"},
+		{"PowerShell under a Bash allow", allowStatus, "powershell", `{"cwd":"/repo"}`, map[string]string{"command": "git status"}, "rest"},
+		{"typed into a running shell", denyEtc, "write_bash", `{"cwd":"/repo"}`, map[string]string{"input": "git push --force\n"}, "pushes"},
+		{"Copilot's grep", denyEtc, "grep", `{"cwd":"/repo"}`, map[string]string{"pattern": "root", "path": "/etc"}, "etc"},
+	} {
+		if got := routeOf(t, tc.rs, tc.tool, tc.args, tc.meta); got != tc.want {
+			t.Errorf("%s: route %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}

@@ -46,6 +46,18 @@ func shellTool(tool string) bool {
 	case "Bash", "Shell", "bash", "run_shell_command":
 		return true
 	}
+	return unreadShell(tool)
+}
+
+// unreadShell says a shell tool's commands are not read as Bash: Copilot
+// CLI's PowerShell (its own syntax, and Invoke-Expression), and the input
+// it types into a running shell (write_bash, write_powershell). A Bash(…)
+// pattern never allows them, and an ask or deny one holds them.
+func unreadShell(tool string) bool {
+	switch tool {
+	case "powershell", "write_bash", "write_powershell":
+		return true
+	}
 	return false
 }
 
@@ -90,6 +102,11 @@ var fileTools = map[string]fileTool{
 	"view":   {keys: []string{"path"}},
 	"create": {edits: true, keys: []string{"path"}},
 	"edit":   {edits: true, keys: []string{"path"}},
+	"grep":   {search: true, keys: []string{"path"}},
+	// Codex: a patch, whose files are named in its text (*** Update File:
+	// …), not read here: an Edit rule never allows it, and an ask or deny
+	// one holds it.
+	"apply_patch": {edits: true, many: true},
 	// Cursor.
 	"Delete":     {edits: true, keys: []string{"path", "file_path", "target_file"}},
 	"StrReplace": {edits: true, keys: []string{"path", "file_path", "target_file"}},
@@ -217,7 +234,12 @@ func (p *pattern) match(c *Call, action Action) fit {
 		unknown = misses
 	}
 	if p.bare {
-		return fitIf(globMatch(p.tool, c.Tool) || p.tool == "Bash" && shellTool(c.Tool))
+		return fitIf(globMatch(p.tool, c.Tool) || p.tool == "Bash" && shellTool(c.Tool) && !c.mcp)
+	}
+	if c.mcp && (p.tool == "Bash" || p.tool == "WebFetch" || p.broad != "") {
+		// A Cursor MCP call's bare name (Shell, Delete, Read) is a tool of
+		// its server's, not the client's own shell or file tool.
+		return misses
 	}
 	// (p.broad is set on path rules only: other rules skip the table.)
 	if c.Tool != p.tool && !(p.tool == "Bash" && shellTool(c.Tool)) && !(p.broad != "" && coversFileTool(p.tool, c.Tool)) {
@@ -225,6 +247,9 @@ func (p *pattern) match(c *Call, action Action) fit {
 	}
 	switch p.tool {
 	case "Bash":
+		if unreadShell(c.Tool) {
+			return unknown
+		}
 		sh := c.shell()
 		if sh == nil || sh.unreadable {
 			return unknown // no command, or one that does not parse
