@@ -1785,3 +1785,25 @@ func TestClientToolsByTheirNames(t *testing.T) {
 		}
 	}
 }
+
+// TestSubscriptsAndHereDocumentsAsBashReadsThem: bash expands an indexed
+// array's subscript again as it assigns (a['$(cmd)']=1); keeps the names
+// it ran in BASH_CMDS, whose keys arithmetic then evaluates; and, inside
+// $(…) or <(…), ends a here-document at a line that begins with its
+// delimiter (E)), where the parser reads on. Each ran in bash 5.2 for a
+// twelfth reader.
+func TestSubscriptsAndHereDocumentsAsBashReadsThem(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`a['$(git push --force)']=1`,
+		`a['$(git push --force)']+=1`,
+		"a['`git push --force`']=1",
+		`a[$'\x24(git push --force)']=1`,
+		`a=(['$(git push --force)']=1)`,
+		`PATH=/tmp/p:$PATH; a\[\$\(git\ push\ --force\)\]; echo $(( ${!BASH_CMDS[@]} ))`,
+		`for k in "${!BASH_CMDS[@]}"; do echo $((k)); done`,
+		"cat <(cat <<E\nE)\ngit push --force\nE\n)",
+		"echo $(cat <<E\nE)\ngit push --force\nE\n)",
+	})
+	neverAllowedBy(t, []string{"cat <(cat <<E\nE)\nrm -rf /tmp/zz\nE\n)"})
+	stillAllowed(t, []allowCase{{"Bash(cat:*)", "cat <<EOF\nhello\nEOF"}})
+}

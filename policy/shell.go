@@ -219,6 +219,23 @@ func (s *shellCmd) read(code string, depth int) bool {
 					s.parts = append(s.parts, part{words: []string{name}, env: true, unreadable: codeVar(name)})
 				}
 			}
+			// Inside $(…) or <(…), bash ends a here-document at a line that
+			// begins with its delimiter (E)), where the parser reads on to
+			// a line that is the delimiter alone: the lines between run in
+			// bash as commands the parse shows as text.
+			if x.Hdoc != nil && x.Word != nil && endsEarly(x) {
+				s.parts = append(s.parts, part{words: []string{"<<"}, unreadable: true})
+			}
+		case *syntax.Assign:
+			// a['$(cmd)']=1: an indexed array's subscript is expanded again
+			// as the value is assigned.
+			if x.Index != nil && hidesCode(x.Index) {
+				s.parts = append(s.parts, part{words: []string{"[ ]="}, unreadable: true})
+			}
+		case *syntax.ArrayElem:
+			if x.Index != nil && hidesCode(x.Index) {
+				s.parts = append(s.parts, part{words: []string{"([ ]=)"}, unreadable: true}) // a=(['$(cmd)']=1)
+			}
 		case *syntax.CoprocClause:
 			// coproc NAME { …; } sets the array NAME=(rfd wfd).
 			if x.Name != nil {
@@ -428,7 +445,10 @@ func (s *shellCmd) isMade(v string) bool {
 // )) #:a[$(cmd)]' takes the comment), or from the directory it is in.
 var setByBash = map[string]bool{"_": true, "@": true, "*": true, "BASH_EXECUTION_STRING": true, "BASH_COMMAND": true,
 	"BASH_ARGV": true, "BASH_ARGV0": true, "BASH_SOURCE": true, "FUNCNAME": true, "PWD": true, "OLDPWD": true,
-	"READLINE_LINE": true, "COMP_LINE": true, "COMP_WORDS": true, "DIRSTACK": true}
+	"READLINE_LINE": true, "COMP_LINE": true, "COMP_WORDS": true, "DIRSTACK": true,
+	// The shell's tables of commands and aliases: their keys are names the
+	// command ran or defined (a file named 'a[$(cmd)]' on the PATH).
+	"BASH_CMDS": true, "BASH_ALIASES": true}
 
 // madeValue says arithmetic over a variable given the value w may run
 // code: a value made at run time (other than a number or an array's
@@ -459,7 +479,7 @@ func madeParts(parts []syntax.WordPart) bool {
 			switch {
 			case x.Length && x.Exp == nil:
 				// ${#x}: a length
-			case x.Excl && x.Param != nil && x.Exp == nil && x.Index != nil && (arithName(x.Index) == "@" || arithName(x.Index) == "*"):
+			case x.Excl && x.Param != nil && x.Exp == nil && x.Index != nil && (arithName(x.Index) == "@" || arithName(x.Index) == "*") && !setByBash[x.Param.Value]:
 				// ${!arr[@]}: an array's indices (an associative array's
 				// keys are written in the command, or set through a
 				// subscript that is read as arithmetic itself)
@@ -1653,6 +1673,25 @@ func fcLists(args []string) bool {
 				}
 				j = len(w) // -eEDITOR
 			}
+		}
+	}
+	return false
+}
+
+// endsEarly says a here-document has a line that begins with its delimiter
+// without being it (E) under the delimiter E): bash ends the document
+// there when it is inside a command substitution; the parser does not.
+func endsEarly(r *syntax.Redirect) bool {
+	delim := wordText(r.Word)
+	if delim == "" {
+		return false
+	}
+	for _, line := range strings.Split(wordText(r.Hdoc), "\n") {
+		if r.Op == syntax.DashHdoc {
+			line = strings.TrimLeft(line, "\t")
+		}
+		if line != delim && strings.HasPrefix(line, delim) {
+			return true
 		}
 	}
 	return false
