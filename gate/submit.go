@@ -39,6 +39,10 @@ type Submission struct {
 	Route          string
 	Timeout        time.Duration
 	IdempotencyKey string
+	// MCPServer: a Cursor MCP call (set by the hook's reading of the
+	// client's input, never from a request body): its bare tool name is
+	// its server's, to which no Bash(…) or path rule applies.
+	MCPServer bool `json:"-"`
 }
 
 // Field limits, so that one request can never bloat the table or a card.
@@ -155,6 +159,7 @@ func (d decision) askedAlone() string {
 // the stricter one's approvers.
 func (rs *rules) decide(in *Submission, now time.Time, explain bool) (decision, error) {
 	c := policy.NewCall(in.ToolName, in.ToolArgs, in.Metadata)
+	c.MCPServer = in.MCPServer
 	c.Agent, c.AgentLabel, c.User, c.Session, c.Now = agentKey(in.Caller, in.AgentID), in.AgentID, in.UserID, in.SessionID, now
 	res := rs.policy.Evaluate(c, explain)
 	d := decision{errors: res.Errors, action: rs.defaults.Action, steps: res.Steps, unread: res.Unread, byError: res.ByError}

@@ -533,6 +533,9 @@ type Ask struct {
 	ToolCallID     string
 	Metadata       json.RawMessage
 	IdempotencyKey string
+	// MCPServer: a Cursor MCP call, whose bare tool name is its server's
+	// (the client's input says so, not metadata an agent writes).
+	MCPServer bool `json:"-"`
 }
 
 // Ask is the gate request for the call's n-th key. It is sent with
@@ -549,7 +552,8 @@ func (c Call) Ask(n int) Ask {
 		args = c.ToolInput
 	}
 	return Ask{ToolName: c.ToolName, ToolArgs: args, Summary: c.Summary(), SessionID: text.EllipsisBytes(c.SessionID, 256),
-		ToolCallID: text.EllipsisBytes(c.ToolUseID, 256), Metadata: meta, IdempotencyKey: c.Key(n)}
+		ToolCallID: text.EllipsisBytes(c.ToolUseID, 256), Metadata: meta, IdempotencyKey: c.Key(n),
+		MCPServer: c.Client == Cursor && c.Event == BeforeMCPExecution}
 }
 
 // Summary is the card's one line: the client, and the command or file when

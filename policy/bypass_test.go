@@ -1758,30 +1758,45 @@ func TestValuesReadAgainAsCode(t *testing.T) {
 // under a Bash allow, and its grep was no search. Found by a reader of the
 // hook inputs.
 func TestClientToolsByTheirNames(t *testing.T) {
-	mcp := `{"cwd":"/repo","mcp_url":"https://prod-ssh.example/mcp"}`
 	allowStatus := []Route{{Name: "ok", Calls: []string{"Bash(git status)", "Edit(/repo/**)"}, Action: Allow}, {Name: "rest", Action: Ask}}
 	denyEtc := []Route{{Name: "etc", Calls: []string{"Read(/etc/**)", "Edit(/etc/**)"}, Action: Deny}, {Name: "pushes", Calls: []string{"Bash(git push:*)"}, Action: Ask},
 		{Name: "rest", Action: Allow}}
 	for _, tc := range []struct {
-		name       string
-		rs         []Route
-		tool, meta string
-		args       any
-		want       string
+		name      string
+		rs        []Route
+		tool      string
+		mcpServer bool // the hook read a Cursor MCP call
+		args      any
+		want      string
 	}{
-		{"an MCP tool named Shell", allowStatus, "Shell", mcp, map[string]string{"command": "git status"}, "rest"},
-		{"an MCP tool named bash", allowStatus, "bash", `{"mcp_command":"npx remote-exec"}`, map[string]string{"command": "git status"}, "rest"},
-		{"an MCP tool named Delete", allowStatus, "Delete", mcp, map[string]string{"path": "/repo/x"}, "rest"},
-		{"Cursor's own shell still reads", allowStatus, "Shell", `{"cwd":"/repo"}`, map[string]string{"command": "git status"}, "ok"},
-		{"a patch to /etc", denyEtc, "apply_patch", `{"cwd":"/repo"}`, map[string]string{"command": "*** Begin Patch\n*** Update File: /etc/passwd\n*** End Patch"}, "etc"},
-		{"a patch under an Edit allow", allowStatus, "apply_patch", `{"cwd":"/repo"}`, map[string]string{"command": "*** Begin Patch\n*** Add File: /repo/x\n*** End Patch"}, "rest"},
-		{"PowerShell", denyEtc, "powershell", `{"cwd":"/repo"}`, map[string]string{"command": "iex 'git push --force'"}, "pushes"},
-		{"PowerShell under a Bash allow", allowStatus, "powershell", `{"cwd":"/repo"}`, map[string]string{"command": "git status"}, "rest"},
-		{"typed into a running shell", denyEtc, "write_bash", `{"cwd":"/repo"}`, map[string]string{"input": "git push --force\n"}, "pushes"},
-		{"Copilot's grep", denyEtc, "grep", `{"cwd":"/repo"}`, map[string]string{"pattern": "root", "path": "/etc"}, "etc"},
+		{"an MCP tool named Shell", allowStatus, "Shell", true, map[string]string{"command": "git status"}, "rest"},
+		{"an MCP tool named Bash", allowStatus, "Bash", true, map[string]string{"command": "git status"}, "rest"},
+		{"an MCP tool named Delete", allowStatus, "Delete", true, map[string]string{"path": "/repo/x"}, "rest"},
+		{"Cursor's own shell still reads", allowStatus, "Shell", false, map[string]string{"command": "git status"}, "ok"},
+		{"a patch to /etc", denyEtc, "apply_patch", false, map[string]string{"command": "*** Begin Patch\n*** Update File: /etc/passwd\n*** End Patch"}, "etc"},
+		{"a patch under an Edit allow", allowStatus, "apply_patch", false, map[string]string{"command": "*** Begin Patch\n*** Add File: /repo/x\n*** End Patch"}, "rest"},
+		{"PowerShell", denyEtc, "powershell", false, map[string]string{"command": "iex 'git push --force'"}, "pushes"},
+		{"PowerShell under a Bash allow", allowStatus, "powershell", false, map[string]string{"command": "git status"}, "rest"},
+		{"typed into a running shell", denyEtc, "write_bash", false, map[string]string{"input": "git push --force\n"}, "pushes"},
+		{"Copilot's grep", denyEtc, "grep", false, map[string]string{"pattern": "root", "path": "/etc"}, "etc"},
 	} {
-		if got := routeOf(t, tc.rs, tc.tool, tc.args, tc.meta); got != tc.want {
-			t.Errorf("%s: route %s, want %s", tc.name, got, tc.want)
+		p, err := Compile(tc.rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(tc.args)
+		c := NewCall(tc.tool, raw, json.RawMessage(`{"cwd":"/repo"}`))
+		c.MCPServer = tc.mcpServer
+		if got := p.Evaluate(c, false).Route; got < 0 || tc.rs[got].Name != tc.want {
+			t.Errorf("%s: route %d, want %s", tc.name, got, tc.want)
+		}
+	}
+	// Metadata naming an MCP server, which an agent writes, is no MCP call:
+	// with it, a Bash call escaped every Bash deny and ask (a second reader
+	// of this change).
+	for _, meta := range []string{`{"mcp_url":"x"}`, `{"mcp_command":""}`} {
+		if got := routeOf(t, denyEtc, "Bash", map[string]string{"command": "git push --force"}, meta); got != "pushes" {
+			t.Errorf("metadata %s: route %s, want pushes", meta, got)
 		}
 	}
 }

@@ -234,9 +234,9 @@ func (p *pattern) match(c *Call, action Action) fit {
 		unknown = misses
 	}
 	if p.bare {
-		return fitIf(globMatch(p.tool, c.Tool) || p.tool == "Bash" && shellTool(c.Tool) && !c.mcp)
+		return fitIf(globMatch(p.tool, c.Tool) || p.tool == "Bash" && shellTool(c.Tool) && !c.MCPServer)
 	}
-	if c.mcp && (p.tool == "Bash" || p.tool == "WebFetch" || p.broad != "") {
+	if c.MCPServer && (p.tool == "Bash" || p.tool == "WebFetch" || p.broad != "") {
 		// A Cursor MCP call's bare name (Shell, Delete, Read) is a tool of
 		// its server's, not the client's own shell or file tool.
 		return misses

@@ -189,10 +189,11 @@ type Call struct {
 	sh     *shellCmd
 	shRead bool
 	vars   map[string]any
-	// mcp says the call goes to an MCP server that its metadata names
-	// (Cursor's mcp_url or mcp_command): its bare tool name is the
-	// server's, never the client's own shell or file tool.
-	mcp bool
+	// MCPServer says the call goes to an MCP server under a bare tool name
+	// (Cursor's beforeMCPExecution): the name is the server's, never the
+	// client's own shell or file tool. Only the hook's reading of the
+	// client's input sets it, never metadata, which an agent writes.
+	MCPServer bool
 }
 
 // NewCall builds a call from JSON arguments and metadata (either may be
@@ -221,9 +222,6 @@ func NewCall(tool string, args, metadata json.RawMessage) *Call {
 		if c.Metadata == nil {
 			c.Metadata = map[string]any{}
 		}
-		_, url := c.Metadata["mcp_url"]
-		_, command := c.Metadata["mcp_command"]
-		c.mcp = url || command
 	}
 	return c
 }

@@ -199,3 +199,23 @@ func TestHookOnUnrecordedRoute(t *testing.T) {
 		}
 	}
 }
+
+// TestMetadataNamesNoMCPServer: an agent's own metadata naming an MCP
+// server made its Bash call a server's tool, past every Bash deny and ask
+// route (found by a second reader of that change); only the hook's reading
+// of a Cursor MCP call says so now, and a body cannot.
+func TestMetadataNamesNoMCPServer(t *testing.T) {
+	e := newEnvWith(t, []gate.Route{
+		{Name: "no-rm", Calls: []string{"Bash(rm:*)"}, Action: policy.Deny},
+		{Name: "shell", Tool: "Bash", Action: policy.Allow},
+	}, nil)
+	for _, meta := range []string{`{}`, `{"mcp_url":"x"}`, `{"mcp_command":""}`} {
+		_, hr := gateCall(t, e, "", `{"tool_name":"Bash","tool_args":{"command":"rm -rf /"},"requires_confirmation":false,"metadata":`+meta+`}`)
+		if hr.Allow || hr.Status != "rejected" {
+			t.Errorf("metadata %s: %+v, want rejected by no-rm", meta, hr)
+		}
+	}
+	if code, hr := gateCall(t, e, "", `{"tool_name":"Bash","tool_args":{"command":"rm -rf /"},"MCPServer":true}`); code != 400 || hr.Allow {
+		t.Errorf("a body naming the flag: %d %+v, want 400", code, hr)
+	}
+}

@@ -163,7 +163,7 @@ func (s *Server) hookSettle(ctx context.Context, call hook.Call, agent, caller s
 func HookSubmission(a hook.Ask) gate.Submission {
 	no := false
 	return gate.Submission{ToolName: a.ToolName, ToolArgs: a.ToolArgs, RequiresConfirmation: &no, Summary: a.Summary,
-		SessionID: a.SessionID, ToolCallID: a.ToolCallID, Metadata: a.Metadata, IdempotencyKey: a.IdempotencyKey}
+		SessionID: a.SessionID, ToolCallID: a.ToolCallID, Metadata: a.Metadata, IdempotencyKey: a.IdempotencyKey, MCPServer: a.MCPServer}
 }
 
 // outcomeOf reads a request as a hook's answer depends on it.
