@@ -1814,6 +1814,10 @@ func TestSubscriptsAndHereDocumentsAsBashReadsThem(t *testing.T) {
 		"a['`git push --force`']=1",
 		`a[$'\x24(git push --force)']=1`,
 		`a=(['$(git push --force)']=1)`,
+		`a=(['$'"(git push --force)"]=1)`,
+		`a+=(["$"'(git push --force)']=1)`,
+		`declare -a a=(['$'"(git push --force)"]=1)`,
+		`a=([\$'(git push --force)']=1)`,
 		`PATH=/tmp/p:$PATH; a\[\$\(git\ push\ --force\)\]; echo $(( ${!BASH_CMDS[@]} ))`,
 		`for k in "${!BASH_CMDS[@]}"; do echo $((k)); done`,
 		"cat <(cat <<E\nE)\ngit push --force\nE\n)",
@@ -1821,4 +1825,17 @@ func TestSubscriptsAndHereDocumentsAsBashReadsThem(t *testing.T) {
 	})
 	neverAllowedBy(t, []string{"cat <(cat <<E\nE)\nrm -rf /tmp/zz\nE\n)"})
 	stillAllowed(t, []allowCase{{"Bash(cat:*)", "cat <<EOF\nhello\nEOF"}})
+	// Everyday here-documents whose lines begin with the delimiter: at the
+	// top level, or inside $(…) with no ) after it, bash reads on as the
+	// parser does (a second reader found these held).
+	for _, cmd := range []string{
+		"cat <<'EOF' > notes.md\nEOFs are handled\nEOF",
+		"cat <<'END' > .env\nENDPOINT=https://x\nEND",
+		"git commit -m \"$(cat <<'EOF'\nfix: EOFError on empty input\nEOF\n)\"",
+		"python3 - <<'PY'\nPYTHON=1\nprint(PYTHON)\nPY",
+	} {
+		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
+			t.Errorf("%q under the docs' example: route %s, want other-shell", cmd, got)
+		}
+	}
 }

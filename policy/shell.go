@@ -151,7 +151,25 @@ func (s *shellCmd) read(code string, depth int) bool {
 	if err != nil {
 		return false
 	}
+	// closers are, for each node the walk is in, what closes it when it is
+	// a substitution (")" for $(…) and <(…), "`" for `…`), else "".
+	var closers []string
 	syntax.Walk(f, func(n syntax.Node) bool {
+		if n == nil { // the walk leaves the node it last entered
+			closers = closers[:len(closers)-1]
+			return true
+		}
+		closer := ""
+		switch x := n.(type) {
+		case *syntax.CmdSubst:
+			closer = ")"
+			if x.Backquotes {
+				closer = "`"
+			}
+		case *syntax.ProcSubst:
+			closer = ")"
+		}
+		closers = append(closers, closer)
 		s.survey(n)
 		switch x := n.(type) {
 		case *syntax.Stmt:
@@ -223,17 +241,17 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// begins with its delimiter (E)), where the parser reads on to
 			// a line that is the delimiter alone: the lines between run in
 			// bash as commands the parse shows as text.
-			if x.Hdoc != nil && x.Word != nil && endsEarly(x) {
+			if x.Hdoc != nil && x.Word != nil && endsEarly(x, innermost(closers)) {
 				s.parts = append(s.parts, part{words: []string{"<<"}, unreadable: true})
 			}
 		case *syntax.Assign:
 			// a['$(cmd)']=1: an indexed array's subscript is expanded again
 			// as the value is assigned.
-			if x.Index != nil && hidesCode(x.Index) {
+			if x.Index != nil && subscriptHidesCode(x.Index) {
 				s.parts = append(s.parts, part{words: []string{"[ ]="}, unreadable: true})
 			}
 		case *syntax.ArrayElem:
-			if x.Index != nil && hidesCode(x.Index) {
+			if x.Index != nil && subscriptHidesCode(x.Index) {
 				s.parts = append(s.parts, part{words: []string{"([ ]=)"}, unreadable: true}) // a=(['$(cmd)']=1)
 			}
 		case *syntax.CoprocClause:
@@ -1678,19 +1696,43 @@ func fcLists(args []string) bool {
 	return false
 }
 
-// endsEarly says a here-document has a line that begins with its delimiter
-// without being it (E) under the delimiter E): bash ends the document
-// there when it is inside a command substitution; the parser does not.
-func endsEarly(r *syntax.Redirect) bool {
+// subscriptHidesCode says an array subscript being assigned holds code
+// once its quotes are gone: in a piece (a['$(cmd)']) or across pieces
+// (a=(['$'"(cmd)"]=1), a=([\$'(cmd)']=1)).
+func subscriptHidesCode(idx syntax.ArithmExpr) bool {
+	if hidesCode(idx) {
+		return true
+	}
+	w, isWord := idx.(*syntax.Word)
+	return isWord && codeSyntax(wordText(w))
+}
+
+// innermost is what closes the innermost substitution the walk is in, ""
+// outside any.
+func innermost(closers []string) string {
+	for i := len(closers) - 1; i >= 0; i-- {
+		if closers[i] != "" {
+			return closers[i]
+		}
+	}
+	return ""
+}
+
+// endsEarly says a here-document inside a substitution that closer closes
+// has a line that begins with its delimiter and holds the closer after it
+// (E) under the delimiter E): bash ends the document there, and runs the
+// lines after it; the parser reads on to a line that is the delimiter
+// alone. Outside a substitution bash reads as the parser does.
+func endsEarly(r *syntax.Redirect, closer string) bool {
 	delim := wordText(r.Word)
-	if delim == "" {
+	if delim == "" || closer == "" {
 		return false
 	}
 	for _, line := range strings.Split(wordText(r.Hdoc), "\n") {
 		if r.Op == syntax.DashHdoc {
 			line = strings.TrimLeft(line, "\t")
 		}
-		if line != delim && strings.HasPrefix(line, delim) {
+		if rest, ok := strings.CutPrefix(line, delim); ok && rest != "" && strings.Contains(rest, closer) {
 			return true
 		}
 	}
