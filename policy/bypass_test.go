@@ -789,6 +789,17 @@ var docsShell = []Route{
 	{Name: "other-shell", Tool: "Bash", Action: Allow},
 }
 
+// otherShellRuns checks that each command, which runs no push, is read
+// and allowed under docsShell by other-shell.
+func otherShellRuns(t *testing.T, cmds []string) {
+	t.Helper()
+	for _, cmd := range cmds {
+		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
+			t.Errorf("%q under the docs' example: route %s, want other-shell", cmd, got)
+		}
+	}
+}
+
 // forcePushesNeverAllowed checks that each command, which runs git push
 // --force in bash, is denied or asked about under docsShell.
 func forcePushesNeverAllowed(t *testing.T, cmds []string) {
@@ -845,11 +856,7 @@ func TestBuiltinsThatAssignAreAssignments(t *testing.T) {
 		`mapfile -C 'git push --force' -c 1 x <<< a`,
 	})
 	// Ordinary reading stays readable: nothing asked, nothing held.
-	for _, cmd := range []string{`while read -r line; do echo "$line"; done < list.txt`, `mapfile -t lines < f; printf '%s\n' "${lines[@]}"`, `printf '%s\n' a b`} {
-		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
-			t.Errorf("%q: route %s, want other-shell", cmd, got)
-		}
-	}
+	otherShellRuns(t, []string{`while read -r line; do echo "$line"; done < list.txt`, `mapfile -t lines < f; printf '%s\n' "${lines[@]}"`, `printf '%s\n' a b`})
 }
 
 // TestShellsReadingStandardInputAreUnreadable: a shell given no code
@@ -1058,7 +1065,7 @@ func TestSudoLongOptionValues(t *testing.T) {
 // standard input made them unreadable, asked about under pushes. Found by
 // a second reader.
 func TestShellNamesAsArgumentsStayReadable(t *testing.T) {
-	for _, cmd := range []string{
+	otherShellRuns(t, []string{
 		"bash --version",
 		"command -v bash",
 		"sudo apt-get install -y zsh",
@@ -1067,11 +1074,7 @@ func TestShellNamesAsArgumentsStayReadable(t *testing.T) {
 		"sudo -upostgres psql -c 'select 1'",
 		"ssh -T git@github.com",
 		"ssh -N -L 8080:localhost:80 host",
-	} {
-		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
-			t.Errorf("%q: route %s, want other-shell", cmd, got)
-		}
-	}
+	})
 }
 
 // TestGlobPatternsThroughProcLinks: a search whose directory can be placed
@@ -1220,15 +1223,11 @@ func TestArithmeticOverValuesMadeAnyWay(t *testing.T) {
 // TestArithmeticCountersStayReadable: a value made by arithmetic ($((…)),
 // $#) is a number: i=$((i+1)) stays readable. Found by a third reader.
 func TestArithmeticCountersStayReadable(t *testing.T) {
-	for _, cmd := range []string{
+	otherShellRuns(t, []string{
 		`i=$((i+1))`,
 		`i=0; while [ $i -lt 3 ]; do i=$((i+1)); done`,
 		`n=$#; echo $((n+1))`,
-	} {
-		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
-			t.Errorf("%q: route %s, want other-shell", cmd, got)
-		}
-	}
+	})
 }
 
 // TestNewgrpIsACodeRunner: newgrp opens a shell on standard input. Found by
@@ -1256,7 +1255,7 @@ func TestAllowRulesNamingBraces(t *testing.T) {
 // read, not held or asked about, under the docs' example (the shell
 // reading errs toward unreadable, and must not err on these).
 func TestEverydayCommandsStayReadable(t *testing.T) {
-	for _, cmd := range []string{
+	otherShellRuns(t, []string{
 		"cat f | grep x", "ls -la | head", "git log --oneline | head -20", "npm test 2>&1 | tail -50",
 		"for f in *.go; do echo $f; done", "for i in $(seq 3); do echo $i; done", "i=$((i+1))", "echo $((1+2))",
 		"while read -r l; do echo \"$l\"; done < f", `find . -name x -exec grep -l y {} \;`, "xargs -I{} cp {} dst < list",
@@ -1266,11 +1265,7 @@ func TestEverydayCommandsStayReadable(t *testing.T) {
 		"git diff --name-only | xargs gofmt -l", "ps aux | grep node | awk '{print $2}'", "echo ${HOME}", "echo ${PATH:0:10}",
 		"cat <<'EOF' > notes.md\n# notes\nEOF", "tar czf out.tgz dist && ls -la out.tgz",
 		"sed -n '/[a-z]/,${p}' f", `grep -E '^[[:alnum:]_]+$' go.mod`, `test -d "$PWD/build"`,
-	} {
-		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
-			t.Errorf("%q: route %s, want other-shell", cmd, got)
-		}
-	}
+	})
 }
 
 // TestIndirectionOverMadeNames: ${!n}, test -v "$n" and unset "$n" evaluate
@@ -1338,15 +1333,11 @@ func TestXargsOptionsEndAtTheCommand(t *testing.T) {
 // after xargs is not xargs -i, and ${#x} is a length: both stay readable.
 // Found by a fourth reader.
 func TestCommandOptionsAndLengthsStayReadable(t *testing.T) {
-	for _, cmd := range []string{
+	otherShellRuns(t, []string{
 		`git ls-files | xargs grep -ir foo`,
 		`git ls-files '*.txt' | xargs sed -ie 's/foo/bar/'`,
 		`for x in foo bar; do echo $((${#x}+1)); done`,
-	} {
-		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
-			t.Errorf("regression: %q: route %s, want other-shell", cmd, got)
-		}
-	}
+	})
 }
 
 // TestArithmeticOverCommandOutput: arithmetic over a command's output is
@@ -1535,14 +1526,10 @@ func TestMadeOptionsBeforeANameOfTest(t *testing.T) {
 // made word from a loop over $(jobs -p)) is a number bash never evaluates
 // as arithmetic. Found by an eighth reader.
 func TestWaitPidsStayReadable(t *testing.T) {
-	for _, cmd := range []string{
+	otherShellRuns(t, []string{
 		`for p in $(jobs -p); do wait $p; done`,
 		`for p in $(pgrep sleep); do wait "$p"; done`,
-	} {
-		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
-			t.Errorf("regression: %q under the docs' example: route %s, want other-shell", cmd, got)
-		}
-	}
+	})
 }
 
 // allowCase is an allow pattern and a command it must cover.
@@ -1557,9 +1544,7 @@ func stillAllowed(t *testing.T, cases []allowCase) {
 		if got := routeOf(t, rs, "Bash", map[string]string{"command": tc.cmd}, `{"cwd":"/repo"}`); got != "ok" {
 			t.Errorf("%q under %s: route %s, want ok", tc.cmd, tc.pattern, got)
 		}
-		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": tc.cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
-			t.Errorf("%q under the docs' example: route %s, want other-shell", tc.cmd, got)
-		}
+		otherShellRuns(t, []string{tc.cmd})
 	}
 }
 
@@ -1742,12 +1727,8 @@ func TestValuesReadAgainAsCode(t *testing.T) {
 	// Still read: a number for OPTIND, an array declared from a literal,
 	// a plain variable from a substitution, a descriptor in a lower-case
 	// name.
-	for _, cmd := range []string{`OPTIND=1; getopts ab o`, `f(){ local out=$(git rev-parse HEAD); }; f`, `declare -a xs=(a b); echo "${xs[@]}"`,
-		`exec {fd}>/dev/null; echo hi >&$fd`, `x=$(date); declare y=$x`} {
-		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
-			t.Errorf("%q under the docs' example: route %s, want other-shell", cmd, got)
-		}
-	}
+	otherShellRuns(t, []string{`OPTIND=1; getopts ab o`, `f(){ local out=$(git rev-parse HEAD); }; f`, `declare -a xs=(a b); echo "${xs[@]}"`,
+		`exec {fd}>/dev/null; echo hi >&$fd`, `x=$(date); declare y=$x`})
 }
 
 // TestClientToolsByTheirNames: a Cursor MCP call carries its server's bare
@@ -1828,14 +1809,10 @@ func TestSubscriptsAndHereDocumentsAsBashReadsThem(t *testing.T) {
 	// Everyday here-documents whose lines begin with the delimiter: at the
 	// top level, or inside $(…) with no ) after it, bash reads on as the
 	// parser does (a second reader found these held).
-	for _, cmd := range []string{
+	otherShellRuns(t, []string{
 		"cat <<'EOF' > notes.md\nEOFs are handled\nEOF",
 		"cat <<'END' > .env\nENDPOINT=https://x\nEND",
 		"git commit -m \"$(cat <<'EOF'\nfix: EOFError on empty input\nEOF\n)\"",
 		"python3 - <<'PY'\nPYTHON=1\nprint(PYTHON)\nPY",
-	} {
-		if got := routeOf(t, docsShell, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "other-shell" {
-			t.Errorf("%q under the docs' example: route %s, want other-shell", cmd, got)
-		}
-	}
+	})
 }
