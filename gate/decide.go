@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
 	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
@@ -27,18 +26,20 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 	if d.Voter != "" && !slices.Contains(tapped, d.Voter) {
 		tapped = append(tapped, d.Voter)
 	}
-	var badArgs bool
-	var twice *string // a key the edit gives twice in one object
+	var argsErr error // what is wrong with the edited arguments
 	if d.Approve {
 		t.To = StatusApproved
 		t.Vote = &Vote{Actor: d.Actor, Via: d.Via, Identities: tapped} // who it counts for: Admit
 		if len(d.ModifiedArgs) > 0 {
 			var err error
 			t.ModifiedArgs, err = compactJSON(d.ModifiedArgs, "")
-			badArgs = err != nil || len(t.ModifiedArgs) == 0 || len(t.ModifiedArgs) > maxArgsLen
-			if k, dup := jsonx.DuplicateKey(t.ModifiedArgs); dup && !badArgs {
-				k, _ = text.CutRunes(k, 100)
-				twice = &k
+			switch k, dup := keyTwice(t.ModifiedArgs); {
+			case err != nil || len(t.ModifiedArgs) == 0 || len(t.ModifiedArgs) > maxArgsLen:
+				argsErr = Errorf(EINVALID, "modified arguments are not valid JSON of at most %d KiB", maxArgsLen>>10)
+			case dup:
+				// As on submission: the page shows one value, a tool may
+				// run with the other.
+				argsErr = Errorf(EINVALID, "modified arguments give the key %q twice in one object "+giveOnce, k)
 			}
 		}
 	}
@@ -119,13 +120,8 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 				// one must not swap in others.
 				return Errorf(EINVALID, "edited arguments need a single approver; this route needs %d approvals", r.Quorum)
 			}
-			if badArgs {
-				return Errorf(EINVALID, "modified arguments are not valid JSON of at most %d KiB", maxArgsLen>>10)
-			}
-			if twice != nil {
-				// As on submission: the page shows one value, a tool may
-				// run with the other.
-				return Errorf(EINVALID, "modified arguments give the key %q twice in one object (keys that differ only in case count as one): give it once", *twice)
+			if argsErr != nil {
+				return argsErr
 			}
 		}
 		return nil

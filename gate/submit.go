@@ -80,10 +80,9 @@ func validate(in *Submission, maxTimeout time.Duration) error {
 	if len(args) > maxArgsLen {
 		return Errorf(EINVALID, "tool_args: larger than %d KiB", maxArgsLen>>10)
 	}
-	if k, dup := jsonx.DuplicateKey(args); dup {
+	if k, dup := keyTwice(args); dup {
 		// The policy reads the last value; a tool may run with the first.
-		k, _ = text.CutRunes(k, 100)
-		return Errorf(EINVALID, "tool_args: the key %q appears twice in one object (keys that differ only in case count as one): give it once", k)
+		return Errorf(EINVALID, "tool_args: the key %q appears twice in one object "+giveOnce, k)
 	}
 	in.ToolArgs = args
 	meta, err := compactJSON(in.Metadata, "{}")
@@ -96,9 +95,8 @@ func validate(in *Submission, maxTimeout time.Duration) error {
 	if len(meta) > maxArgsLen {
 		return Errorf(EINVALID, "metadata: larger than %d KiB", maxArgsLen>>10)
 	}
-	if k, dup := jsonx.DuplicateKey(meta); dup {
-		k, _ = text.CutRunes(k, 100)
-		return Errorf(EINVALID, "metadata: the key %q appears twice in one object (keys that differ only in case count as one): give it once", k)
+	if k, dup := keyTwice(meta); dup {
+		return Errorf(EINVALID, "metadata: the key %q appears twice in one object "+giveOnce, k)
 	}
 	in.Metadata = meta
 	if in.Timeout < 0 || (in.Timeout > 0 && in.Timeout < time.Second) {
@@ -112,6 +110,17 @@ func validate(in *Submission, maxTimeout time.Duration) error {
 
 // compactJSON checks raw is one JSON value and returns it compacted, or def
 // when raw is empty or null.
+// keyTwice is a key some object of raw holds twice (jsonx.DuplicateKey),
+// cut for an error.
+func keyTwice(raw []byte) (string, bool) {
+	k, dup := jsonx.DuplicateKey(raw)
+	k, _ = text.CutRunes(k, 100)
+	return k, dup
+}
+
+// giveOnce ends the error of a key given twice.
+const giveOnce = "(keys that differ only in case count as one): give it once"
+
 func compactJSON(raw json.RawMessage, def string) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return json.RawMessage(def), nil
