@@ -170,69 +170,76 @@ func Invalid(c Call, err error) Output {
 // No opinion ({}) fits every event, and Cursor and Gemini CLI answer alike
 // for all of theirs.
 func Fits(c Call, answer []byte) bool {
-	var a struct {
-		Specific *struct {
-			HookEventName string `json:"hookEventName"`
-		} `json:"hookSpecificOutput"`
-		Behavior           json.RawMessage `json:"behavior"`
-		PermissionDecision json.RawMessage `json:"permissionDecision"`
-	}
-	if json.Unmarshal(answer, &a) != nil {
+	a, ok := keysOf(answer)
+	if !ok {
 		return false
 	}
 	switch c.Client {
 	case ClaudeCode, Codex:
-		return a.Specific == nil || a.Specific.HookEventName == c.Event
+		h, has := a["hookSpecificOutput"]
+		return !has || string(h) == "null" || stringAt(object(h), "hookEventName") == c.Event
 	case Copilot:
 		// Invalid sends both fields, for either event.
+		_, behavior := a["behavior"]
+		_, decision := a["permissionDecision"]
 		if c.Event == CopilotPermission {
-			return a.Behavior != nil || a.PermissionDecision == nil
+			return behavior || !decision
 		}
-		return a.PermissionDecision != nil || a.Behavior == nil
+		return decision || !behavior
 	}
 	return true
 }
 
 // Denies reports whether answer, a hook answer the server sent, is c's
 // event's explicit deny, in the field that client reads for that event.
-// Keys are read as the clients read them, exactly: Go's decoding into a
-// struct would take "Permission" for "permission".
 func Denies(c Call, answer []byte) bool {
-	var a map[string]json.RawMessage
-	if json.Unmarshal(answer, &a) != nil {
+	a, ok := keysOf(answer)
+	if !ok {
 		return false
-	}
-	str := func(m map[string]json.RawMessage, k string) string {
-		var s string
-		_ = json.Unmarshal(m[k], &s)
-		return s
-	}
-	sub := func(m map[string]json.RawMessage, k string) map[string]json.RawMessage {
-		var o map[string]json.RawMessage
-		_ = json.Unmarshal(m[k], &o)
-		return o
 	}
 	switch c.Client {
 	case ClaudeCode, Codex:
-		h := sub(a, "hookSpecificOutput")
+		h := object(a["hookSpecificOutput"])
 		switch {
-		case str(h, "hookEventName") != c.Event:
+		case stringAt(h, "hookEventName") != c.Event:
 			return false
 		case c.Event == PermissionRequest:
-			return str(sub(h, "decision"), "behavior") == "deny"
+			return stringAt(object(h["decision"]), "behavior") == "deny"
 		}
-		return str(h, "permissionDecision") == "deny"
+		return stringAt(h, "permissionDecision") == "deny"
 	case Cursor:
-		return str(a, "permission") == "deny"
+		return stringAt(a, "permission") == "deny"
 	case Gemini:
-		return str(a, "decision") == "deny"
+		return stringAt(a, "decision") == "deny"
 	case Copilot:
 		if c.Event == CopilotPermission {
-			return str(a, "behavior") == "deny"
+			return stringAt(a, "behavior") == "deny"
 		}
-		return str(a, "permissionDecision") == "deny"
+		return stringAt(a, "permissionDecision") == "deny"
 	}
 	return false
+}
+
+// keysOf is a hook answer's keys, read as the clients read them: exactly
+// (Go's decoding into a struct would take "Permission" for "permission").
+// ok is false when the answer is no JSON object (null reads as none).
+func keysOf(answer []byte) (map[string]json.RawMessage, bool) {
+	var a map[string]json.RawMessage
+	return a, json.Unmarshal(answer, &a) == nil
+}
+
+// object is raw as an object's keys, nil when it is none.
+func object(raw json.RawMessage) map[string]json.RawMessage {
+	var o map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &o)
+	return o
+}
+
+// stringAt is the string at key k of m, "" when there is none.
+func stringAt(m map[string]json.RawMessage, k string) string {
+	var s string
+	_ = json.Unmarshal(m[k], &s)
+	return s
 }
 
 // Noted is the answer to a report of what ran: nothing to do, whatever
