@@ -38,10 +38,23 @@ type shellCmd struct {
 	// refs are what a variable's value names when it is written in the
 	// command (n=y, n='a[y]', for n in y): arithmetic over n evaluates y.
 	refs map[string][]string
+	// level is the depth of the node the walk of read is in, and substs
+	// the substitutions it is in, innermost last: the level of each and
+	// what closes it (")" for $(…) and <(…), "`" for `…`), for here-
+	// documents that bash ends early (endsEarly).
+	level  int
+	substs []subst
 	// arrays are the variables the command makes arrays (x=(…), x[i]=…,
 	// declare -a x, mapfile x, read -a x): declare x=$v on one expands a
 	// value that reads (…) again, as code.
 	arrays map[string]bool
+}
+
+// subst is a substitution the walk is in: its node's level, and what
+// closes it.
+type subst struct {
+	level  int
+	closer string
 }
 
 // part is one simple command.
@@ -151,25 +164,29 @@ func (s *shellCmd) read(code string, depth int) bool {
 	if err != nil {
 		return false
 	}
-	// closers are, for each node the walk is in, what closes it when it is
-	// a substitution (")" for $(…) and <(…), "`" for `…`), else "".
-	var closers []string
+	// The walk of this code keeps its own level and substitutions; code it
+	// reads on the way (eval, bash -c) walks with its own.
+	outerLevel, outerSubsts := s.level, s.substs
+	s.level, s.substs = 0, nil
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if n == nil { // the walk leaves the node it last entered
-			closers = closers[:len(closers)-1]
+			if k := len(s.substs) - 1; k >= 0 && s.substs[k].level == s.level {
+				s.substs = s.substs[:k]
+			}
+			s.level--
 			return true
 		}
-		closer := ""
+		s.level++
 		switch x := n.(type) {
 		case *syntax.CmdSubst:
-			closer = ")"
+			closer := ")"
 			if x.Backquotes {
 				closer = "`"
 			}
+			s.substs = append(s.substs, subst{s.level, closer})
 		case *syntax.ProcSubst:
-			closer = ")"
+			s.substs = append(s.substs, subst{s.level, ")"})
 		}
-		closers = append(closers, closer)
 		s.survey(n)
 		switch x := n.(type) {
 		case *syntax.Stmt:
@@ -241,7 +258,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// begins with its delimiter (E)), where the parser reads on to
 			// a line that is the delimiter alone: the lines between run in
 			// bash as commands the parse shows as text.
-			if x.Hdoc != nil && x.Word != nil && endsEarly(x, innermost(closers)) {
+			if k := len(s.substs) - 1; x.Hdoc != nil && x.Word != nil && k >= 0 && endsEarly(x, s.substs[k].closer) {
 				s.parts = append(s.parts, part{words: []string{"<<"}, unreadable: true})
 			}
 		case *syntax.Assign:
@@ -329,6 +346,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 		}
 		return true
 	})
+	s.level, s.substs = outerLevel, outerSubsts
 	return true
 }
 
@@ -1705,17 +1723,6 @@ func subscriptHidesCode(idx syntax.ArithmExpr) bool {
 	}
 	w, isWord := idx.(*syntax.Word)
 	return isWord && codeSyntax(wordText(w))
-}
-
-// innermost is what closes the innermost substitution the walk is in, ""
-// outside any.
-func innermost(closers []string) string {
-	for i := len(closers) - 1; i >= 0; i-- {
-		if closers[i] != "" {
-			return closers[i]
-		}
-	}
-	return ""
 }
 
 // endsEarly says a here-document inside a substitution that closer closes
