@@ -967,8 +967,10 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 		if a.Name != nil && codeVar(a.Name.Value) || a.Value != nil && hidesCode(a.Value) {
 			p.unreadable = true // BASH_ENV=<(…) bash, x='a[$(cmd)]'
 		}
-		if lit, ok := literal(a.Value); a.Name != nil && intVar(a.Name.Value) && (a.Value != nil && !ok || codeSyntax(lit)) {
-			p.unreadable = true // RANDOM=$v evaluates $v's a[$(cmd)]
+		if a.Name != nil && intVar(a.Name.Value) {
+			if lit, ok := literal(a.Value); a.Value != nil && !ok || codeSyntax(lit) {
+				p.unreadable = true // RANDOM=$v evaluates $v's a[$(cmd)]
+			}
 		}
 		if a.Index != nil { // a[y]=1 evaluates y
 			reads, subst := arithReads(a.Index)
