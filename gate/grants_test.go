@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -246,6 +247,52 @@ func TestKeyAnswersOnlyWhatTheRulesNowAllow(t *testing.T) {
 				t.Fatalf("resent: %+v (created %v), %v; want a conflict", r, created, err)
 			case tc.want != "" && (err != nil || created || r.ID != first.ID || r.Status != tc.want):
 				t.Fatalf("resent: %+v (created %v), %v; want request %s, %s", r, created, err, first.ID, tc.want)
+			}
+		})
+	}
+}
+
+// An agent that reconnects under its key after its request expired on a
+// route that allows on timeout (here after a restart past the deadline,
+// whose sweep expires the row first) gets that verdict, as long as the
+// rules as they are now still allow on timeout; after a reload that
+// denies on timeout, or denies the call, the key answers nothing.
+func TestKeyAnswersAnExpiryTheRouteStillAllows(t *testing.T) {
+	route := func(a policy.Action, onTimeout gate.Verdict) []gate.Route {
+		return []gate.Route{{Name: "lenient", Tool: "read_*", Action: a, Channels: []string{"fake"}, Timeout: time.Minute, OnTimeout: onTimeout}}
+	}
+	in := gate.Submission{ToolName: "read_file", ToolArgs: json.RawMessage(`{"path":"/etc/motd"}`), IdempotencyKey: "k1", Caller: "bot"}
+	for _, tc := range []struct {
+		name  string
+		after []gate.Route
+		want  gate.Status // "": a conflict
+	}{
+		{"the route unchanged", route(policy.Ask, gate.VerdictAllow), gate.StatusExpired},
+		{"now denied on timeout", route(policy.Ask, gate.VerdictDeny), ""},
+		{"now denied", route(policy.Deny, gate.VerdictAllow), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dsn := filepath.Join(t.TempDir(), "gatehouse.db")
+			clk := newClock()
+			db1 := storetest.Open(t, store.SQLite, dsn)
+			svc1 := newService(t, db1, svcOpts{clock: clk, routes: route(policy.Ask, gate.VerdictAllow), chans: []gate.Channel{newFake("fake")}})
+			first := submit(t, svc1, in)
+			svc1.Stop()
+			svc1.Drain(context.Background())
+			db1.Close()
+
+			clk.Add(2 * time.Minute) // down past the deadline
+			db2 := storetest.Open(t, store.SQLite, dsn)
+			svc2 := newService(t, db2, svcOpts{clock: clk, routes: tc.after, chans: []gate.Channel{newFake("fake")}})
+			if row, err := svc2.Get(context.Background(), first.ID); err != nil || row.Status != gate.StatusExpired || !row.Allowed() {
+				t.Fatalf("after the restart: %+v, %v; want expired and allowed", row, err)
+			}
+			r, created, err := svc2.Submit(context.Background(), in)
+			switch {
+			case tc.want == "" && gate.ErrorCode(err) != gate.EIDEMPOTENCY:
+				t.Fatalf("resent: %+v (created %v), %v; want a conflict", r, created, err)
+			case tc.want != "" && (err != nil || created || r.ID != first.ID || r.Status != tc.want || !r.Allowed()):
+				t.Fatalf("resent: %+v (created %v), %v; want request %s, %s and allowed", r, created, err, first.ID, tc.want)
 			}
 		})
 	}

@@ -409,8 +409,11 @@ func (s *Service) unrecorded(r *Request, rt Route) *Request {
 // agree: a call they deny is not allowed, nor left waiting for a person,
 // by what earlier rules did (a reload that tightened a route holds at once,
 // also for a hook's repeated call, which reuses its key for a minute), and
-// a call they ask about is not allowed by an earlier policy allow, grant or
-// timeout, though a person's approval of this very call still answers it.
+// a call they ask about is not allowed by an earlier policy allow or grant,
+// though a person's approval of this very call still answers it, and so
+// does its expiry when the route still allows on timeout (in.OnTimeout is
+// what the rules give now): the agent that reconnects after the deadline,
+// or after a restart past it, gets the verdict its route gave.
 func (s *Service) attach(r, in *Request, now policy.Action) (*Request, bool, error) {
 	conflict := func(what string) (*Request, bool, error) {
 		return nil, false, Errorf(EIDEMPOTENCY, "idempotency_key: already used by request %s %s", r.ID, what)
@@ -434,7 +437,7 @@ func (s *Service) attach(r, in *Request, now policy.Action) (*Request, bool, err
 		return conflict(fmt.Sprintf("with requires_confirmation %v", r.RequiresConfirmation))
 	case now == policy.Deny && (r.Allowed() || r.Status == StatusPending):
 		return conflict(fmt.Sprintf("(%s) for a call the rules now deny", r.Status))
-	case now == policy.Ask && r.Allowed() && !byPerson(r):
+	case now == policy.Ask && r.Allowed() && !byPerson(r) && !(r.Status == StatusExpired && in.OnTimeout == VerdictAllow):
 		return conflict(fmt.Sprintf("(%s by %s via %s) for a call the rules now ask a person about", r.Status, r.DecidedBy, r.DecidedVia))
 	}
 	return r, false, nil
