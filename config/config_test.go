@@ -240,6 +240,16 @@ routes:
 			`routes[0].channels[0]: no channel named "nope"`, `routes[0].approvers[0]: "alice" is not an identity`,
 			"routes[0].quorum: needs 3 approvals but only 1 approvers are listed",
 		}},
+		{"channels named as verdicts no channel gave", `
+channels:
+  - {name: policy, type: webhook, url: 'https://relay.example.com/a', secret: 0123456789abcdef0123}
+  - {name: grant, type: webhook, url: 'https://relay.example.com/b', secret: 1123456789abcdef0123}
+  - {name: timeout, type: webhook, url: 'https://relay.example.com/c', secret: 2123456789abcdef0123}
+  - {name: api, type: webhook, url: 'https://relay.example.com/d', secret: 3123456789abcdef0123}
+  - {name: hook, type: webhook, url: 'https://relay.example.com/e', secret: 4123456789abcdef0123}
+`, []string{`channels[0].name: "policy" is what Gatehouse records as the channel of verdicts no channel gave`,
+			`channels[1].name: "grant" is what`, `channels[2].name: "timeout" is what`, `channels[3].name: "api" is what`,
+			`channels[4].name: "hook" is what`}},
 		{"bad token scopes", `
 auth:
   api_tokens:

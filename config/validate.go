@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -227,6 +228,14 @@ func (c *Config) validateOIDC(o *OIDC, errs *Errors) {
 	}
 }
 
+// reservedVia are the words a verdict records as its channel when no
+// channel's card gave it (gate's ViaPolicy, ViaGrant, a deadline, a cancel
+// through the API, a client's report that the tool ran). A channel named
+// one of them would pass a person's taps off as the route's own verdict,
+// a grant or an expiry, and the pages that show people's decisions first
+// would hide them.
+var reservedVia = []string{"policy", "grant", "timeout", "api", "hook"}
+
 // validateChannels checks each channel and returns the set of channel names
 // routes may use (the built-in web channel included).
 func (c *Config) validateChannels(errs *Errors) map[string]bool {
@@ -240,6 +249,8 @@ func (c *Config) validateChannels(errs *Errors) map[string]bool {
 			errs.add(p+".name", "required")
 		case ch.Name == "web":
 			errs.add(p+".name", `"web" is the built-in web channel; choose another name`)
+		case slices.Contains(reservedVia, ch.Name):
+			errs.add(p+".name", "%q is what Gatehouse records as the channel of verdicts no channel gave; choose another name", ch.Name)
 		case names[ch.Name]:
 			errs.add(p+".name", "%q is used twice", ch.Name)
 		}
