@@ -290,8 +290,11 @@ func (d *Decision) voter() string {
 // them. Without one, waking is in-process only (and the periodic re-read
 // catches the rest).
 type Notifier interface {
-	// Listen calls fn for every changed request's id until ctx ends.
-	Listen(ctx context.Context, fn func(requestID string)) error
+	// Listen calls listening each time it is in place (at first and after
+	// each reconnection, before any id), then fn for every changed
+	// request's id, until ctx ends (nil) or its connection fails. Signals
+	// sent while nothing listened are lost, so listening re-reads.
+	Listen(ctx context.Context, listening func(), fn func(requestID string)) error
 }
 
 // Observer receives the service's measurements (Prometheus, in production).

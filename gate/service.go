@@ -334,10 +334,12 @@ func (s *Service) every(ctx context.Context, d time.Duration, extra <-chan struc
 }
 
 // listen wakes local waiters on other replicas' changes, reconnecting when
-// the notifier's connection drops.
+// the notifier's connection drops. Signals sent while nothing listened are
+// lost: once it listens again, it re-reads what its waiters wait for
+// rather than leave them to the next safety tick.
 func (s *Service) listen(ctx context.Context) {
 	for ctx.Err() == nil {
-		err := s.notifier.Listen(ctx, s.waiters.wake)
+		err := s.notifier.Listen(ctx, func() { s.recheck(ctx) }, s.waiters.wake)
 		if ctx.Err() != nil {
 			return
 		}
@@ -347,9 +349,6 @@ func (s *Service) listen(ctx context.Context) {
 			return
 		case <-time.After(time.Second):
 		}
-		// Signals sent while nobody listened are lost: re-read now rather
-		// than at the next safety tick.
-		s.recheck(ctx)
 	}
 }
 

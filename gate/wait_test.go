@@ -2,6 +2,7 @@ package gate_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"runtime"
 	"sync/atomic"
@@ -161,6 +162,74 @@ func TestNotifierWakesAnotherReplica(t *testing.T) {
 		if w := answered(t, got, 10*time.Second, "waiter on A was not woken by a verdict on B"); w == nil || !w.Status.Final() {
 			t.Fatalf("waiter on A returned %+v", w)
 		}
+	}
+}
+
+// flakyListener is a PostgreSQL notifier whose first connection drops when
+// the test says, and whose reconnection waits for the test.
+type flakyListener struct {
+	*store.PGNotifier
+	calls      atomic.Int32
+	up         chan struct{} // the first connection listens
+	drop       chan struct{} // the test drops it
+	connecting chan struct{} // the reconnection began: nothing listens
+	proceed    chan struct{} // the test lets it finish
+}
+
+func (f *flakyListener) Listen(ctx context.Context, listening func(), fn func(string)) error {
+	switch f.calls.Add(1) {
+	case 1:
+		close(f.up)
+		select {
+		case <-f.drop:
+			return errors.New("store: listen: connection reset by peer")
+		case <-ctx.Done():
+			return nil
+		}
+	case 2:
+		close(f.connecting)
+		select {
+		case <-f.proceed:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	return f.PGNotifier.Listen(ctx, listening, fn)
+}
+
+// A verdict taken on B while A's listening connection is down, after A's
+// last re-read, sends a NOTIFY nobody hears: A re-reads once it listens
+// again, so its waiter is answered then, not at the next safety re-read
+// (an hour here).
+func TestVerdictWhileReconnectingWakesTheWaiter(t *testing.T) {
+	dsn := storetest.PostgresDSN(t)
+	dbA, dbB := storetest.Open(t, store.Postgres, dsn), storetest.Open(t, store.Postgres, dsn)
+	notifier := func(db *store.DB) *store.PGNotifier {
+		n, err := store.NewNotifier(context.Background(), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	fl := &flakyListener{PGNotifier: notifier(dbA), up: make(chan struct{}), drop: make(chan struct{}),
+		connecting: make(chan struct{}), proceed: make(chan struct{})}
+	a := newService(t, dbA, svcOpts{chans: []gate.Channel{newFake("fake")}, tweak: func(o *gate.Options) {
+		o.Notifier, o.SafetyInterval = fl, time.Hour
+	}})
+	b := newService(t, dbB, svcOpts{chans: []gate.Channel{newFake("fake")}, tweak: func(o *gate.Options) {
+		o.Notifier, o.SafetyInterval = notifier(dbB), time.Hour
+	}})
+	<-fl.up
+	r := submit(t, a, gate.Submission{ToolName: "deploy"})
+	got := a.waitAsync(t, r.ID, time.Minute)
+	close(fl.drop)
+	<-fl.connecting
+	if _, err := b.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: false, Actor: "web:alice", Via: "fake"}); err != nil {
+		t.Fatal(err)
+	}
+	close(fl.proceed)
+	if w := answered(t, got, 20*time.Second, "waiter on A was not answered after A listened again"); w == nil || w.Status != gate.StatusRejected {
+		t.Fatalf("waiter on A returned %+v", w)
 	}
 }
 

@@ -51,10 +51,11 @@ func NewNotifier(ctx context.Context, db *DB) (*PGNotifier, error) {
 // Channel is the NOTIFY channel in use.
 func (n *PGNotifier) Channel() string { return n.channel }
 
-// Listen opens a dedicated connection, LISTENs on the channel and calls fn
-// with every payload until ctx ends (nil) or the connection fails (the
-// error; the caller reconnects, and re-reads what it may have missed).
-func (n *PGNotifier) Listen(ctx context.Context, fn func(requestID string)) error {
+// Listen opens a dedicated connection, LISTENs on the channel, calls
+// listening, then fn with every payload until ctx ends (nil) or the
+// connection fails (the error; the caller reconnects). Notifications that
+// arrive while listening runs wait in the connection.
+func (n *PGNotifier) Listen(ctx context.Context, listening func(), fn func(requestID string)) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, err := pgx.Connect(cctx, n.db.dsn)
 	cancel()
@@ -75,6 +76,7 @@ func (n *PGNotifier) Listen(ctx context.Context, fn func(requestID string)) erro
 		}
 		return fmt.Errorf("store: listen: %w", err)
 	}
+	listening()
 	if n.OnListen != nil {
 		n.OnListen()
 	}
