@@ -125,21 +125,21 @@ func (c *Channel) handleEvent(ctx context.Context, env *callbackEnvelope, sentAt
 // and, once the request is final, the final card.
 func (c *Channel) decide(ctx context.Context, log *slog.Logger, ev *cardEvent, v actionValue, actor string, elsewhere bool) *callback.CardActionTriggerResponse {
 	d := gate.Decision{
-		RequestID:   v.RequestID,
-		Approve:     v.Choice == choiceApprove || v.Choice == choiceRemember,
-		Remember:    v.Choice == choiceRemember,
-		Actor:       actor,
-		Identities:  identities(ev),
-		Voter:       voter(ev, actor),
-		Via:         c.name,
-		Reason:      reason(ev.Action.FormValue),
-		CardUpdated: true, // the answer below carries the final card of the tapped message
+		RequestID:  v.RequestID,
+		Approve:    v.Choice == choiceApprove || v.Choice == choiceRemember,
+		Remember:   v.Choice == choiceRemember,
+		Actor:      actor,
+		Identities: identities(ev),
+		Voter:      voter(ev, actor),
+		Via:        c.name,
+		Reason:     reason(ev.Action.FormValue),
+		// The answer below carries the final card of the tapped message,
+		// and of no other: that message (a direct card, or in a chat two
+		// channels share the other channel's card) is the one that shows
+		// the verdict, and every other card of the request is updated.
+		CardUpdated: true,
+		CardRef:     ev.Context.OpenMessageID,
 		Elsewhere:   elsewhere,
-	}
-	if elsewhere {
-		// A direct card: that message, not the chat's card, now shows
-		// the verdict. (In the chat, the channel's one card is the one.)
-		d.CardRef = ev.Context.OpenMessageID
 	}
 	dctx, cancel := context.WithTimeout(ctx, decideTimeout)
 	defer cancel()

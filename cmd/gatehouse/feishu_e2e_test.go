@@ -62,11 +62,11 @@ func feishuChannel(baseURL string) string {
 
 // feishuTap is a card.action.trigger callback (schema 2.0) as Feishu sends
 // it when operator taps the button for choice on request id's card.
-func feishuTap(eventID, id, choice, operator, reason string) map[string]any {
+func feishuTap(fake *feishutest.Server, eventID, id, choice, operator, reason string) map[string]any {
 	return feishutest.CardAction(feishutest.Tap{
 		EventID: eventID, Token: feishuE2EVerify, AppID: feishuE2EAppID, TenantKey: "tk_e2e", At: time.Now(),
 		OpenID: operator, UserID: "u_" + operator, UnionID: "on_" + operator,
-		RequestID: id, Choice: choice, Reason: reason, MessageID: "om_1", ChatID: feishuE2EChat,
+		RequestID: id, Choice: choice, Reason: reason, MessageID: fake.CardOf(id), ChatID: feishuE2EChat,
 	})
 }
 
@@ -237,7 +237,9 @@ func TestFeishuApproveEndToEnd(t *testing.T) {
 			t.Fatalf("after %s the request is %s by %q, want pending", why, r.Status, r.DecidedBy)
 		}
 	}
-	approve := func(eventID string) map[string]any { return feishuTap(eventID, id, "approve", feishuE2EAlice, "") }
+	approve := func(eventID string) map[string]any {
+		return feishuTap(fake, eventID, id, "approve", feishuE2EAlice, "")
+	}
 
 	// Refused with 401 before any decision.
 	wrongToken := approve("ev_wrong_token")
@@ -270,7 +272,7 @@ func TestFeishuApproveEndToEnd(t *testing.T) {
 		name, want string
 		payload    map[string]any
 	}{
-		{"non-approver", "not an approver", feishuTap("ev_mallory", id, "approve", feishuE2EMallory, "")},
+		{"non-approver", "not an approver", feishuTap(fake, "ev_mallory", id, "approve", feishuE2EMallory, "")},
 		{"another chat", "approvals chat", offChat},
 	} {
 		code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(tc.payload))
@@ -339,7 +341,7 @@ func TestFeishuFinalFormsEndToEnd(t *testing.T) {
 		wait := slackAgent(t, srv.URL, "--tool", "pay", "--args", `{"amount":1}`)
 		first := waitPending(t, srv.URL).ID
 		fake.WaitCalls(t, feishuSend, 1)
-		code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(feishuTap("ev_shared", first, "reject", feishuE2EAlice, "  over budget ")))
+		code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(feishuTap(fake, "ev_shared", first, "reject", feishuE2EAlice, "  over budget ")))
 		if code != 200 || a.Card == nil {
 			t.Fatalf("rejection: %d %s", code, raw)
 		}
@@ -351,14 +353,14 @@ func TestFeishuFinalFormsEndToEnd(t *testing.T) {
 		wait = slackAgent(t, srv.URL, "--tool", "pay", "--args", `{"amount":2}`)
 		second := waitPending(t, srv.URL).ID
 		fake.WaitCalls(t, feishuSend, 2)
-		code, _, raw = feishuDeliver(t, srv.URL, feishuSigned(feishuTap("ev_shared", second, "approve", feishuE2EAlice, "")))
+		code, _, raw = feishuDeliver(t, srv.URL, feishuSigned(feishuTap(fake, "ev_shared", second, "approve", feishuE2EAlice, "")))
 		if code != http.StatusUnauthorized {
 			t.Fatalf("replayed event_id: %d %s, want 401", code, raw)
 		}
 		if r := slackGet(t, srv.URL, second); r.Status != "pending" {
 			t.Fatalf("a replayed event_id decided: %+v", r)
 		}
-		code, a, raw = feishuDeliver(t, srv.URL, feishuSigned(feishuTap("ev_fresh", second, "approve", feishuE2EAlice, "")))
+		code, a, raw = feishuDeliver(t, srv.URL, feishuSigned(feishuTap(fake, "ev_fresh", second, "approve", feishuE2EAlice, "")))
 		if code != 200 || a.Toast == nil || a.Toast.Type != "success" {
 			t.Fatalf("approval with a fresh event_id: %d %s", code, raw)
 		}
@@ -400,7 +402,7 @@ func TestFeishuFinalFormsEndToEnd(t *testing.T) {
 
 		// A tap on the stale card: nothing changes; the answer shows the
 		// final card again.
-		code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(feishuTap("ev_late", id, "approve", feishuE2EAlice, "")))
+		code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(feishuTap(fake, "ev_late", id, "approve", feishuE2EAlice, "")))
 		if code != 200 || a.Toast == nil || a.Toast.Type != "info" || a.Card == nil {
 			t.Fatalf("tap on a cancelled card: %d %s", code, raw)
 		}

@@ -132,7 +132,7 @@ channels:
 	if fb == nil || !strings.Contains(fmt.Sprint(fb), "allow this tool for 30m") || fb["confirm"] == nil {
 		t.Fatalf("no confirmed \"Approve for 30m\" button on the Feishu card: %v", feishuButtons(card))
 	}
-	if code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(feishuTap("ev_grant", payID, "approve_for", feishuE2EAlice, ""))); code != 200 || a.Toast == nil || a.Toast.Type != "success" {
+	if code, a, raw := feishuDeliver(t, srv.URL, feishuSigned(feishuTap(feishuFake, "ev_grant", payID, "approve_for", feishuE2EAlice, ""))); code != 200 || a.Toast == nil || a.Toast.Type != "success" {
 		t.Fatalf("approve_for on Feishu: %d %s", code, raw)
 	}
 	if code, res := waitPay(); code != 0 || res["status"] != "approved" {

@@ -173,7 +173,7 @@ func TestPeopleEndToEnd(t *testing.T) {
 		eph.Form.Get("user") != slackE2EAlice {
 		t.Fatalf("ephemeral: %+v", eph.Form)
 	}
-	fcode, reply, raw := feishuDeliver(t, srv.URL, feishuSigned(feishuTap("ev_alice_self", id, "approve", feishuE2EAlice, "")))
+	fcode, reply, raw := feishuDeliver(t, srv.URL, feishuSigned(feishuTap(feishu, "ev_alice_self", id, "approve", feishuE2EAlice, "")))
 	if fcode != 200 || reply.Toast == nil || !strings.Contains(reply.Toast.Content, "You asked for this") || reply.Card != nil {
 		t.Fatalf("alice's Feishu tap: %d %s", fcode, raw)
 	}

@@ -241,6 +241,18 @@ func (s *Server) Posts() []Call {
 	return out
 }
 
+// CardOf returns the message of the first card posted for a request (its
+// id in the body), "" when none was: what a tap on that card names as its
+// open_message_id.
+func (s *Server) CardOf(requestID string) string {
+	for _, c := range s.Posts() {
+		if bytes.Contains(c.Body, []byte(requestID)) {
+			return c.MessageID
+		}
+	}
+	return ""
+}
+
 // Calls returns the recorded calls whose "METHOD path" (without the query)
 // starts with prefix; "" returns them all.
 func (s *Server) Calls(prefix string) []Call {
