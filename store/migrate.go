@@ -315,6 +315,14 @@ ALTER TABLE grants ADD COLUMN given_ids TEXT NOT NULL DEFAULT ''`},
 	// revocation is written to its trail), and finds those grants by it.
 	{version: 10, name: "grants found by the request that gave them", sql: `
 CREATE INDEX grants_request ON grants (request_id)`},
+	// A password session keeps a fingerprint of the credential it was
+	// made with (web/session.go), so that changing a user's password, or
+	// the bootstrap password a new start prints, ends the sessions made
+	// with the old one. Sessions made before have none (''): a password
+	// session without one ends at its next request, since which password
+	// made it cannot be told; single sign-on sessions never have one.
+	{version: 11, name: "sessions keep their credential", sql: `
+ALTER TABLE sessions ADD COLUMN credential TEXT NOT NULL DEFAULT ''`},
 }
 
 // SchemaVersion is the newest migration this binary knows.

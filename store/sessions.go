@@ -19,6 +19,11 @@ type Session struct {
 	ExpiresAt time.Time
 	// Provider says how the login was made: "" a password, "oidc" single sign-on.
 	Provider string
+	// Credential is, for a password login, a fingerprint of the secret it
+	// was made with (the web server's: never the password), which must
+	// still match the config's for the session to hold. '' for single
+	// sign-on, and for password logins made before schema version 11.
+	Credential string
 }
 
 // ErrNoSession is returned for an unknown or expired session.

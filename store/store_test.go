@@ -114,6 +114,36 @@ func TestMigrationThreeKeepsTheHistory(t *testing.T) {
 	}
 }
 
+// Migration 11 gives sessions a credential. Sessions from before keep
+// their rows with an empty one, which the web server ends for password
+// logins; a new session keeps the one it is given.
+func TestMigrationElevenLeavesOldSessionsWithoutACredential(t *testing.T) {
+	for _, driver := range []string{store.SQLite, store.Postgres} {
+		t.Run(driver, func(t *testing.T) {
+			ctx := context.Background()
+			old, dsn := oldDatabase(t, driver, 10)
+			now := time.Now().UTC().Truncate(time.Second)
+			if err := old.Gorm().Exec(`INSERT INTO sessions (id, user_name, role, csrf, created_at, expires_at, provider)
+				VALUES ('s1', 'alice', 'approver', 'x', @now, @later, '')`, map[string]any{"now": now, "later": now.Add(time.Hour)}).Error; err != nil {
+				t.Fatal(err)
+			}
+			old.Close()
+			db := storetest.Open(t, driver, dsn)
+			se, err := db.GetSession(ctx, "s1", now)
+			if err != nil || se.UserName != "alice" || se.Credential != "" {
+				t.Fatalf("the session from before: %+v %v", se, err)
+			}
+			if err := db.CreateSession(ctx, store.Session{ID: "s2", UserName: "alice", Role: "approver", CSRF: "y", CreatedAt: now,
+				ExpiresAt: now.Add(time.Hour), Credential: "c0ffee"}); err != nil {
+				t.Fatal(err)
+			}
+			if se, err := db.GetSession(ctx, "s2", now); err != nil || se.Credential != "c0ffee" {
+				t.Fatalf("a new session: %+v %v", se, err)
+			}
+		})
+	}
+}
+
 func TestOpenErrorsAreClear(t *testing.T) {
 	ctx := context.Background()
 	_, err := store.Open(ctx, store.Options{Driver: store.Postgres, DSN: "postgres://nobody:s3cret@127.0.0.1:1/none?connect_timeout=2"})

@@ -33,14 +33,25 @@ type authed struct {
 type authSet struct {
 	tokens []tokenHash
 	users  []config.User
-	gen    uint64 // the gate's config generation these came with (gate.WithGeneration)
+	// creds[i] is users[i]'s credential, and bootstrap the bootstrap
+	// admin's (session.go), worked out once here.
+	creds     []string
+	bootstrap string
+	gen       uint64 // the gate's config generation these came with (gate.WithGeneration)
 }
 
 // SetAuth puts API tokens and web users in force (at start, and on a
-// config reload). Sessions of users no longer configured end at their next
-// request; a user's role is read from the config at every request.
+// config reload). Sessions of users no longer configured, and those made
+// with a password the config no longer holds, end at their next request; a
+// user's role is read from the config at every request.
 func (s *Server) SetAuth(tokens []config.APIToken, users []config.User) {
-	a := &authSet{users: users}
+	a := &authSet{users: users, creds: make([]string, len(users))}
+	for i, u := range users {
+		a.creds[i] = credential(bcryptSecret, u.PasswordBcrypt)
+	}
+	if s.opts.BootstrapPassword != "" {
+		a.bootstrap = credential(bootstrapSecret, s.opts.BootstrapPassword)
+	}
 	if s.svc != nil {
 		a.gen = s.svc.Generation() // a reload puts the routes in force first
 	}

@@ -177,7 +177,7 @@ func (s *Server) ssoCallback(c echo.Context) error {
 	if role == "" {
 		return refuse(http.StatusForbidden, fmt.Sprintf("You are signed in at the identity provider as %s, but no role here is given to that email or your groups. Ask an admin to add you to auth.oidc.roles.", email), "email", email)
 	}
-	if err := s.startSession(c, config.User{Name: email, Role: role}, ProviderOIDC); err != nil {
+	if err := s.startSession(c, config.User{Name: email, Role: role}, ProviderOIDC, ""); err != nil {
 		return err
 	}
 	s.log.Info("web login", "user", email, "role", role, "via", ProviderOIDC)

@@ -62,7 +62,7 @@ func newSSOEnv(t *testing.T) *ssoEnv {
 	hs.Config.Handler = s.Handler()
 	hs.Start()
 	t.Cleanup(hs.Close)
-	return &ssoEnv{env: &env{t: t, srv: hs, svc: svc, db: db}, idp: idp}
+	return &ssoEnv{env: &env{t: t, srv: hs, svc: svc, db: db, web: s}, idp: idp}
 }
 
 func yes() *bool { b := true; return &b }

@@ -204,14 +204,14 @@ func (s *Server) login(c echo.Context) error {
 	if err != nil || ck.Value == "" || ck.Value != c.FormValue("csrf") {
 		return s.page(c, http.StatusForbidden, "error", pageData{Title: "Form expired", Message: "The login form expired or was not sent from this site. Reload it and try again."})
 	}
-	u, ok := s.checkPassword(c.FormValue("username"), c.FormValue("password"))
+	u, cred, ok := s.checkPassword(c.FormValue("username"), c.FormValue("password"))
 	if !ok {
 		tok := randomToken()
 		s.setCookie(c, loginCookie, tok, 3600)
 		s.log.Warn("web login failed", "user", c.FormValue("username"), "ip", c.RealIP())
 		return s.page(c, http.StatusUnauthorized, "login", pageData{Title: "Log in", Error: "Wrong user name or password.", Next: safeNext(c.FormValue("next")), CSRF: tok, Extra: s.loginExtra()})
 	}
-	if err := s.startSession(c, u, ""); err != nil {
+	if err := s.startSession(c, u, "", cred); err != nil {
 		return err
 	}
 	s.setCookie(c, loginCookie, "", -1)

@@ -61,32 +61,56 @@ func (s *Server) setCookie(c echo.Context, name, value string, maxAge int) {
 }
 
 // checkPassword verifies a login against the configured users (bcrypt), or
-// the bootstrap admin when none are configured.
-func (s *Server) checkPassword(name, password string) (config.User, bool) {
-	users := s.auth.Load().users
-	if len(users) == 0 && s.opts.BootstrapPassword != "" {
+// the bootstrap admin when none are configured. cred is the fingerprint of
+// the secret it was checked against (credential), read with the user from
+// the same config.
+func (s *Server) checkPassword(name, password string) (u config.User, cred string, ok bool) {
+	a := s.auth.Load()
+	if len(a.users) == 0 && s.opts.BootstrapPassword != "" {
 		ok := subtle.ConstantTimeCompare([]byte(name), []byte("admin")) == 1 &&
 			subtle.ConstantTimeCompare([]byte(password), []byte(s.opts.BootstrapPassword)) == 1
-		return config.User{Name: "admin", Role: config.RoleAdmin}, ok
+		return config.User{Name: "admin", Role: config.RoleAdmin}, a.bootstrap, ok
 	}
-	for _, u := range users {
+	for i, u := range a.users {
 		if u.Name == name {
-			return u, bcrypt.CompareHashAndPassword([]byte(u.PasswordBcrypt), []byte(password)) == nil
+			return u, a.creds[i], bcrypt.CompareHashAndPassword([]byte(u.PasswordBcrypt), []byte(password)) == nil
 		}
 	}
 	// Spend the same time on unknown names as on wrong passwords.
 	_ = bcrypt.CompareHashAndPassword([]byte("$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z3Yo3XjY8y0qzVw0YJ7wE5Y2"), []byte(password))
-	return config.User{}, false
+	return config.User{}, "", false
+}
+
+// The kinds of secret a password session is made with, which credential
+// keeps apart.
+const (
+	bcryptSecret    = "password_bcrypt"
+	bootstrapSecret = "bootstrap"
+)
+
+// credential is what a password session records of the secret it was
+// made with, and what it must still match at every request: the hex
+// SHA-256 of a user's password_bcrypt, or of the bootstrap password. A
+// plain hash is enough, and a key would add nothing: a password_bcrypt
+// holds its own random salt, so the hash of it gives a reader of the
+// database nothing to test a guessed password against without the config;
+// the bootstrap password is 96 random bits, new at each start. (A key kept
+// by the server would have to be the same on every replica and across
+// restarts, or sessions would end at each.) Never the password itself.
+func credential(kind, secret string) string {
+	sum := sha256.Sum256([]byte(kind + "\x00" + secret))
+	return hex.EncodeToString(sum[:])
 }
 
 // startSession stores a new session and sets its cookie. provider is ""
-// for a password login, ProviderOIDC for single sign-on.
-func (s *Server) startSession(c echo.Context, u config.User, provider string) error {
+// for a password login, with cred the credential it was made with, and
+// ProviderOIDC for single sign-on, with no cred.
+func (s *Server) startSession(c echo.Context, u config.User, provider, cred string) error {
 	tok := randomToken()
 	now := s.now()
 	err := s.opts.Sessions.CreateSession(c.Request().Context(), store.Session{
 		ID: sessionID(tok), UserName: u.Name, Role: u.Role, CSRF: randomToken(), CreatedAt: now, ExpiresAt: now.Add(s.opts.SessionTTL),
-		Provider: provider})
+		Provider: provider, Credential: cred})
 	if err != nil {
 		return err
 	}
@@ -123,7 +147,10 @@ func (s *Server) currentUser(c echo.Context) *User {
 // the config says at this request (a reload that demotes or removes a
 // user takes effect at once), a single sign-on user's as the provider's
 // claims said at sign-in. ok is false for a session that must end: its
-// user removed from the config, or single sign-on no longer configured.
+// user removed from the config, its password changed since it was made
+// (a new password_bcrypt, or the bootstrap password of an earlier start:
+// its credential no longer matches; a session made before sessions kept
+// one has none, and ends too), or single sign-on no longer configured.
 func (s *Server) sessionRole(se store.Session) (role string, ok bool) {
 	switch se.Provider {
 	case ProviderOIDC:
@@ -132,26 +159,27 @@ func (s *Server) sessionRole(se store.Session) (role string, ok bool) {
 	default:
 		return "", false
 	}
-	return s.configRole(se.UserName)
+	role, cred, listed := s.configRole(se.UserName)
+	return role, listed && subtle.ConstantTimeCompare([]byte(cred), []byte(se.Credential)) == 1
 }
 
-// configRole is a password user's role as the config says now: the
-// bootstrap admin's when no users are configured; listed is false for a
-// name the config does not hold.
-func (s *Server) configRole(name string) (role string, listed bool) {
-	users := s.auth.Load().users
-	if len(users) == 0 {
+// configRole is a password user's role as the config says now, and the
+// credential they sign in with: the bootstrap admin's when no users are
+// configured; listed is false for a name the config does not hold.
+func (s *Server) configRole(name string) (role, cred string, listed bool) {
+	a := s.auth.Load()
+	if len(a.users) == 0 {
 		if name == "admin" && s.opts.BootstrapPassword != "" {
-			return config.RoleAdmin, true
+			return config.RoleAdmin, a.bootstrap, true
 		}
-		return "", false
+		return "", "", false
 	}
-	for _, u := range users {
+	for i, u := range a.users {
 		if u.Name == name {
-			return u.Role, true
+			return u.Role, a.creds[i], true
 		}
 	}
-	return "", false
+	return "", "", false
 }
 
 // MayApprove says whether a web user may approve now, as far as this
@@ -165,7 +193,7 @@ func (s *Server) configRole(name string) (role string, listed bool) {
 // password user, whether or not single sign-on is on. The gate asks it
 // before a grant given on the web page approves a call.
 func (s *Server) MayApprove(name string) bool {
-	if role, listed := s.configRole(name); listed {
+	if role, _, listed := s.configRole(name); listed {
 		return canDecide(role)
 	}
 	return s.sso != nil && strings.Contains(name, "@")
