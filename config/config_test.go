@@ -250,6 +250,12 @@ channels:
 `, []string{`channels[0].name: "policy" is what Gatehouse records as the channel of verdicts no channel gave`,
 			`channels[1].name: "grant" is what`, `channels[2].name: "timeout" is what`, `channels[3].name: "api" is what`,
 			`channels[4].name: "hook" is what`}},
+		{"two long connections of one Feishu app", `
+channels:
+  - {name: ops, type: feishu, mode: websocket, app_id: cli_a, app_secret: s, chat_id: oc_ops}
+  - {name: legal, type: feishu, mode: websocket, app_id: cli_a, app_secret: s, chat_id: oc_legal}
+  - {name: finance, type: feishu, mode: websocket, app_id: cli_b, app_secret: s, chat_id: oc_fin}
+`, []string{`channels[1].mode: websocket, as channel "ops" on the same app_id`}},
 		{"bad token scopes", `
 auth:
   api_tokens:

@@ -240,7 +240,8 @@ var reservedVia = []string{"policy", "grant", "timeout", "api", "hook"}
 // routes may use (the built-in web channel included).
 func (c *Config) validateChannels(errs *Errors) map[string]bool {
 	names := map[string]bool{"web": true}
-	webhookSecrets := map[string]string{} // secret → the first webhook channel with it
+	webhookSecrets := map[string]string{}  // secret → the first webhook channel with it
+	longConnections := map[string]string{} // Feishu app id → its first channel in websocket mode
 	for i := range c.Channels {
 		ch := &c.Channels[i]
 		p := fmt.Sprintf("channels[%d]", i)
@@ -260,6 +261,18 @@ func (c *Config) validateChannels(errs *Errors) map[string]bool {
 			ch.Slack.validate(p, errs)
 		case TypeFeishu:
 			ch.Feishu.validate(p, errs)
+			// Feishu hands each callback to one connection of an app, and
+			// a channel in websocket mode takes what comes over its own
+			// connection as its own: with two such channels on one app, a
+			// tap on one's card would reach the other, which would refuse
+			// it or record it through a channel the request never used.
+			if ch.Feishu.Mode == FeishuWebsocket && ch.Feishu.AppID != "" {
+				if other, ok := longConnections[ch.Feishu.AppID]; ok {
+					errs.add(p+".mode", "websocket, as channel %q on the same app_id: Feishu would hand either channel's taps to either connection; give each channel its own app, or use mode: webhook", other)
+				} else {
+					longConnections[ch.Feishu.AppID] = ch.Name
+				}
+			}
 		case TypeWebhook:
 			ch.Webhook.validate(p, ch.Name, errs)
 			// A verdict's signature names no channel, and a relay's actors
