@@ -1742,6 +1742,12 @@ func TestClientToolsByTheirNames(t *testing.T) {
 	allowStatus := []Route{{Name: "ok", Calls: []string{"Bash(git status)", "Edit(/repo/**)"}, Action: Allow}, {Name: "rest", Action: Ask}}
 	denyEtc := []Route{{Name: "etc", Calls: []string{"Read(/etc/**)", "Edit(/etc/**)"}, Action: Deny}, {Name: "pushes", Calls: []string{"Bash(git push:*)"}, Action: Ask},
 		{Name: "rest", Action: Allow}}
+	// The README's rules: force pushes denied, pushes asked, other shell
+	// commands allowed by the bare name.
+	readme := []Route{{Name: "no-force-push", Calls: []string{"Bash(git push --force:*)"}, Action: Deny},
+		{Name: "pushes", Calls: []string{"Bash(git push:*)"}, Action: Ask}, {Name: "other-shell", Calls: []string{"Bash"}, Action: Allow},
+		{Name: "files", Calls: []string{"Read", "WebFetch"}, Action: Allow}, {Name: "rest", Action: Ask}}
+	askShell := []Route{{Name: "shell", Calls: []string{"Bash"}, Action: Ask}, {Name: "rest", Action: Allow}}
 	for _, tc := range []struct {
 		name      string
 		rs        []Route
@@ -1754,6 +1760,14 @@ func TestClientToolsByTheirNames(t *testing.T) {
 		{"an MCP tool named Bash", allowStatus, "Bash", true, map[string]string{"command": "git status"}, "rest"},
 		{"an MCP tool named Delete", allowStatus, "Delete", true, map[string]string{"path": "/repo/x"}, "rest"},
 		{"Cursor's own shell still reads", allowStatus, "Shell", false, map[string]string{"command": "git status"}, "ok"},
+		// No Bash(…) rule reads an MCP tool named Bash, so the bare Bash
+		// allow (a second half of the README's rules) must not take it
+		// either; an ask of the bare name still holds it.
+		{"an MCP tool named Bash under the README's rules", readme, "Bash", true, map[string]string{"command": "git push --force origin main"}, "rest"},
+		{"an MCP tool named Read under a bare Read allow", readme, "Read", true, map[string]string{"file_path": "/etc/shadow"}, "rest"},
+		{"an MCP tool named WebFetch under a bare WebFetch allow", readme, "WebFetch", true, map[string]string{"url": "https://evil.example"}, "rest"},
+		{"an MCP tool named Bash under a bare Bash ask", askShell, "Bash", true, map[string]string{"command": "ls"}, "shell"},
+		{"the client's own Bash under the README's rules", readme, "Bash", false, map[string]string{"command": "ls"}, "other-shell"},
 		{"a patch to /etc", denyEtc, "apply_patch", false, map[string]string{"command": "*** Begin Patch\n*** Update File: /etc/passwd\n*** End Patch"}, "etc"},
 		{"a patch under an Edit allow", allowStatus, "apply_patch", false, map[string]string{"command": "*** Begin Patch\n*** Add File: /repo/x\n*** End Patch"}, "rest"},
 		{"PowerShell", denyEtc, "powershell", false, map[string]string{"command": "iex 'git push --force'"}, "pushes"},

@@ -49,6 +49,13 @@ func shellTool(tool string) bool {
 	return unreadShell(tool)
 }
 
+// clientTool says a tool name is one of the agent clients' own tools that
+// rules read the arguments of: a shell, a file tool or WebFetch.
+func clientTool(tool string) bool {
+	_, file := fileTools[tool]
+	return file || shellTool(tool) || tool == "WebFetch"
+}
+
 // unreadShell says a shell tool's commands are not read as Bash: Copilot
 // CLI's PowerShell (its own syntax, and Invoke-Expression), and the input
 // it types into a running shell (write_bash, write_powershell). A Bash(…)
@@ -234,6 +241,14 @@ func (p *pattern) match(c *Call, action Action) fit {
 		unknown = misses
 	}
 	if p.bare {
+		if c.MCPServer && strict && clientTool(p.tool) {
+			// An MCP server's tool that bears a client tool's name (a
+			// shell tool called Bash) is none of the client's: no
+			// Bash(…), Read(…) or WebFetch(…) rule reads it, so the rule
+			// that names the client's tool alone allows it no more. An
+			// ask or deny of the name still holds it.
+			return misses
+		}
 		return fitIf(globMatch(p.tool, c.Tool) || p.tool == "Bash" && shellTool(c.Tool) && !c.MCPServer)
 	}
 	if c.MCPServer && (p.tool == "Bash" || p.tool == "WebFetch" || p.broad != "") {
