@@ -250,6 +250,12 @@ channels:
 `, []string{`channels[0].name: "policy" is what Gatehouse records as the channel of verdicts no channel gave`,
 			`channels[1].name: "grant" is what`, `channels[2].name: "timeout" is what`, `channels[3].name: "api" is what`,
 			`channels[4].name: "hook" is what`}},
+		{"call given with no pattern", `
+routes:
+  - {name: listed, match: {tool: "oa__*", call: []}, action: allow}
+  - {name: null, match: {tool: "oa__*", call: ~}, action: allow}
+  - {name: blank, match: {tool: "oa__*", call: }, action: allow}
+`, []string{"routes[0].match.call: no pattern", "routes[1].match.call: no pattern", "routes[2].match.call: no pattern"}},
 		{"two long connections of one Feishu app", `
 channels:
   - {name: ops, type: feishu, mode: websocket, app_id: cli_a, app_secret: s, chat_id: oc_ops}

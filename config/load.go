@@ -355,6 +355,13 @@ type checker struct {
 	left int // values still allowed; below zero once maxValues is passed
 }
 
+// noPatterns refuses a route's call given with no pattern: any of its
+// patterns may match, so with none it would match nothing, but a route
+// whose call is left out matches every call, and the two must not be
+// mistaken for each other (an allow route whose list came out empty from
+// a template would allow every tool).
+const noPatterns = "no pattern: a call list with none would match nothing; name a pattern, or leave call out to match every call"
+
 // check walks the tree against the Go types and reports every unknown key
 // and every value of the wrong kind, each with its path. It stops at the
 // first value past maxValues, which it reports.
@@ -371,6 +378,9 @@ func (ck *checker) check(n *yaml.Node, t reflect.Type, path string) {
 		n = n.Alias
 	}
 	if n.Tag == "!!null" {
+		if t == patternsType {
+			errs.add(path, noPatterns)
+		}
 		return
 	}
 	for t.Kind() == reflect.Pointer {
@@ -392,6 +402,9 @@ func (ck *checker) check(n *yaml.Node, t reflect.Type, path string) {
 		if n.Kind != yaml.SequenceNode {
 			errs.add(path, "must be a pattern or a list of patterns")
 			return
+		}
+		if len(n.Content) == 0 {
+			errs.add(path, noPatterns)
 		}
 		for i, c := range n.Content {
 			ck.check(c, reflect.TypeOf(""), fmt.Sprintf("%s[%d]", path, i))
