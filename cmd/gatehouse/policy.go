@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,6 +86,18 @@ func policyCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if confirm != nil {
 		in.RequiresConfirmation = confirm
 	}
+	if names := tokenNames(cfg); len(names) > 0 && !slices.Contains(names, *agent) {
+		// With tokens, every call the server takes comes with one, and
+		// routes' match.agent, grants and rate limits go by its name; a
+		// dry run without one would route on --agent-id, as no live call
+		// is routed.
+		if *agent == "" {
+			fmt.Fprintf(stderr, "gatehouse policy test: --agent is required: the config has api_tokens, so every call comes with one and routes match its name, not --agent-id (tokens: %s)\n", strings.Join(names, ", "))
+		} else {
+			fmt.Fprintf(stderr, "gatehouse policy test: --agent %q names no token of the config's api_tokens (%s)\n", *agent, strings.Join(names, ", "))
+		}
+		return 2
+	}
 	in.Caller, in.AgentID, in.UserID = *agent, *label, *user
 	if in.AgentID == "" {
 		in.AgentID = *agent // as the server labels a call that names no agent_id
@@ -116,4 +129,13 @@ func policyCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// tokenNames are the names of the config's API tokens.
+func tokenNames(cfg *config.Config) []string {
+	var names []string
+	for _, t := range cfg.Auth.APITokens {
+		names = append(names, t.Name)
+	}
+	return names
 }

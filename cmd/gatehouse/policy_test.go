@@ -247,6 +247,30 @@ func TestPolicyTestBadInput(t *testing.T) {
 			}
 		})
 	}
+	// With tokens, the live gate routes by the token's name and never by
+	// agent_id: a dry run without a token's name would route on
+	// --agent-id, which showed a trusted-* allow no live call gets.
+	tokens := `auth:
+  api_tokens:
+    - { name: bot, token: bot-token-0123456789abcdef }
+routes:
+  - { name: trusted, match: { agent: "trusted-*" }, action: allow }
+  - { name: rest, action: ask }
+`
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tool", "x", "--agent-id", "trusted-x"}, "--agent is required: the config has api_tokens"},
+		{[]string{"--tool", "x", "--agent", "trusted-x"}, `--agent "trusted-x" names no token of the config's api_tokens (bot)`},
+	} {
+		if _, stderr, code := policyTestOf(t, tokens, "", tc.args...); code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v with tokens: exit %d, stderr %q, want it to say %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	if ex, stderr, code := policyTestOf(t, tokens, "", "--tool", "x", "--agent", "bot", "--agent-id", "trusted-x"); code != 0 || ex.Route != "rest" {
+		t.Errorf("the token bot, labelled trusted-x: exit %d, route %q (%s), want rest as the server routes it", code, ex.Route, stderr)
+	}
 	var out, errb bytes.Buffer
 	path := filepath.Join(t.TempDir(), "bad.yaml")
 	_ = os.WriteFile(path, []byte("routes:\n  - name: r\n    match: { when: 'args.x >' }\n"), 0o600)
