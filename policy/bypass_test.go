@@ -688,6 +688,35 @@ func TestAbsolutePathRulesAreCleaned(t *testing.T) {
 	}
 }
 
+// An integer beyond ±2^53 rounds to a float64 it shares with its
+// neighbours: a rule naming the treasury's account 12345678901234567 took
+// a transfer to 12345678901234568 for one to the treasury, and an ask of
+// one account missed its neighbour. Such an integer is an error, which
+// never allows; within 2^53, and as a decimal or an exponent (a float the
+// tool reads as one), numbers compare as before. Found by a reader.
+func TestIntegersBeyondAFloatNeverAllow(t *testing.T) {
+	p := mustCompile(t,
+		Route{Name: "treasury", Tool: "transfer", When: `args.to == 12345678901234567`, Action: Allow},
+		Route{Name: "watched", Tool: "transfer", When: `args.to == 12345678901234568`, Action: Ask},
+		Route{Name: "rest", Tool: "transfer", Action: Deny},
+	)
+	for _, a := range []string{`{"to":12345678901234568,"amount":900000}`, `{"to":12345678901234567}`, `{"to":9007199254740993}`,
+		`{"to":-9007199254740993}`, `{"to":5,"memo":[1,{"ref":99999999999999999999}]}`} {
+		res := p.Evaluate(call("transfer", a), false)
+		if res.Action == Allow || len(res.Errors) == 0 {
+			t.Errorf("%s: route %d, action %s, errors %q; want an error that does not allow", a, res.Route, res.Action, res.Errors)
+		}
+	}
+	exact := mustCompile(t,
+		Route{Name: "ours", Tool: "transfer", When: `args.to == 9007199254740991 && args.fee < 1e300`, Action: Allow},
+		Route{Name: "rest", Tool: "transfer", Action: Deny})
+	for _, a := range []string{`{"to":9007199254740991,"fee":1.5}`, `{"to":9007199254740991,"fee":1e20}`, `{"to":9.007199254740991e15,"fee":0}`} {
+		if res := exact.Evaluate(call("transfer", a), false); res.Action != Allow || len(res.Errors) != 0 {
+			t.Errorf("%s: route %d, action %s, errors %q; want allowed by ours", a, res.Route, res.Action, res.Errors)
+		}
+	}
+}
+
 // TestNumbersThatAreNotNumbersNeverAllow: CEL's double() reads "NaN" (any
 // case), and every comparison with NaN is false, so the docs' own rule
 // double(args.amount) > 50000.0 let {"amount":"NaN"} through as a small

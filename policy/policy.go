@@ -6,11 +6,14 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -210,11 +213,17 @@ func NewCall(tool string, args, metadata json.RawMessage) *Call {
 			c.other, c.argsErr = v, fmt.Errorf("tool_args are %s, not an object", kindOf(v))
 		}
 		var bad *json.UnmarshalTypeError
-		if errors.As(err, &bad) {
+		switch {
+		case errors.As(err, &bad):
 			// Decoded as null: what the tool reads (infinity) is not.
 			c.argsErr = fmt.Errorf("tool_args: %s is out of range", bad.Value)
-		} else if err != nil {
+		case err != nil:
 			c.argsErr = fmt.Errorf("tool_args: %v", err)
+		case beyondExact(v):
+			// Rare: read the numbers again as they were written.
+			if err := inexactInteger(args); err != nil {
+				c.argsErr = fmt.Errorf("tool_args: %v", err)
+			}
 		}
 	}
 	if len(metadata) > 0 {
@@ -224,6 +233,56 @@ func NewCall(tool string, args, metadata json.RawMessage) *Call {
 		}
 	}
 	return c
+}
+
+// maxExact is 2^53: every integer below it is a float64 of its own, and
+// from it on integers share float64s with their neighbours.
+const maxExact = 1 << 53
+
+// beyondExact says v holds a number at or beyond ±2^53.
+func beyondExact(v any) bool {
+	switch v := v.(type) {
+	case float64:
+		return math.Abs(v) >= maxExact
+	case map[string]any:
+		for _, e := range v {
+			if beyondExact(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if beyondExact(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// inexactInteger refuses an integer at or beyond ±2^53 in raw, which a
+// float64 would round to a neighbour's value (12345678901234568 reads as
+// 12345678901234567, so a rule naming one account would take the other),
+// though the tool may read it exactly. A number written with a fraction or
+// an exponent (1e300) is a float, read as the tool reads one.
+func inexactInteger(raw []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		n, ok := tok.(json.Number)
+		if !ok || strings.ContainsAny(string(n), ".eE") {
+			continue
+		}
+		if f, err := strconv.ParseFloat(string(n), 64); err != nil || math.Abs(f) >= maxExact {
+			return fmt.Errorf("%s is an integer beyond 2^53, which a condition cannot tell from its neighbours (send it as a string)", n)
+		}
+	}
 }
 
 // shell is the Bash command of the call, read once; nil when it has none.
