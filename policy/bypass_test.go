@@ -1859,3 +1859,45 @@ func TestSubscriptsAndHereDocumentsAsBashReadsThem(t *testing.T) {
 		"python3 - <<'PY'\nPYTHON=1\nprint(PYTHON)\nPY",
 	})
 }
+
+// A key given in another case than the condition names it (ENV where it
+// reads args.env) made has(args.env) false with no error, so the docs'
+// own form has(args.env) && args.env == "prod" let the call through to a
+// later allow, though tools that read keys in any case (Go's
+// encoding/json, ASP.NET's) take ENV for env. Such a key is an error
+// now, which never allows; keys the conditions do not name, and the
+// condition's own spelling, read as before. Found by a reader.
+func TestKeysInAnotherCaseNeverAllow(t *testing.T) {
+	p := mustCompile(t,
+		Route{Name: "prod", Tool: "run", When: `has(args.env) && args.env == "prod"`, Action: Ask},
+		Route{Name: "prod-index", Tool: "deploy", When: `"target" in args && args["target"] == "prod"`, Action: Ask},
+		Route{Name: "mine", Tool: "fetch", When: `has(metadata.cwd) && metadata.cwd.startsWith("/repo")`, Action: Allow},
+		Route{Name: "ok", Tool: "run", Action: Allow},
+		Route{Name: "deploy-ok", Tool: "deploy", Action: Allow},
+		Route{Name: "rest", Action: Ask},
+	)
+	for _, tc := range []struct{ tool, args, meta string }{
+		{"run", `{"ENV":"prod"}`, ""},
+		{"run", `{"Env":"prod","cmd":"migrate"}`, ""},
+		{"deploy", `{"TARGET":"prod"}`, ""},
+		{"fetch", `{}`, `{"CWD":"/etc"}`},
+	} {
+		res := p.Evaluate(NewCall(tc.tool, json.RawMessage(tc.args), json.RawMessage(tc.meta)), false)
+		if res.Action == Allow || len(res.Errors) == 0 {
+			t.Errorf("%s %s %s: route %d, action %s, errors %q; want an error that does not allow", tc.tool, tc.args, tc.meta, res.Route, res.Action, res.Errors)
+		}
+	}
+	for _, tc := range []struct {
+		tool, args, meta string
+		want             Action
+	}{
+		{"run", `{"env":"prod"}`, "", Ask},
+		{"run", `{"env":"dev","CMD":"ls"}`, "", Allow},
+		{"deploy", `{"target":"staging"}`, "", Allow},
+		{"fetch", `{}`, `{"cwd":"/repo/app"}`, Allow},
+	} {
+		if res := p.Evaluate(NewCall(tc.tool, json.RawMessage(tc.args), json.RawMessage(tc.meta)), false); res.Action != tc.want || len(res.Errors) != 0 {
+			t.Errorf("%s %s %s: action %s, errors %q; want %s", tc.tool, tc.args, tc.meta, res.Action, res.Errors, tc.want)
+		}
+	}
+}

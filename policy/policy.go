@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/interpreter"
@@ -59,6 +61,9 @@ type Policy struct {
 type rule struct {
 	Route
 	when cel.Program
+	// keys are the keys of args and of metadata the condition names
+	// (args.env, has(args.env), args["env"], "env" in args).
+	keys map[string][]string
 	pats []pattern
 }
 
@@ -99,11 +104,11 @@ func Compile(routes []Route) (*Policy, error) {
 			cr.Action = Ask
 		}
 		if strings.TrimSpace(r.When) != "" {
-			prg, err := compileWhen(r.When)
+			prg, keys, err := compileWhen(r.When)
 			if err != nil {
 				errs = append(errs, fmt.Sprintf("route %q: match.when: %v", r.Name, err))
 			}
-			cr.when = prg
+			cr.when, cr.keys = prg, keys
 		}
 		for i, c := range r.Calls {
 			pat, err := parsePattern(c)
@@ -123,7 +128,7 @@ func Compile(routes []Route) (*Policy, error) {
 
 // CheckWhen compiles one condition, for the config's validation.
 func CheckWhen(expr string) error {
-	_, err := compileWhen(expr)
+	_, _, err := compileWhen(expr)
 	return err
 }
 
@@ -133,15 +138,73 @@ func CheckCall(s string) error {
 	return err
 }
 
-func compileWhen(expr string) (cel.Program, error) {
+func compileWhen(expr string) (cel.Program, map[string][]string, error) {
 	ast, iss := celEnv.Compile(expr)
 	if iss.Err() != nil {
-		return nil, fmt.Errorf("%s", strings.TrimSpace(strings.ReplaceAll(iss.Err().Error(), "<input>:", "")))
+		return nil, nil, fmt.Errorf("%s", strings.TrimSpace(strings.ReplaceAll(iss.Err().Error(), "<input>:", "")))
 	}
 	if ast.OutputType() != cel.BoolType {
-		return nil, fmt.Errorf("must be true or false, not %s", ast.OutputType())
+		return nil, nil, fmt.Errorf("must be true or false, not %s", ast.OutputType())
 	}
-	return celEnv.Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptOptimize), cel.CustomDecoratorV2(noNaN))
+	prg, err := celEnv.Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptOptimize), cel.CustomDecoratorV2(noNaN))
+	return prg, namedKeys(ast), err
+}
+
+// namedKeys are the keys of the maps args and metadata that a condition
+// names: args.env (has(args.env) too), args["env"] and "env" in args.
+func namedKeys(ast *cel.Ast) map[string][]string {
+	keys := map[string][]string{}
+	add := func(m celast.Expr, key string) {
+		if m.Kind() != celast.IdentKind || (m.AsIdent() != "args" && m.AsIdent() != "metadata") || slices.Contains(keys[m.AsIdent()], key) {
+			return
+		}
+		keys[m.AsIdent()] = append(keys[m.AsIdent()], key)
+	}
+	literal := func(e celast.Expr) (string, bool) {
+		if e.Kind() != celast.LiteralKind {
+			return "", false
+		}
+		s, ok := e.AsLiteral().(types.String)
+		return string(s), ok
+	}
+	celast.PreOrderVisit(ast.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		switch e.Kind() {
+		case celast.SelectKind:
+			add(e.AsSelect().Operand(), e.AsSelect().FieldName())
+		case celast.CallKind:
+			args := e.AsCall().Args()
+			if len(args) != 2 {
+				return
+			}
+			switch e.AsCall().FunctionName() {
+			case operators.Index: // args["env"]
+				if k, ok := literal(args[1]); ok {
+					add(args[0], k)
+				}
+			case operators.In: // "env" in args
+				if k, ok := literal(args[0]); ok {
+					add(args[1], k)
+				}
+			}
+		}
+	}))
+	return keys
+}
+
+// otherCase refuses a key of m given in another case than the condition
+// names it (ENV where it reads args.env): has(args.env) would be false, and
+// args.env an error no ask could tell from a call without it, though some
+// tools read keys whatever their case (Go's encoding/json, ASP.NET's, a
+// case-insensitive Jackson) and would take ENV for env.
+func otherCase(what string, m map[string]any, names []string) error {
+	for k := range m {
+		for _, n := range names {
+			if k != n && strings.EqualFold(k, n) {
+				return fmt.Errorf("%s: key %q is the condition's %q in another case, which some tools read as the same key: give it as the rules write it", what, k, n)
+			}
+		}
+	}
+	return nil
 }
 
 // noNaN makes a NaN that a function gives an error. double() reads "NaN"
@@ -470,6 +533,12 @@ func (p *Policy) heldBy(i int, res Result, explain bool, after string) Result {
 func (r *rule) eval(c *Call) (ref.Val, error) {
 	if c.argsErr != nil {
 		return nil, c.argsErr
+	}
+	if err := otherCase("tool_args", c.Args, r.keys["args"]); err != nil {
+		return nil, err
+	}
+	if err := otherCase("metadata", c.Metadata, r.keys["metadata"]); err != nil {
+		return nil, err
 	}
 	out, _, err := r.when.Eval(c.activation())
 	return out, err
