@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ import (
 // role) and the routes, verbatim.
 func reloadConfig(t *testing.T, path string, port int, tokens, users map[string]string, routes string) {
 	t.Helper()
-	hash, err := bcrypt.GenerateFromPassword([]byte(e2ePassword), bcrypt.MinCost)
+	hash, err := e2eHash()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,6 +38,13 @@ func reloadConfig(t *testing.T, path string, port int, tokens, users map[string]
 		t.Fatal(err)
 	}
 }
+
+// e2eHash is e2ePassword's bcrypt hash, one for every config written: a
+// new hash (a new salt) would be a changed password, which ends the
+// sessions made with the old one.
+var e2eHash = sync.OnceValues(func() ([]byte, error) {
+	return bcrypt.GenerateFromPassword([]byte(e2ePassword), bcrypt.MinCost)
+})
 
 // hup sends SIGHUP and waits for the server to log the n-th outcome of a
 // reload (want is "config reloaded" or "config reload refused").
