@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -116,6 +117,14 @@ type Verdict struct {
 	At                                    time.Time
 }
 
+// ExpiryReason is the reason an expiry records, and seals: it ends with
+// the on_timeout in force, which decides whether the expiry allows.
+func ExpiryReason(waited time.Duration, onTimeout string) string {
+	return fmt.Sprintf("no verdict within %s; %s", waited, expiryTail(onTimeout))
+}
+
+func expiryTail(onTimeout string) string { return "on timeout: " + onTimeout }
+
 // VerdictMark introduces a verdict's digest in an event's detail.
 const VerdictMark = "verdict sha256:"
 
@@ -154,6 +163,11 @@ func digest(v any) string {
 type Row struct {
 	Call    Call
 	Verdict Verdict
+	// OnTimeout is how the row says silence ends (allow or deny): what an
+	// expired request's allow is read from. It is not in the digest (rows
+	// sealed before would no longer verify); the sealed reason of an
+	// expiry names it (ExpiryReason), and Verify checks the two agree.
+	OnTimeout string
 	// Unsealed says some of its events are not sealed yet; LastSeq is the
 	// last seq of those that are.
 	Unsealed bool

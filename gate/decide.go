@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
@@ -241,7 +242,7 @@ func (s *Service) Expire(ctx context.Context, id string) (*Request, error) {
 	if r.Status.Final() {
 		return r, finalError(r)
 	}
-	reason := fmt.Sprintf("no verdict within %s; on timeout: %s", r.ExpiresAt.Sub(r.CreatedAt).Round(time.Second), r.OnTimeout)
+	reason := audit.ExpiryReason(r.ExpiresAt.Sub(r.CreatedAt).Round(time.Second), string(r.OnTimeout))
 	out, err := s.transition(ctx, Transition{ID: id, To: StatusExpired, Kind: AfterDeadline, At: s.stamp(), By: ActorSystem, Via: "timeout",
 		Reason: reason, Event: Event{Type: EventExpired, Actor: ActorSystem, Detail: reason}})
 	return out.Request, err

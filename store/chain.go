@@ -262,7 +262,7 @@ func (s *DB) Rows(ctx context.Context, ids []string) (map[string]audit.Row, erro
 		}
 		for i := range rows {
 			r := rows[i].toRequest()
-			out[r.ID] = audit.Row{Call: r.Call(), Verdict: r.Verdict()}
+			out[r.ID] = audit.Row{Call: r.Call(), Verdict: r.Verdict(), OnTimeout: string(r.OnTimeout)}
 		}
 		var trails []struct {
 			RequestID string

@@ -458,3 +458,32 @@ func TestVerifyFindsChangedVerdicts(t *testing.T) {
 		})
 	}
 }
+
+// An expired request's allow is read from its row's on_timeout, which the
+// verdict's digest does not hold (rows sealed before it would not
+// verify); the sealed reason of an expiry names it, so a row whose
+// on_timeout was flipped after the seal, to make a denied expiry an
+// allow, is found.
+func TestVerifyFindsAFlippedTimeout(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		newRequest(t, db, "r1") // on_timeout: deny
+		at := time.Now().UTC().Truncate(time.Microsecond).Add(2 * time.Hour)
+		reason := audit.ExpiryReason(time.Hour, string(gate.VerdictDeny))
+		if _, err := db.Transition(ctx, gate.Transition{ID: "r1", To: gate.StatusExpired, Kind: gate.AfterDeadline, At: at, By: gate.ActorSystem,
+			Via: "timeout", Reason: reason, Event: gate.Event{RequestID: "r1", At: at, Type: gate.EventExpired, Actor: gate.ActorSystem, Detail: reason}}); err != nil {
+			t.Fatal(err)
+		}
+		sealAll(t, db)
+		if _, broken, why := verify(t, db, nil); broken != 0 {
+			t.Fatalf("untouched: broken at %d: %s", broken, why)
+		}
+		tamper(t, db, `UPDATE requests SET on_timeout = 'allow' WHERE id = 'r1'`)
+		if r, err := db.Get(ctx, "r1"); err != nil || !r.Allowed() {
+			t.Fatalf("the flipped row: %+v, %v; want an expiry that allows", r, err)
+		}
+		if _, broken, why := verify(t, db, nil); broken != 2 || !strings.Contains(why, `request r1: its row's on_timeout ("allow") is not the one its sealed expiry names`) {
+			t.Fatalf("broken at %d (%s), want seq 2 and the on_timeout changed", broken, why)
+		}
+	})
+}
