@@ -38,8 +38,8 @@ const casPending = `status IS NOT DISTINCT FROM 'pending'`
 const (
 	qGetRequest    = `SELECT ` + requestColumns + ` FROM requests WHERE id = $1`
 	qGetByKey      = `SELECT ` + requestColumns + ` FROM requests WHERE caller = $1 AND idempotency_key = $2`
-	qInsertRequest = `INSERT INTO requests (` + requestColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-		$14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30) ON CONFLICT DO NOTHING`
+	qInsertRequest = `INSERT INTO requests (` + requestColumns + `, args_text) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+		$14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31) ON CONFLICT DO NOTHING`
 	// qInsertCard adds a card to post; one that exists (a step taken
 	// twice would try) is left alone.
 	qInsertCard = `INSERT INTO cards (request_id, channel, kind, target, step, ref, want, have, attempts, last_error, abandoned,
@@ -320,7 +320,7 @@ func (r *requestRow) insertArgs() []any {
 	return []any{r.ID, r.Status, r.ToolName, r.ToolArgs, r.RequiresConfirmation, r.Summary, r.AgentID, r.UserID,
 		r.SessionID, r.ToolCallID, r.Metadata, r.Route, r.Caller, r.IdempotencyKey, r.Channels, r.Approvers, r.Quorum,
 		r.OnTimeout, r.CreatedAt, r.ExpiresAt, r.DecidedAt, r.DecidedBy, r.DecidedVia, r.Reason, r.ModifiedArgs,
-		r.RememberSeconds, r.RememberAny, r.Person, r.Plan, r.NextStepAt}
+		r.RememberSeconds, r.RememberAny, r.Person, r.Plan, r.NextStepAt, r.ArgsText}
 }
 
 // Create inserts a request, its first events and, when it is pending, its

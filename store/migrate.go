@@ -323,6 +323,14 @@ CREATE INDEX grants_request ON grants (request_id)`},
 	// made it cannot be told; single sign-on sessions never have one.
 	{version: 11, name: "sessions keep their credential", sql: `
 ALTER TABLE sessions ADD COLUMN credential TEXT NOT NULL DEFAULT ''`},
+	// The history's search reads the arguments as the pages show them: a
+	// call's tool_args stay byte for byte as the agent sent them (the
+	// audit chain seals them), and where they spell a character as an
+	// escape (D\u0052OP) args_text holds them with it decoded (DROP), so
+	// a search for what the page shows finds it. '' when the two are the
+	// same, as for nearly every call, and for requests made before.
+	{version: 12, name: "requests' arguments as shown, for search", sql: `
+ALTER TABLE requests ADD COLUMN args_text TEXT NOT NULL DEFAULT ''`},
 }
 
 // SchemaVersion is the newest migration this binary knows.

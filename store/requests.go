@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
 )
 
 // requestRow is the requests table.
@@ -42,6 +44,9 @@ type requestRow struct {
 	Person               string
 	Plan                 string // the route's plan as JSON; "" none
 	NextStepAt           *time.Time
+	// ArgsText is ToolArgs as the pages show them, for the search, when
+	// that differs (argsText); written once, never read into a request.
+	ArgsText string
 }
 
 func (requestRow) TableName() string { return "requests" }
@@ -69,6 +74,7 @@ func toRow(r *gate.Request) *requestRow {
 		Channels: jsonList(r.Channels), Approvers: jsonList(r.Approvers), Quorum: r.Quorum, OnTimeout: string(r.OnTimeout),
 		CreatedAt: utc(r.CreatedAt), ExpiresAt: utc(r.ExpiresAt), DecidedBy: r.DecidedBy, DecidedVia: r.DecidedVia, Reason: r.Reason,
 		RememberSeconds: r.RememberSeconds, RememberAny: r.RememberAnyArgs, Person: r.Person, Plan: planJSON(r.Plan),
+		ArgsText: argsText(r.ToolArgs),
 	}
 	if r.NextStepAt != nil {
 		t := utc(*r.NextStepAt)
@@ -227,10 +233,17 @@ func (s *DB) List(ctx context.Context, f gate.Filter) ([]*gate.Request, string, 
 		q = q.Where("created_at < ?", utc(f.Until))
 	}
 	if f.Query != "" {
+		// The fields the pages show, lowered by Go's rules on both sides
+		// (searchLower); args_text is the arguments with their escapes
+		// decoded, where they had any.
 		like := "%" + escapeLike(strings.ToLower(f.Query)) + "%"
-		q = q.Where(`(LOWER(tool_name) LIKE ? ESCAPE '\' OR LOWER(summary) LIKE ? ESCAPE '\' OR LOWER(tool_args) LIKE ? ESCAPE '\'
-			OR LOWER(agent_id) LIKE ? ESCAPE '\' OR LOWER(decided_by) LIKE ? ESCAPE '\' OR LOWER(reason) LIKE ? ESCAPE '\' OR id = ?)`,
-			like, like, like, like, like, like, f.Query)
+		var terms []string
+		var vals []any
+		for _, col := range []string{"tool_name", "summary", "tool_args", "args_text", "agent_id", "decided_by", "reason"} {
+			terms = append(terms, s.searchLower()+"("+col+`) LIKE ? ESCAPE '\'`)
+			vals = append(vals, like)
+		}
+		q = q.Where("("+strings.Join(terms, " OR ")+" OR id = ?)", append(vals, f.Query)...)
 	}
 	if f.Cursor != "" {
 		q = q.Where("id < ?", f.Cursor)
@@ -311,4 +324,29 @@ func wrap(what string, err error) error {
 		return err
 	}
 	return &gate.Error{Code: gate.EUNAVAILABLE, Message: "database error", Err: errors.New("store: " + what + ": " + err.Error())}
+}
+
+// searchLower is the SQL function the search lowers a column with: on
+// SQLite, whose LOWER folds ASCII alone (ÖKO would never meet öko),
+// gh_lower, Go's strings.ToLower (store.go registers it on every
+// connection); on PostgreSQL, LOWER, which folds by the database's locale.
+func (s *DB) searchLower() string {
+	if s.driver == SQLite {
+		return "gh_lower"
+	}
+	return "LOWER"
+}
+
+// argsText is a call's arguments as the pages show them (jsonx.Rewrite:
+// every \u escape JSON does not need decoded), when that differs from
+// what the agent sent; "" when it does not, or they are not JSON.
+func argsText(args []byte) string {
+	if bytes.IndexByte(args, '\\') < 0 {
+		return "" // no escape: shown as sent
+	}
+	shown, _, err := jsonx.Rewrite(args, nil, nil, "")
+	if err != nil || bytes.Equal(shown, args) {
+		return ""
+	}
+	return string(shown)
 }

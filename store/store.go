@@ -63,8 +63,10 @@ func init() {
 	// The setting belongs to a connection, so every connection the pools
 	// open gets it, including one reopened after an error.
 	sql.Register("gatehouse-sqlite3", &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		_, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walCheckpointPages), nil)
-		return err
+		if _, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walCheckpointPages), nil); err != nil {
+			return err
+		}
+		return c.RegisterFunc("gh_lower", strings.ToLower, true) // the history's search (searchLower)
 	}})
 }
 

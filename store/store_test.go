@@ -159,3 +159,43 @@ func TestOpenErrorsAreClear(t *testing.T) {
 		t.Fatalf("unknown driver: %v", err)
 	}
 }
+
+// The history's search finds a request by what its page shows: arguments
+// the agent spelt with \u escapes (D\u0052OP TABLE, shown DROP TABLE), and
+// text beyond ASCII in any case (SQLite's LOWER folds ASCII alone, so
+// ÖKO-Bau was never found by öko-bau), on both drivers. The arguments stay
+// stored as sent. Found by a reader.
+func TestSearchFindsWhatThePageShows(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		create := func(id, args, summary string) {
+			t.Helper()
+			if _, _, err := db.Create(ctx, &gate.Request{ID: id, Status: gate.StatusPending, ToolName: "pay", ToolArgs: []byte(args),
+				Summary: summary, Metadata: []byte(`{}`), Route: "default", Quorum: 1, OnTimeout: gate.VerdictDeny, CreatedAt: now,
+				ExpiresAt: now.Add(time.Hour)}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		create("r1", `{"cmd":"psql -c 'D\u0052OP TABLE users'"}`, "")
+		create("r2", `{"vendor":"ÖKO-Bau GmbH","amount":60000}`, "Überweisung an ÖKO-Bau")
+		create("r3", `{"vendor":"ACME"}`, "")
+		for q, want := range map[string]string{"DROP TABLE": "r1", "drop table": "r1", "ÖKO-Bau": "r2", "öko-bau": "r2",
+			"überweisung": "r2", "ÜBERWEISUNG": "r2", "acme": "r3"} {
+			rs, _, err := db.List(ctx, gate.Filter{Query: q})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range rs {
+				got = append(got, r.ID)
+			}
+			if len(got) != 1 || got[0] != want {
+				t.Errorf("q=%s: %v, want [%s]", q, got, want)
+			}
+		}
+		if r, err := db.Get(ctx, "r1"); err != nil || string(r.ToolArgs) != `{"cmd":"psql -c 'D\u0052OP TABLE users'"}` {
+			t.Errorf("r1's arguments: %s, %v; want them as sent", r.ToolArgs, err)
+		}
+	})
+}
