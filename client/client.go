@@ -40,6 +40,10 @@ type Request struct {
 	// IdempotencyKey ties retries to one request. Gate fills a random one
 	// when empty, so a re-attach never creates a second request.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// RequestID, when set, is the request the server already named for
+	// this call (Start's answer): Gate takes an answer about another
+	// request as no verdict, from its first answer on. Never sent.
+	RequestID string `json:"-"`
 }
 
 // Result is the gate's verdict. Allow is true only for an approval (or a
@@ -150,7 +154,8 @@ func (c *Client) Gate(ctx context.Context, req Request) (Result, error) {
 	}
 	wait := c.wait()
 	target := strings.TrimRight(c.URL, "/") + "/api/v1/gate?wait=" + url.QueryEscape(wait.String())
-	var res, last Result
+	var res Result
+	last := Result{RequestID: req.RequestID}
 	err = c.exchange(ctx, func() (bool, error) {
 		var err error
 		res, err = c.post(ctx, target, body, wait+15*time.Second)

@@ -221,3 +221,21 @@ func TestGateVerdictIsForItsRequest(t *testing.T) {
 		t.Fatalf("pending as A, then allowed as B: %+v %v", res, err)
 	}
 }
+
+// A caller that already has the request's id (Start's answer) gives it to
+// Gate, whose very first answer about another request is then no verdict:
+// gatehouse request made the call with Start and took Gate's first answer,
+// about any request, as its own. Found by a reader.
+func TestGateTakesTheRequestStartNamed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"request_id":"B","status":"approved","allow":true}`)
+	}))
+	defer srv.Close()
+	res, err := (&Client{URL: srv.URL}).Gate(context.Background(), Request{ToolName: "deploy", RequestID: "A"})
+	if res.Allow || err == nil || !strings.Contains(err.Error(), `about request "B", not "A"`) {
+		t.Fatalf("named A, answered about B: %+v %v", res, err)
+	}
+	if res, err := (&Client{URL: srv.URL}).Gate(context.Background(), Request{ToolName: "deploy", RequestID: "B"}); err != nil || !res.Allow {
+		t.Fatalf("named B, answered about B: %+v %v", res, err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -390,6 +392,31 @@ func webDecide(t *testing.T, c *http.Client, base, id, verdict, reason string) i
 	return code
 }
 
+// webDecideEdited approves request id on the web page with edited
+// arguments.
+func webDecideEdited(t *testing.T, c *http.Client, base, id, args string) {
+	t.Helper()
+	resp, err := c.Get(base + "/approvals/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := csrfField.FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("no csrf field on the detail page (%d)", resp.StatusCode)
+	}
+	resp, err = c.PostForm(base+"/approvals/"+id+"/decide", url.Values{"csrf": {string(m[1])}, "verdict": {"approve"},
+		"reason": {"staging only"}, "modified_args": {args}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("approving with edits: %d", resp.StatusCode)
+	}
+}
+
 // tryWebDecide is webDecide for a server that may go away mid-call (fault
 // tests): an error when no answer came.
 func tryWebDecide(c *http.Client, base, id, verdict, reason string) (int, error) {
@@ -523,6 +550,12 @@ func TestRequestExitCodes(t *testing.T) {
 		{"rejected", func(id string) { webDecide(t, alice, srv.URL, id, "reject", "not today") }, []string{"--tool", "deploy"}, 1},
 		{"expired", nil, []string{"--tool", "deploy", "--timeout", "1s"}, 2},
 		{"cancelled", func(id string) { api(t, "POST", srv.URL+"/api/v1/approvals/"+id+"/cancel", nil, nil) }, []string{"--tool", "deploy"}, 2},
+		// The approver let staging go, not prod: the script guarded by the
+		// call as asked must not run (it would deploy prod).
+		{"approved with edited arguments", func(id string) { webDecideEdited(t, alice, srv.URL, id, `{"env":"staging"}`) },
+			[]string{"--tool", "deploy", "--args", `'{"env":"prod"}'`}, 4},
+		{"approved with the same arguments given as edits", func(id string) { webDecideEdited(t, alice, srv.URL, id, `{ "env": "prod" }`) },
+			[]string{"--tool", "deploy", "--args", `'{"env":"prod"}'`}, 0},
 		{"bad args", nil, []string{"--tool", "deploy", "--args", "'{nope'"}, 3},
 		{"no tool", nil, []string{"--args", "'{}'"}, 3},
 	}
@@ -537,6 +570,26 @@ func TestRequestExitCodes(t *testing.T) {
 			}
 		})
 	}
+	// The server named request 01A for the call; an answer about 01B
+	// (a cache in the way, another caller's) is no verdict on it.
+	t.Run("an answer about another request", func(t *testing.T) {
+		var n atomic.Int32
+		other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if n.Add(1) == 1 {
+				io.WriteString(w, `{"request_id":"01A","status":"pending","allow":false,"error":"","modified_args":null,"side_effects":[]}`)
+				return
+			}
+			io.WriteString(w, `{"request_id":"01B","status":"approved","allow":true,"error":"","modified_args":null,"side_effects":[]}`)
+		}))
+		defer other.Close()
+		cmd := exec.Command("sh", "-c", binPath+" request --tool deploy --retry-for 1s && echo ran")
+		cmd.Env = append(os.Environ(), "GATEHOUSE_URL="+other.URL)
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 || strings.Contains(string(out), "\nran") {
+			t.Fatalf("exit %v, want 3 and the command not run:\n%s", err, out)
+		}
+	})
 	t.Run("server down", func(t *testing.T) {
 		cmd := exec.Command(binPath, "request", "--tool", "deploy", "--retry-for", "1s")
 		cmd.Env = append(os.Environ(), fmt.Sprintf("GATEHOUSE_URL=http://127.0.0.1:%d", freePort(t)))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/client"
+	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
 )
 
 // Exit codes of gatehouse request, for shell scripts:
@@ -22,6 +23,9 @@ const (
 	exitRejected = 1
 	exitExpired  = 2 // expired or cancelled
 	exitError    = 3
+	// exitEdited: approved only with edited arguments (modified_args,
+	// printed with the verdict), so the call as asked was not approved.
+	exitEdited = 4
 )
 
 func request(args []string, stdout, stderr io.Writer) int {
@@ -76,6 +80,9 @@ func request(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gatehouse request: waiting for approval of request %s: %s\n", res.RequestID, c.PageURL(res))
 	}
 	if final := map[string]bool{"approved": true, "rejected": true, "expired": true, "cancelled": true}; err != nil || !final[res.Status] {
+		if err == nil {
+			req.RequestID = res.RequestID // an answer about another request is no verdict on this one
+		}
 		res, err = c.Gate(ctx, req)
 	}
 	out, _ := json.Marshal(res)
@@ -89,7 +96,17 @@ func request(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitError
 	}
+	if res.Allow && edited(res.ModifiedArgs, req.ToolArgs) {
+		fmt.Fprintf(stderr, "gatehouse request: approved only with edited arguments %s, not as asked\n", res.ModifiedArgs)
+		return exitEdited
+	}
 	return exitCode(res)
+}
+
+// edited says a verdict approves other arguments than the call's: the
+// approver edited them, and what the script would run is not approved.
+func edited(modified, asked json.RawMessage) bool {
+	return len(modified) > 0 && string(modified) != "null" && !jsonx.Same(modified, asked)
 }
 
 // exitCode maps a verdict to the documented exit codes. An expiry on a route
