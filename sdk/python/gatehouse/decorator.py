@@ -66,8 +66,11 @@ def require_approval(tool_name: Optional[str] = None, *, summary: Summary = None
 
 
 def _approved(sig: inspect.Signature, bound: inspect.BoundArguments, res: HookResult) -> inspect.BoundArguments:
-    """The arguments to run with, or Denied. Edited arguments must name the
-    function's parameters: anything else is refused, not guessed at."""
+    """The arguments to run with, or Denied. Edited arguments replace the
+    call's, as the server means them ("run the call with them instead of
+    yours"): they must name the function's parameters, and every one the
+    approver was shown (a value left out may be one the approver removed),
+    or they are refused, not guessed at."""
     if not res.allow:
         raise Denied(res)
     edited = res.modified_args
@@ -82,6 +85,10 @@ def _approved(sig: inspect.Signature, bound: inspect.BoundArguments, res: HookRe
         raise Denied(HookResult(res.request_id, res.status, False,
                                 "gatehouse: approved with edited arguments naming no parameter of the function "
                                 "(%s); denied" % ", ".join(sorted(unknown)), edited, list(res.side_effects)))
-    arguments: Dict[str, Any] = dict(bound.arguments)
-    arguments.update(edited)
+    missing = [k for k in bound.arguments if k not in edited]
+    if missing:
+        raise Denied(HookResult(res.request_id, res.status, False,
+                                "gatehouse: approved with edited arguments that leave out %s, which the approver "
+                                "was shown; denied" % ", ".join(missing), edited, list(res.side_effects)))
+    arguments: Dict[str, Any] = {k: edited[k] for k in sig.parameters if k in edited}
     return inspect.BoundArguments(sig, arguments)  # type: ignore[arg-type]

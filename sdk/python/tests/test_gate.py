@@ -183,6 +183,26 @@ class GateTest(unittest.TestCase):
         self.assertEqual(ran, [])
 
 
+    def test_require_approval_refuses_edits_that_leave_a_value_out(self) -> None:
+        # The approver, shown env=prod and force=True, approved {"env":
+        # "staging"}: merged into the call's arguments, force=True ran,
+        # a value the approver had removed. Found by a reader.
+        ran: List[Any] = []
+
+        @require_approval("edited_forced_deploy", client=self.client)
+        def deploy(env: str, force: bool = False) -> None:
+            ran.append((env, force))
+
+        pending = self.start(deploy, "prod", force=True)
+        card = self.server.card("edited_forced_deploy")
+        self.assertEqual(card["request"]["tool_args"], {"env": "prod", "force": True})
+        self.server.web_decide(card["request"]["id"], "approve", {"env": "staging"})
+        with self.assertRaises(Denied) as cm:
+            pending.result(10)
+        self.assertIn("leave out force", str(cm.exception))
+        self.assertEqual(ran, [])
+
+
 class FakeAnswers(unittest.TestCase):
     """A server, or something posing as one, that answers 200 with anything
     but a well-formed allow must not be taken for an approval."""
