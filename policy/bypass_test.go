@@ -1876,6 +1876,22 @@ func TestKeysInAnotherCaseNeverAllow(t *testing.T) {
 		Route{Name: "deploy-ok", Tool: "deploy", Action: Allow},
 		Route{Name: "rest", Action: Ask},
 	)
+	nested := mustCompile(t,
+		Route{Name: "prod", Tool: "run", When: `has(args.config.env) && args.config.env == "prod"`, Action: Ask},
+		Route{Name: "prod-idx", Tool: "deploy", When: `has(args.spec) && "target" in args.spec && args.spec["target"] == "prod"`, Action: Ask},
+		Route{Name: "ok", Tool: "run", Action: Allow},
+		Route{Name: "deploy-ok", Tool: "deploy", Action: Allow},
+	)
+	// One level down, as a second reader found.
+	for _, tc := range []struct{ tool, args string }{
+		{"run", `{"config":{"ENV":"prod"}}`},
+		{"deploy", `{"spec":{"TARGET":"prod"}}`},
+		{"deploy", `{"spec":{"TARGET":"prod"},"list":[{"Target":1}]}`},
+	} {
+		if res := nested.Evaluate(NewCall(tc.tool, json.RawMessage(tc.args), nil), false); res.Action == Allow || len(res.Errors) == 0 {
+			t.Errorf("%s %s: route %d, action %s, errors %q; want an error that does not allow", tc.tool, tc.args, res.Route, res.Action, res.Errors)
+		}
+	}
 	for _, tc := range []struct{ tool, args, meta string }{
 		{"run", `{"ENV":"prod"}`, ""},
 		{"run", `{"Env":"prod","cmd":"migrate"}`, ""},

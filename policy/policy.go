@@ -155,6 +155,17 @@ func compileWhen(expr string) (cel.Program, map[string][]string, error) {
 func namedKeys(ast *cel.Ast) map[string][]string {
 	keys := map[string][]string{}
 	add := func(m celast.Expr, key string) {
+		// The map the key is read from may be nested (args.config.env,
+		// args["spec"]["target"]): its root names args or metadata.
+		for {
+			if m.Kind() == celast.SelectKind {
+				m = m.AsSelect().Operand()
+			} else if m.Kind() == celast.CallKind && m.AsCall().FunctionName() == operators.Index && len(m.AsCall().Args()) == 2 {
+				m = m.AsCall().Args()[0]
+			} else {
+				break
+			}
+		}
 		if m.Kind() != celast.IdentKind || (m.AsIdent() != "args" && m.AsIdent() != "metadata") || slices.Contains(keys[m.AsIdent()], key) {
 			return
 		}
@@ -196,11 +207,26 @@ func namedKeys(ast *cel.Ast) map[string][]string {
 // args.env an error no ask could tell from a call without it, though some
 // tools read keys whatever their case (Go's encoding/json, ASP.NET's, a
 // case-insensitive Jackson) and would take ENV for env.
-func otherCase(what string, m map[string]any, names []string) error {
-	for k := range m {
-		for _, n := range names {
-			if k != n && strings.EqualFold(k, n) {
-				return fmt.Errorf("%s: key %q is the condition's %q in another case, which some tools read as the same key: give it as the rules write it", what, k, n)
+func otherCase(what string, v any, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			for _, n := range names {
+				if k != n && strings.EqualFold(k, n) {
+					return fmt.Errorf("%s: key %q is the condition's %q in another case, which some tools read as the same key: give it as the rules write it", what, k, n)
+				}
+			}
+			if err := otherCase(what, e, names); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if err := otherCase(what, e, names); err != nil {
+				return err
 			}
 		}
 	}
