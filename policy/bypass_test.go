@@ -690,29 +690,47 @@ func TestAbsolutePathRulesAreCleaned(t *testing.T) {
 
 // An integer beyond ±2^53 rounds to a float64 it shares with its
 // neighbours: a rule naming the treasury's account 12345678901234567 took
-// a transfer to 12345678901234568 for one to the treasury, and an ask of
-// one account missed its neighbour. Such an integer is an error, which
-// never allows; within 2^53, and as a decimal or an exponent (a float the
-// tool reads as one), numbers compare as before. Found by a reader.
+// a transfer to 12345678901234568 (or to 1.2345678901234568e16) for one
+// to the treasury. A condition may not write such an integer, and such an
+// integer in a call is an error for the condition that reads it, which
+// never allows; a condition that reads the call's other fields decides as
+// before, and numbers within 2^53, or written as floats, compare as
+// before. Found by a reader, and a second one.
 func TestIntegersBeyondAFloatNeverAllow(t *testing.T) {
-	p := mustCompile(t,
-		Route{Name: "treasury", Tool: "transfer", When: `args.to == 12345678901234567`, Action: Allow},
-		Route{Name: "watched", Tool: "transfer", When: `args.to == 12345678901234568`, Action: Ask},
-		Route{Name: "rest", Tool: "transfer", Action: Deny},
-	)
-	for _, a := range []string{`{"to":12345678901234568,"amount":900000}`, `{"to":12345678901234567}`, `{"to":9007199254740993}`,
-		`{"to":-9007199254740993}`, `{"to":5,"memo":[1,{"ref":99999999999999999999}]}`} {
-		res := p.Evaluate(call("transfer", a), false)
-		if res.Action == Allow || len(res.Errors) == 0 {
-			t.Errorf("%s: route %d, action %s, errors %q; want an error that does not allow", a, res.Route, res.Action, res.Errors)
+	for _, when := range []string{`args.to == 12345678901234567`, `args.to != -9007199254740992`, `args.n < 18446744073709551615u`} {
+		if err := CheckWhen(when); err == nil || !strings.Contains(err.Error(), "is an integer beyond 2^53") {
+			t.Errorf("%s: %v; want it refused", when, err)
 		}
 	}
-	exact := mustCompile(t,
+	p := mustCompile(t,
+		Route{Name: "small", Tool: "transfer", When: `args.to < 100.0 && args.amount < 1000.0`, Action: Allow},
+		Route{Name: "memo", Tool: "note", When: `args.memo[1].ref > 0.0`, Action: Allow},
+		Route{Name: "rest", Action: Deny},
+	)
+	for _, tc := range []struct{ tool, args string }{
+		{"transfer", `{"to":12345678901234568,"amount":1}`}, {"transfer", `{"to":9007199254740993,"amount":1}`},
+		{"transfer", `{"to":-9007199254740993,"amount":1}`}, {"transfer", `{"to":1,"amount":99999999999999999999}`},
+		{"note", `{"memo":[1,{"ref":99999999999999999999}]}`},
+	} {
+		res := p.Evaluate(call(tc.tool, tc.args), false)
+		if res.Action == Allow || len(res.Errors) == 0 {
+			t.Errorf("%s %s: route %d, action %s, errors %q; want an error that does not allow", tc.tool, tc.args, res.Route, res.Action, res.Errors)
+		}
+	}
+	read := mustCompile(t,
+		Route{Name: "no-prod", Tool: "run", When: `args.env == "prod"`, Action: Deny},
 		Route{Name: "ours", Tool: "transfer", When: `args.to == 9007199254740991 && args.fee < 1e300`, Action: Allow},
-		Route{Name: "rest", Tool: "transfer", Action: Deny})
-	for _, a := range []string{`{"to":9007199254740991,"fee":1.5}`, `{"to":9007199254740991,"fee":1e20}`, `{"to":9.007199254740991e15,"fee":0}`} {
-		if res := exact.Evaluate(call("transfer", a), false); res.Action != Allow || len(res.Errors) != 0 {
-			t.Errorf("%s: route %d, action %s, errors %q; want allowed by ours", a, res.Route, res.Action, res.Errors)
+		Route{Name: "ok", Tool: "run", Action: Allow},
+		Route{Name: "rest", Action: Deny})
+	for _, tc := range []struct{ tool, args, want string }{
+		{"run", `{"env":"dev","ts":1732400000000000000}`, "ok"}, // a timestamp no condition reads
+		{"run", `{"env":"prod","ts":1732400000000000000}`, "no-prod"},
+		{"transfer", `{"to":9007199254740991,"fee":1.5}`, "ours"},
+		{"transfer", `{"to":9007199254740991,"fee":1e20}`, "ours"},
+		{"transfer", `{"to":9.007199254740991e15,"fee":0}`, "ours"},
+	} {
+		if res := read.Evaluate(call(tc.tool, tc.args), false); res.Route < 0 || read.rules[res.Route].Name != tc.want || len(res.Errors) != 0 {
+			t.Errorf("%s %s: route %d, errors %q; want %s", tc.tool, tc.args, res.Route, res.Errors, tc.want)
 		}
 	}
 }

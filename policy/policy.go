@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -146,8 +145,35 @@ func compileWhen(expr string) (cel.Program, map[string][]string, error) {
 	if ast.OutputType() != cel.BoolType {
 		return nil, nil, fmt.Errorf("must be true or false, not %s", ast.OutputType())
 	}
+	if n, ok := bigInteger(ast); ok {
+		return nil, nil, fmt.Errorf("%s is an integer beyond 2^53: the call's numbers are compared as float64s, where it and its neighbours read alike; compare the value as a string", n)
+	}
 	prg, err := celEnv.Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptOptimize), cel.CustomDecoratorV2(noNaN))
 	return prg, namedKeys(ast), err
+}
+
+// bigInteger finds an integer the condition writes at or beyond ±2^53
+// (args.to == 12345678901234567): a JSON number is a float64, so compared
+// with the call's numbers it is rounded, and 12345678901234568 or
+// 1.2345678901234568e16 would equal it.
+func bigInteger(ast *cel.Ast) (string, bool) {
+	var big string
+	celast.PreOrderVisit(ast.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if e.Kind() != celast.LiteralKind || big != "" {
+			return
+		}
+		switch n := e.AsLiteral().(type) {
+		case types.Int:
+			if n >= maxExact || n <= -maxExact {
+				big = fmt.Sprint(int64(n))
+			}
+		case types.Uint:
+			if n >= maxExact {
+				big = fmt.Sprint(uint64(n)) + "u"
+			}
+		}
+	}))
+	return big, big != ""
 }
 
 // namedKeys are the keys of the maps args and metadata that a condition
@@ -294,29 +320,24 @@ type Call struct {
 func NewCall(tool string, args, metadata json.RawMessage) *Call {
 	c := &Call{Tool: tool, Args: map[string]any{}, Metadata: map[string]any{}}
 	if len(args) > 0 {
-		var v any
-		err := json.Unmarshal(args, &v)
+		v, err := decode(args)
 		if m, isObject := v.(map[string]any); isObject {
 			c.Args = m
 		} else if v != nil {
 			c.other, c.argsErr = v, fmt.Errorf("tool_args are %s, not an object", kindOf(v))
 		}
 		var bad *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &bad):
+		if errors.As(err, &bad) {
 			// Decoded as null: what the tool reads (infinity) is not.
 			c.argsErr = fmt.Errorf("tool_args: %s is out of range", bad.Value)
-		case err != nil:
+		} else if err != nil {
 			c.argsErr = fmt.Errorf("tool_args: %v", err)
-		case beyondExact(v):
-			// Rare: read the numbers again as they were written.
-			if err := inexactInteger(args); err != nil {
-				c.argsErr = fmt.Errorf("tool_args: %v", err)
-			}
 		}
 	}
 	if len(metadata) > 0 {
-		_ = json.Unmarshal(metadata, &c.Metadata)
+		if m, _ := decode(metadata); m != nil {
+			c.Metadata, _ = m.(map[string]any)
+		}
 		if c.Metadata == nil {
 			c.Metadata = map[string]any{}
 		}
@@ -327,6 +348,29 @@ func NewCall(tool string, args, metadata json.RawMessage) *Call {
 // maxExact is 2^53: every integer below it is a float64 of its own, and
 // from it on integers share float64s with their neighbours.
 const maxExact = 1 << 53
+
+// decode reads JSON as conditions see it, numbers as float64s, but for an
+// integer at or beyond ±2^53, which a float64 would round to a value its
+// neighbours share (12345678901234568 reads as 12345678901234567, so a
+// rule naming one account would take the other), though the tool may read
+// it exactly: it is an error value, which fails a condition that reads
+// it, and only such a condition (which never allows), while one reading
+// the call's other fields decides as before. A number written with a
+// fraction or an exponent (1e300) is a float, read as the tool reads one.
+func decode(raw []byte) (any, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil || !beyondExact(v) {
+		return v, err
+	}
+	// Rare: read the numbers again as they were written.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var written any
+	if err := dec.Decode(&written); err != nil {
+		return nil, err
+	}
+	return exactly(written), nil
+}
 
 // beyondExact says v holds a number at or beyond ±2^53.
 func beyondExact(v any) bool {
@@ -349,29 +393,26 @@ func beyondExact(v any) bool {
 	return false
 }
 
-// inexactInteger refuses an integer at or beyond ±2^53 in raw, which a
-// float64 would round to a neighbour's value (12345678901234568 reads as
-// 12345678901234567, so a rule naming one account would take the other),
-// though the tool may read it exactly. A number written with a fraction or
-// an exponent (1e300) is a float, read as the tool reads one.
-func inexactInteger(raw []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		} else if err != nil {
-			return err
+// exactly turns the numbers of v, decoded as written, into float64s, in
+// place, and an integer at or beyond ±2^53 into an error value (decode).
+func exactly(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err == nil && (math.Abs(f) < maxExact || strings.ContainsAny(string(v), ".eE")) {
+			return f
 		}
-		n, ok := tok.(json.Number)
-		if !ok || strings.ContainsAny(string(n), ".eE") {
-			continue
+		return types.NewErr("%s is an integer beyond 2^53, which a condition cannot tell from its neighbours (send it as a string)", v)
+	case map[string]any:
+		for k, e := range v {
+			v[k] = exactly(e)
 		}
-		if f, err := strconv.ParseFloat(string(n), 64); err != nil || math.Abs(f) >= maxExact {
-			return fmt.Errorf("%s is an integer beyond 2^53, which a condition cannot tell from its neighbours (send it as a string)", n)
+	case []any:
+		for i, e := range v {
+			v[i] = exactly(e)
 		}
 	}
+	return v
 }
 
 // shell is the Bash command of the call, read once; nil when it has none.
