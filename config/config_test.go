@@ -255,13 +255,25 @@ routes:
   - {name: listed, match: {tool: "oa__*", call: []}, action: allow}
   - {name: null, match: {tool: "oa__*", call: ~}, action: allow}
   - {name: blank, match: {tool: "oa__*", call: }, action: allow}
-`, []string{"routes[0].match.call: no pattern", "routes[1].match.call: no pattern", "routes[2].match.call: no pattern"}},
-		{"two long connections of one Feishu app", `
+  - {name: null-item, match: {tool: "oa__*", call: [~]}, action: allow}
+  - name: empty-item
+    match:
+      call:
+        -
+    action: allow
+`, []string{"routes[0].match.call: no pattern", "routes[1].match.call: no pattern", "routes[2].match.call: no pattern",
+			"routes[3].match.call[0]: empty: name a pattern", "routes[4].match.call[0]: empty: name a pattern"}},
+		{"a long connection on a Feishu app another channel uses", `
 channels:
   - {name: ops, type: feishu, mode: websocket, app_id: cli_a, app_secret: s, chat_id: oc_ops}
   - {name: legal, type: feishu, mode: websocket, app_id: cli_a, app_secret: s, chat_id: oc_legal}
   - {name: finance, type: feishu, mode: websocket, app_id: cli_b, app_secret: s, chat_id: oc_fin}
-`, []string{`channels[1].mode: websocket, as channel "ops" on the same app_id`}},
+  - {name: hr, type: feishu, mode: webhook, app_id: cli_c, app_secret: s, chat_id: oc_hr, verification_token: t, encrypt_key: k}
+  - {name: it, type: feishu, mode: websocket, app_id: cli_c, app_secret: s, chat_id: oc_it}
+  - {name: sales, type: feishu, mode: webhook, app_id: cli_d, app_secret: s, chat_id: oc_s, verification_token: t, encrypt_key: k}
+  - {name: support, type: feishu, mode: webhook, app_id: cli_d, app_secret: s, chat_id: oc_sup, verification_token: t, encrypt_key: k}
+`, []string{`channels[0].mode: websocket, on the same app_id as channel "legal"`, `channels[1].mode: websocket, on the same app_id as channel "ops"`,
+			`channels[4].mode: websocket, on the same app_id as channel "hr"`}},
 		{"bad token scopes", `
 auth:
   api_tokens:

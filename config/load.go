@@ -407,6 +407,11 @@ func (ck *checker) check(n *yaml.Node, t reflect.Type, path string) {
 			errs.add(path, noPatterns)
 		}
 		for i, c := range n.Content {
+			if c.Tag == "!!null" || c.Kind == yaml.AliasNode && c.Alias.Tag == "!!null" {
+				// An empty item (- with nothing after it) is no pattern.
+				errs.add(fmt.Sprintf("%s[%d]", path, i), "empty: name a pattern")
+				continue
+			}
 			ck.check(c, reflect.TypeOf(""), fmt.Sprintf("%s[%d]", path, i))
 		}
 	case t == rememberType && n.Kind == yaml.ScalarNode:

@@ -240,8 +240,8 @@ var reservedVia = []string{"policy", "grant", "timeout", "api", "hook"}
 // routes may use (the built-in web channel included).
 func (c *Config) validateChannels(errs *Errors) map[string]bool {
 	names := map[string]bool{"web": true}
-	webhookSecrets := map[string]string{}  // secret → the first webhook channel with it
-	longConnections := map[string]string{} // Feishu app id → its first channel in websocket mode
+	webhookSecrets := map[string]string{} // secret → the first webhook channel with it
+	feishuApps := map[string][]int{}      // Feishu app id → its channels
 	for i := range c.Channels {
 		ch := &c.Channels[i]
 		p := fmt.Sprintf("channels[%d]", i)
@@ -261,17 +261,8 @@ func (c *Config) validateChannels(errs *Errors) map[string]bool {
 			ch.Slack.validate(p, errs)
 		case TypeFeishu:
 			ch.Feishu.validate(p, errs)
-			// Feishu hands each callback to one connection of an app, and
-			// a channel in websocket mode takes what comes over its own
-			// connection as its own: with two such channels on one app, a
-			// tap on one's card would reach the other, which would refuse
-			// it or record it through a channel the request never used.
-			if ch.Feishu.Mode == FeishuWebsocket && ch.Feishu.AppID != "" {
-				if other, ok := longConnections[ch.Feishu.AppID]; ok {
-					errs.add(p+".mode", "websocket, as channel %q on the same app_id: Feishu would hand either channel's taps to either connection; give each channel its own app, or use mode: webhook", other)
-				} else {
-					longConnections[ch.Feishu.AppID] = ch.Name
-				}
+			if ch.Feishu.AppID != "" {
+				feishuApps[ch.Feishu.AppID] = append(feishuApps[ch.Feishu.AppID], i)
 			}
 		case TypeWebhook:
 			ch.Webhook.validate(p, ch.Name, errs)
@@ -289,6 +280,23 @@ func (c *Config) validateChannels(errs *Errors) map[string]bool {
 		default:
 			errs.add(p+".type", "%q is not one of slack, feishu, webhook", ch.Type)
 		}
+	}
+	// A Feishu app sends its callbacks one way, and a channel in websocket
+	// mode takes what comes over its connection as its own: with another
+	// channel on the same app (either mode), a tap on the other's card
+	// would reach it, which would refuse it or record it through a channel
+	// the request never used. Webhook mode serves every channel of an app
+	// at one URL.
+	for i, ch := range c.Channels {
+		if ch.Type != TypeFeishu || ch.Feishu == nil || ch.Feishu.Mode != FeishuWebsocket || len(feishuApps[ch.Feishu.AppID]) < 2 {
+			continue
+		}
+		at := feishuApps[ch.Feishu.AppID]
+		other := at[0]
+		if other == i {
+			other = at[1]
+		}
+		errs.add(fmt.Sprintf("channels[%d].mode", i), "websocket, on the same app_id as channel %q: Feishu would hand either channel's taps to this one's connection; give each channel its own app, or put them all in mode: webhook", c.Channels[other].Name)
 	}
 	for i, n := range c.Defaults.Channels {
 		if !names[n] {
