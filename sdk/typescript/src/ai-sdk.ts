@@ -75,9 +75,13 @@ export async function approvalResponses(content: readonly unknown[], options: Ap
           tool_args: input ?? {},
           summary: options.summary?.(toolName, input),
           tool_call_id: toolCallId,
-          // The same call asked again (a retry, a restarted process)
-          // re-attaches to its request instead of asking twice.
-          idempotency_key: toolCallId ? `ai-sdk:${toolCallId}` : undefined,
+          // The approval request's own id, which the ai package makes at
+          // random for each: asked again (a retry, a process resuming its
+          // messages), it re-attaches to its request instead of asking
+          // twice, while a later conversation whose provider numbers its
+          // calls afresh (call_0 again) never gets an earlier approval, as
+          // it would keyed by the tool call's id.
+          idempotency_key: `ai-sdk:${part.approvalId}`,
         },
         { client: options.client, signal: options.signal },
       );

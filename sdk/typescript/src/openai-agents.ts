@@ -15,7 +15,24 @@
  * @module
  */
 
-import { type GateRequest, type Gatehouse, type HookResult, allowsAsIs, denyReason, gate } from "./index.js";
+import { type GateRequest, type Gatehouse, type HookResult, allowsAsIs, denyReason, gate, newKey } from "./index.js";
+
+/**
+ * keys holds the idempotency key of each interruption asked about: the same
+ * item asked again in this process (a retry) re-attaches to its request.
+ * The model's call id is no key: providers that number calls afresh in each
+ * run (call_0 again) would have a later run's call get an earlier approval.
+ */
+const keys = new WeakMap<object, string>();
+
+function keyOf(item: object): string {
+  let key = keys.get(item);
+  if (key === undefined) {
+    key = `openai-agents:${newKey()}`;
+    keys.set(item, key);
+  }
+  return key;
+}
 
 /** A tool approval interruption (RunToolApprovalItem), by shape. */
 export interface ApprovalItem {
@@ -90,7 +107,7 @@ export async function resolveInterruptions<I extends ApprovalItem, S extends App
           tool_args: input,
           summary: options.summary?.(toolName, input),
           tool_call_id: callId,
-          idempotency_key: callId ? `openai-agents:${callId}` : undefined,
+          idempotency_key: keyOf(item),
         },
         { client: options.client, signal: options.signal },
       );

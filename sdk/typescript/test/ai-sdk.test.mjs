@@ -135,3 +135,30 @@ test("a gate that cannot be reached denies the call", async () => {
   await generateText({ model, tools, messages });
   assert.deepEqual(ran, []);
 });
+
+test("a later conversation that numbers its calls afresh gets no earlier approval", async () => {
+  // Both conversations' models call transfer with toolCallId call-transfer
+  // and the same input; keyed by that id, the second re-attached to the
+  // first's approval and ran with no person asked. Found by a reader.
+  const one = setup("transfer", { env: "acme" });
+  const first = await firstTurn(one.model, one.tools, [{ role: "user", content: "Pay ACME" }]);
+  const answering = approvalResponses(first.content, { client });
+  const card = await gh.card("transfer");
+  assert.equal((await gh.decide(card.request.id, "approve", "alice")).status, 200);
+  assert.equal((await answering)[0].approved, true);
+
+  // The same approval request asked again (a retry) re-attaches to it.
+  let again;
+  const [retry] = await approvalResponses(first.content, { client, onVerdict: (_, res) => (again = res) });
+  assert.equal(retry.approved, true);
+  assert.equal(again.request_id, card.request.id);
+
+  const two = setup("transfer", { env: "acme" });
+  const later = await firstTurn(two.model, two.tools, [{ role: "user", content: "Pay ACME again" }]);
+  const asking = approvalResponses(later.content, { client });
+  const another = gh.relay.next((m) => m.type === "card" && m.request.tool_name === "transfer" && m.request.id !== card.request.id);
+  const next = await Promise.race([another, asking.then((answer) => ({ answer }))]);
+  assert.equal(next.answer, undefined, `answered without a person: ${JSON.stringify(next.answer)}`);
+  await gh.decide(next.request.id, "reject", "bob", "paid already");
+  assert.equal((await asking)[0].approved, false);
+});

@@ -95,3 +95,27 @@ test("a gate that cannot be reached rejects the call", async () => {
   assert.deepEqual(ran, []);
   assert.equal(result.finalOutput, "done");
 });
+
+test("resolveInterruptions: a later run that numbers its calls afresh gets no earlier approval", async () => {
+  // Both runs' models call pay with call id call_pay and the same
+  // arguments; keyed by that id, the second re-attached to the first's
+  // approval and ran with no person asked. Found by a reader.
+  const one = setup("pay", { env: "acme", replicas: null });
+  const first = await run(one.agent, "Pay ACME");
+  const resolving = resolveInterruptions(first, { client });
+  const card = await gh.card("pay");
+  assert.equal((await gh.decide(card.request.id, "approve", "alice")).status, 200);
+  assert.equal((await resolving)[0].approved, true);
+
+  const two = setup("pay", { env: "acme", replicas: null });
+  const later = await run(two.agent, "Pay ACME again");
+  const asking = resolveInterruptions(later, { client });
+  const another = gh.relay.next((m) => m.type === "card" && m.request.tool_name === "pay" && m.request.id !== card.request.id);
+  const next = await Promise.race([another, asking.then((answer) => ({ answer }))]);
+  assert.equal(next.answer, undefined, `answered without a person: ${JSON.stringify(next.answer?.map((v) => v.result))}`);
+  await gh.decide(next.request.id, "reject", "bob", "paid already");
+  assert.equal((await asking)[0].approved, false);
+  const second = await run(two.agent, later.state);
+  assert.deepEqual(two.ran, []);
+  assert.equal(second.finalOutput, "done");
+});
