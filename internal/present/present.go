@@ -205,10 +205,25 @@ func object(raw json.RawMessage) map[string]any {
 	return m
 }
 
+// get is m's value under k, or under the one key that differs from k only
+// in case (as Go's encoding/json, Jackson and others read a struct field):
+// the gate refuses objects that hold two such keys (jsonx.DuplicateKey).
+func get(m map[string]any, k string) any {
+	if v, ok := m[k]; ok {
+		return v
+	}
+	for mk, v := range m {
+		if strings.EqualFold(mk, k) {
+			return v
+		}
+	}
+	return nil
+}
+
 // str is the first non-empty string among keys.
 func str(m map[string]any, keys ...string) string {
 	for _, k := range keys {
-		if s, ok := m[k].(string); ok && strings.TrimSpace(s) != "" {
+		if s, ok := get(m, k).(string); ok && strings.TrimSpace(s) != "" {
 			return strings.TrimSpace(s)
 		}
 	}
@@ -253,7 +268,7 @@ var number = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
 func amount(args map[string]any) string {
 	for _, k := range amountKeys {
 		var n string
-		switch v := args[k].(type) {
+		switch v := get(args, k).(type) {
 		case nil:
 			continue
 		case json.Number:

@@ -153,3 +153,18 @@ func TestSentenceIsOneLine(t *testing.T) {
 		}
 	}
 }
+
+// The amount and the command are found under a key in another case, as
+// Go's encoding/json (and Jackson, ASP.NET) read a struct's fields: with
+// {"Amount":6000000,"price":10} every face showed ¥10 for a tool that
+// pays 6,000,000, and {"Command":"rm -rf /","cmd":"ls"} showed ls. (The
+// gate refuses two spellings of one key, so the lookup is unambiguous.)
+// Found by a reader.
+func TestKeysInAnotherCaseAreShown(t *testing.T) {
+	if v := (*Presenter)(nil).View(req("oa__purchase_pay", `{"vendor":"ACME","Amount":6000000,"price":10,"currency":"CNY"}`, "")); v.Big != "¥6,000,000" {
+		t.Errorf("Amount: shown %q / %q, want ¥6,000,000", v.Sentence, v.Big)
+	}
+	if v := (*Presenter)(nil).View(req("shell_exec", `{"Command":"rm -rf /","cmd":"ls"}`, "")); v.Big != "rm -rf /" {
+		t.Errorf("Command: shown %q / %q, want rm -rf /", v.Sentence, v.Big)
+	}
+}
