@@ -282,9 +282,13 @@ func amount(args map[string]any) string {
 		}
 		n = thousands(n)
 		cur := strings.ToUpper(str(args, "currency", "ccy"))
+		// One currency to a sign: ¥ is the yuan's here (the yen is JP¥,
+		// some 20 times smaller), $ the US dollar's; others keep their code.
 		switch cur {
-		case "CNY", "RMB", "JPY":
+		case "CNY", "RMB":
 			return "¥" + n
+		case "JPY":
+			return "JP¥" + n
 		case "USD":
 			return "$" + n
 		case "EUR":

@@ -168,3 +168,13 @@ func TestKeysInAnotherCaseAreShown(t *testing.T) {
 		t.Errorf("Command: shown %q / %q, want rm -rf /", v.Sentence, v.Big)
 	}
 }
+
+// 60,000 yuan and 60,000 yen, some 20 times apart, read differently.
+// Found by a reader.
+func TestYuanAndYenReadDifferently(t *testing.T) {
+	cny := (*Presenter)(nil).View(req("oa__purchase_pay", `{"vendor":"ACME","amount":60000,"currency":"CNY"}`, ""))
+	jpy := (*Presenter)(nil).View(req("oa__purchase_pay", `{"vendor":"ACME","amount":60000,"currency":"JPY"}`, ""))
+	if cny.Big != "¥60,000" || jpy.Big != "JP¥60,000" {
+		t.Errorf("CNY shown %q, JPY %q; want ¥60,000 and JP¥60,000", cny.Big, jpy.Big)
+	}
+}
