@@ -294,7 +294,7 @@ func unfence(s string) string {
 // argsText renders the tool arguments pretty-printed in a code block that
 // fits in max characters, escaped. When they do not fit, note says how much
 // is shown.
-func argsText(raw json.RawMessage, max int) (text, note string) {
+func argsText(raw json.RawMessage, max int) (block, note string) {
 	s := strings.TrimSpace(string(raw))
 	if s == "" || s == "null" {
 		s = "{}"
@@ -303,7 +303,14 @@ func argsText(raw json.RawMessage, max int) (text, note string) {
 	}
 	s = unfence(s)
 	const open, shut = "*Arguments*\n```", "```"
-	body, cut := escLimit(s, max-utf8.RuneCountInString(open+shut)-2)
+	budget := max - utf8.RuneCountInString(open+shut) - 2
+	body, cut := esc(s), false
+	for n := budget; utf8.RuneCountInString(body) > budget; {
+		// Cut in the middle, so the last arguments, and the end of a long
+		// one, still show; escaping lengthens text, so cut until it fits.
+		n -= utf8.RuneCountInString(body) - budget
+		body, cut = esc(text.Middle(s, n)), true
+	}
 	if cut {
 		body += "\n…"
 		note = fmt.Sprintf(":scissors: Arguments cut to fit the card (%d characters in all); the request page shows them whole.",

@@ -491,3 +491,27 @@ func TestFallbackTextEscapedOnce(t *testing.T) {
 		}
 	}
 }
+
+// A long command keeps its end on the card: cut only at its end, `ls`
+// followed by 1,700 " -a" and then "; rm -rf ~" showed the -a's and never
+// the rm, with a summary or without. The large type and the arguments are
+// cut in the middle now. Found by a reader.
+func TestCutCommandShowsItsEnd(t *testing.T) {
+	for name, summary := range map[string]string{"with a summary": "List the files", "without": ""} {
+		t.Run(name, func(t *testing.T) {
+			f := newFakeSlack(t)
+			c := newTestChannel(t, f, newFakeDecider(fixed(t0)), fixed(t0))
+			r := testRequest("01JCUT", t0)
+			r.ToolName, r.Summary = "Bash", summary
+			b, _ := json.Marshal(map[string]string{"command": "ls" + strings.Repeat(" -a", 1700) + "; rm -rf ~", "description": "list"})
+			r.ToolArgs = b
+			if _, err := c.Post(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+			all := joined(texts(t, f.CallsOf("chat.postMessage")[0].Blocks(t)))
+			if strings.Count(all, "rm -rf ~") < 2 || !strings.Contains(all, `"description": "list"`) {
+				t.Errorf("the card does not show the command's end in large type and in the arguments:\n%.800s…", all)
+			}
+		})
+	}
+}

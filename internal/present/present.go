@@ -85,7 +85,9 @@ func (p *Presenter) View(r *gate.Request) View {
 	} else {
 		v.Sentence = text.Ellipsis(sentence(v.ToolName, args, object(v.Metadata)), maxSentence)
 	}
-	v.Big = text.Ellipsis(v.Big, maxBig)
+	// Cut in the middle: a command's or a URL's end is where an agent
+	// would put what it wants unread (ls -a -a … ; rm -rf ~).
+	v.Big = text.Middle(v.Big, maxBig)
 	// What people read is what is there: hidden characters (bidirectional
 	// controls, zero-width ones) are written as visible marks, on a copy.
 	// Fields that are one line by nature have their line breaks and other

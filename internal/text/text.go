@@ -69,6 +69,25 @@ func Ellipsis(s string, n int) string {
 	return s
 }
 
+// Middle cuts s to at most n characters by taking them out of its middle,
+// where " … " then stands: the first two thirds of what fits and the rest
+// from its end. For what ends in what matters (a command whose last part
+// is "; rm -rf ~", a long value before the argument that follows it), which
+// Ellipsis would cut away.
+func Middle(s string, n int) string {
+	const mark = " … "
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	if n <= len([]rune(mark))+1 {
+		return Ellipsis(s, n)
+	}
+	keep := n - len([]rune(mark))
+	head, _ := CutRunes(s, keep*2/3)
+	r := []rune(s)
+	return head + mark + string(r[len(r)-(keep-keep*2/3):])
+}
+
 // EllipsisBytes cuts s to at most n bytes, ending in "…" when anything was
 // cut, on a character boundary.
 func EllipsisBytes(s string, n int) string {

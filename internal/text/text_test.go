@@ -131,3 +131,22 @@ func TestEllipsisWordsKeepsNoPartOfAWord(t *testing.T) {
 		}
 	}
 }
+
+// Middle keeps a long text's start and end, on character boundaries, and
+// says where it cut; what fits is left alone.
+func TestMiddle(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"ls -la", 10, "ls -la"},
+		{"ls -a -a -a -a -a -a -a; rm -rf ~", 20, "ls -a -a -a …  -rf ~"},
+		{"日本語のコマンドをここに書く", 10, "日本語の … に書く"},
+	} {
+		got := Middle(tc.in, tc.n)
+		if got != tc.want || utf8.RuneCountInString(got) > tc.n || !utf8.ValidString(got) {
+			t.Errorf("Middle(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
