@@ -54,7 +54,7 @@ func anyArgsHash(metadata []byte) string {
 // `rm -rf build` points, and the MCP server of a Cursor MCP call (mcp_url
 // or mcp_command, as package hook names them), whose bare tool name does
 // not say which server it goes to.
-var placeKeys = []string{"cwd", "mcp_url", "mcp_command"}
+var placeKeys = []string{"cwd", "mcp_url", "mcp_command", "workspace_roots"}
 
 // placeOf is the value of each of placeKeys in a call's metadata, as
 // canonical JSON of the value sent, whatever its type ({"cwd": 5} is not
@@ -82,7 +82,7 @@ func placeOf(metadata []byte) [][]byte {
 // belongs to the agent r came from (agentKey): on a server without tokens
 // that is the agent's name, never "" (which would cover every agent).
 func (s *Service) grantFor(r *Request, who string, ids []string, via string, at time.Time) (*Grant, Event) {
-	g := &Grant{ID: s.newID(), Route: r.Route, Caller: agentKey(r.Caller, r.AgentID), Tool: r.ToolName, GivenBy: who, GivenIDs: ids, GivenVia: via,
+	g := &Grant{ID: s.newID(), Route: r.Route, Caller: grantKey(r.Caller, r.AgentID), Tool: r.ToolName, GivenBy: who, GivenIDs: ids, GivenVia: via,
 		RequestID: r.ID, CreatedAt: at, ExpiresAt: at.Add(r.RememberFor())}
 	scope := "the same arguments"
 	if r.RememberAnyArgs {
@@ -164,4 +164,14 @@ func agentKey(caller, agentID string) string {
 		return caller
 	}
 	return agentID
+}
+
+// grantKey is whose a grant is: the token's name, or on a server without
+// tokens the agent_id it sent, marked as such, so that a label never
+// names a token's grants (nor a token a label's).
+func grantKey(caller, agentID string) string {
+	if caller != "" {
+		return caller
+	}
+	return "agent_id:" + agentID
 }

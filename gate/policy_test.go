@@ -624,8 +624,8 @@ func TestGrantsCrossNoAgentWithoutTokens(t *testing.T) {
 	if r := sub("build-bot"); r.DecidedVia != gate.ViaGrant || !r.Allowed() {
 		t.Fatalf("the same agent's call: %s via %s, want the grant", r.Status, r.DecidedVia)
 	}
-	if g, _ := svc.Grants(ctx, nil, true); len(g) != 1 || g[0].Caller != "build-bot" {
-		t.Fatalf("the grant names %+v, want build-bot", g)
+	if g, _ := svc.Grants(ctx, nil, true); len(g) != 1 || g[0].Caller != "agent_id:build-bot" {
+		t.Fatalf("the grant names %+v, want agent_id:build-bot", g)
 	}
 }
 

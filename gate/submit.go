@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -135,7 +136,38 @@ func compactJSON(raw json.RawMessage, def string) (json.RawMessage, error) {
 	if err := json.Compact(&buf, raw); err != nil {
 		return nil, err
 	}
+	if loneSurrogate(buf.Bytes()) {
+		// Go reads every unpaired surrogate escape as U+FFFD: two calls
+		// the tool tells apart would be one call to a grant's hash.
+		return nil, errors.New(`an unpaired surrogate escape (\ud800-\udfff) is not text`)
+	}
 	return buf.Bytes(), nil
+}
+
+// loneSurrogate reports whether compact JSON holds a \uD800-\uDFFF escape
+// that is not a high surrogate followed by a low one.
+func loneSurrogate(b []byte) bool {
+	hex4 := func(i int) (int, bool) {
+		if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 16)
+		return int(v), err == nil
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if v, ok := hex4(i); ok && v >= 0xD800 && v <= 0xDFFF {
+			if w, ok := hex4(i + 6); v <= 0xDBFF && ok && w >= 0xDC00 && w <= 0xDFFF {
+				i += 11
+				continue
+			}
+			return true
+		}
+		i++ // skip the escaped character
+	}
+	return false
 }
 
 // decision is what the policy made of a submission.
@@ -302,7 +334,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		if !rt.RememberAny {
 			hash = argsHash(in.ToolArgs, in.Metadata)
 		}
-		g, err := s.store.FindGrant(ctx, rt.Name, agentKey(in.Caller, in.AgentID), in.ToolName, hash, now)
+		g, err := s.store.FindGrant(ctx, rt.Name, grantKey(in.Caller, in.AgentID), in.ToolName, hash, now)
 		if err != nil {
 			return nil, false, err
 		}

@@ -49,18 +49,24 @@ func (s *Server) listGrants(c echo.Context) error {
 // grantsPage lists the grants for people: the active ones, then those
 // that ended (revoked or expired), newest first.
 func (s *Server) grantsPage(c echo.Context) error {
+	// The active ones are read apart: the newest 1000 grants of all may
+	// be ended ones, and an active grant left off would have no Revoke.
+	live, err := s.svc.Grants(c.Request().Context(), nil, true)
+	if err != nil {
+		return err
+	}
 	gs, err := s.svc.Grants(c.Request().Context(), nil, false)
 	if err != nil {
 		return err
 	}
 	now := s.now()
 	var active, ended []gate.Grant
+	for _, g := range live {
+		active = append(active, s.opts.Present.Redactor().Grant(g)) // people read requests redacted
+	}
 	for _, g := range gs {
-		g = s.opts.Present.Redactor().Grant(g) // people read requests redacted
-		if g.Active(now) {
-			active = append(active, g)
-		} else {
-			ended = append(ended, g)
+		if !g.Active(now) {
+			ended = append(ended, s.opts.Present.Redactor().Grant(g))
 		}
 	}
 	return s.page(c, http.StatusOK, "grants", pageData{Title: "Grants", Extra: map[string]any{"Active": active, "Ended": ended}})
