@@ -717,6 +717,28 @@ func TestIntegersBeyondAFloatNeverAllow(t *testing.T) {
 			t.Errorf("%s %s: route %d, action %s, errors %q; want an error that does not allow", tc.tool, tc.args, res.Route, res.Action, res.Errors)
 		}
 	}
+	// Compared whole, a list or a map holding one equals none of the
+	// condition's (an error value in its place was passed over by CEL's
+	// equality, which allowed these; a second reader of the fix).
+	for _, tc := range []struct{ when, args string }{
+		{`args.to == [1, 2]`, `{"to":[12345678901234567, 2]}`},
+		{`args.pay == {"account": 42, "amount": 10}`, `{"pay":{"account":99999999999999999999,"amount":10}}`},
+		{`args == {"to": 1}`, `{"to":12345678901234567}`},
+		{`args.to in [[1, 2]]`, `{"to":[12345678901234567, 2]}`},
+	} {
+		whole := mustCompile(t, Route{Name: "ours", Tool: "transfer", When: tc.when, Action: Allow}, Route{Name: "rest", Action: Deny})
+		if res := whole.Evaluate(call("transfer", tc.args), false); res.Action == Allow {
+			t.Errorf("%s on %s: allowed (errors %q)", tc.when, tc.args, res.Errors)
+		}
+	}
+	// Read as its digits, it compares exactly where the condition asks so.
+	exact := mustCompile(t, Route{Name: "treasury", Tool: "transfer", When: `string(args.to) == "12345678901234567"`, Action: Allow},
+		Route{Name: "rest", Action: Deny})
+	for args, want := range map[string]Action{`{"to":12345678901234567}`: Allow, `{"to":12345678901234568}`: Deny, `{"to":1.2345678901234567e16}`: Deny} {
+		if res := exact.Evaluate(call("transfer", args), false); res.Action != want {
+			t.Errorf("%s: %s (errors %q), want %s", args, res.Action, res.Errors, want)
+		}
+	}
 	read := mustCompile(t,
 		Route{Name: "no-prod", Tool: "run", When: `args.env == "prod"`, Action: Deny},
 		Route{Name: "ours", Tool: "transfer", When: `args.to == 9007199254740991 && args.fee < 1e300`, Action: Allow},
@@ -1900,6 +1922,13 @@ func TestKeysInAnotherCaseNeverAllow(t *testing.T) {
 		Route{Name: "ok", Tool: "run", Action: Allow},
 		Route{Name: "deploy-ok", Tool: "deploy", Action: Allow},
 	)
+	// Through a comprehension's variable, as a third found.
+	for _, when := range []string{`args.items.all(x, !has(x.env) || x.env != "prod")`, `!args.items.exists(x, has(x.env) && x.env == "prod")`} {
+		p := mustCompile(t, Route{Name: "not-prod", Tool: "deploy", When: when, Action: Allow}, Route{Name: "rest", Action: Deny})
+		if res := p.Evaluate(call("deploy", `{"items":[{"ENV":"prod"}]}`), false); res.Action == Allow {
+			t.Errorf("%s: allowed {\"items\":[{\"ENV\":\"prod\"}]}", when)
+		}
+	}
 	// One level down, as a second reader found.
 	for _, tc := range []struct{ tool, args string }{
 		{"run", `{"config":{"ENV":"prod"}}`},

@@ -192,10 +192,24 @@ func namedKeys(ast *cel.Ast) map[string][]string {
 				break
 			}
 		}
-		if m.Kind() != celast.IdentKind || (m.AsIdent() != "args" && m.AsIdent() != "metadata") || slices.Contains(keys[m.AsIdent()], key) {
+		if m.Kind() != celast.IdentKind {
 			return
 		}
-		keys[m.AsIdent()] = append(keys[m.AsIdent()], key)
+		roots := []string{m.AsIdent()}
+		switch m.AsIdent() {
+		case "args", "metadata":
+		case "tool", "agent", "agent_label", "user", "session", "now":
+			return
+		default:
+			// A comprehension's variable (args.items.all(x, x.env …)),
+			// which may stand for a part of either.
+			roots = []string{"args", "metadata"}
+		}
+		for _, root := range roots {
+			if !slices.Contains(keys[root], key) {
+				keys[root] = append(keys[root], key)
+			}
+		}
 	}
 	literal := func(e celast.Expr) (string, bool) {
 		if e.Kind() != celast.LiteralKind {
@@ -353,10 +367,13 @@ const maxExact = 1 << 53
 // integer at or beyond ±2^53, which a float64 would round to a value its
 // neighbours share (12345678901234568 reads as 12345678901234567, so a
 // rule naming one account would take the other), though the tool may read
-// it exactly: it is an error value, which fails a condition that reads
-// it, and only such a condition (which never allows), while one reading
-// the call's other fields decides as before. A number written with a
-// fraction or an exponent (1e300) is a float, read as the tool reads one.
+// it exactly: it reads as the string of its digits, exact, which no number
+// equals (a condition may not write such an integer, see bigInteger) and
+// which no numeric comparison takes (args.to > 5.0 is an error, which
+// never allows); int(args.to) and string(args.to) read it exactly. A
+// number written with a fraction or an exponent (1e300) is a float, read
+// as the tool reads one. (An error value in its place would not do: CEL's
+// equality of lists and maps passes over an element that errs.)
 func decode(raw []byte) (any, error) {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil || !beyondExact(v) {
@@ -394,7 +411,7 @@ func beyondExact(v any) bool {
 }
 
 // exactly turns the numbers of v, decoded as written, into float64s, in
-// place, and an integer at or beyond ±2^53 into an error value (decode).
+// place, and an integer at or beyond ±2^53 into its digits (decode).
 func exactly(v any) any {
 	switch v := v.(type) {
 	case json.Number:
@@ -402,7 +419,7 @@ func exactly(v any) any {
 		if err == nil && (math.Abs(f) < maxExact || strings.ContainsAny(string(v), ".eE")) {
 			return f
 		}
-		return types.NewErr("%s is an integer beyond 2^53, which a condition cannot tell from its neighbours (send it as a string)", v)
+		return string(v)
 	case map[string]any:
 		for k, e := range v {
 			v[k] = exactly(e)
