@@ -20,7 +20,7 @@
  * @module
  */
 
-import { type GateRequest, type Gatehouse, type HookResult, allowsAsIs, denyReason, gate } from "./index.js";
+import { type GateRequest, type Gatehouse, type HookResult, allowsAsIs, denyReason, gate, newKey } from "./index.js";
 
 /** A `tool-approval-request` content part, as the AI SDK returns it. */
 export interface ToolApprovalRequestPart {
@@ -81,7 +81,7 @@ export async function approvalResponses(content: readonly unknown[], options: Ap
           // twice, while a later conversation whose provider numbers its
           // calls afresh (call_0 again) never gets an earlier approval, as
           // it would keyed by the tool call's id.
-          idempotency_key: `ai-sdk:${part.approvalId}`,
+          idempotency_key: part.approvalId ? `ai-sdk:${part.approvalId}` : `ai-sdk:${newKey()}`,
         },
         { client: options.client, signal: options.signal },
       );

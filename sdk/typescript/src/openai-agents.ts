@@ -18,18 +18,30 @@
 import { type GateRequest, type Gatehouse, type HookResult, allowsAsIs, denyReason, gate, newKey } from "./index.js";
 
 /**
- * keys holds the idempotency key of each interruption asked about: the same
- * item asked again in this process (a retry) re-attaches to its request.
- * The model's call id is no key: providers that number calls afresh in each
- * run (call_0 again) would have a later run's call get an earlier approval.
+ * keys holds, for each run's state, the idempotency key of each tool call
+ * asked about and not yet given a verdict: asked again in this process (a
+ * retry after an abort or a failure), the call re-attaches to its request. (The
+ * interruption items are made anew at each read of result.interruptions;
+ * the state is one object.) The model's call id alone is no key: providers
+ * that number calls afresh in each run (call_0 again) would have a later
+ * run's call get an earlier approval; and once a call is answered on the
+ * state, its id may come again for another call.
  */
-const keys = new WeakMap<object, string>();
+const keys = new WeakMap<object, Map<string, string>>();
 
-function keyOf(item: object): string {
-  let key = keys.get(item);
+function keyOf(state: object, callId: string | undefined): string {
+  if (callId === undefined) {
+    return `openai-agents:${newKey()}`;
+  }
+  let calls = keys.get(state);
+  if (calls === undefined) {
+    calls = new Map();
+    keys.set(state, calls);
+  }
+  let key = calls.get(callId);
   if (key === undefined) {
     key = `openai-agents:${newKey()}`;
-    keys.set(item, key);
+    calls.set(callId, key);
   }
   return key;
 }
@@ -107,15 +119,20 @@ export async function resolveInterruptions<I extends ApprovalItem, S extends App
           tool_args: input,
           summary: options.summary?.(toolName, input),
           tool_call_id: callId,
-          idempotency_key: keyOf(item),
+          idempotency_key: keyOf(result.state, callId),
         },
         { client: options.client, signal: options.signal },
       );
       options.onVerdict?.(item, res);
-      return { item, input, res };
+      return { item, input, res, callId };
     }),
   );
-  return verdicts.map(({ item, input, res }) => {
+  return verdicts.map(({ item, input, res, callId }) => {
+    if (callId !== undefined && ["approved", "rejected", "expired", "cancelled"].includes(res.status)) {
+      // Answered for good: the id is free for another call. (One that
+      // failed, or was aborted, keeps its key, and its request waits.)
+      keys.get(result.state)?.delete(callId);
+    }
     const approved = allowsAsIs(res, input);
     if (approved) {
       result.state.approve(item);

@@ -119,3 +119,26 @@ test("resolveInterruptions: a later run that numbers its calls afresh gets no ea
   assert.deepEqual(two.ran, []);
   assert.equal(second.finalOutput, "done");
 });
+
+test("resolveInterruptions: asked again on the same result after an abort, a call re-attaches to its request", async () => {
+  // The items are made anew at each read of result.interruptions, so a
+  // key kept per item was never found again: the retry made a second
+  // request, and the approver a second card. Found by a reader.
+  const { agent, ran } = setup("refund", { env: "acme", replicas: null });
+  const first = await run(agent, "Refund ACME");
+  const ac = new AbortController();
+  const giving = resolveInterruptions(first, { client, signal: ac.signal });
+  const card = await gh.card("refund");
+  ac.abort();
+  assert.equal((await giving)[0].approved, false);
+  const seen = [];
+  const retry = resolveInterruptions(first, { client, onVerdict: (_, res) => seen.push(res.request_id) });
+  const another = gh.relay.next((m) => m.type === "card" && m.request.tool_name === "refund" && m.request.id !== card.request.id);
+  assert.equal((await gh.decide(card.request.id, "approve", "alice")).status, 200);
+  const out = await Promise.race([retry.then((verdicts) => ({ verdicts })), another.then((m) => ({ second: m.request.id }))]);
+  assert.equal(out.second, undefined, "the retry made a second request: the approver is asked twice");
+  assert.equal(out.verdicts[0].approved, true);
+  assert.deepEqual(seen, [card.request.id]);
+  await run(agent, first.state);
+  assert.deepEqual(ran, [{ env: "acme", replicas: null }]);
+});
