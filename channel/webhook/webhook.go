@@ -188,6 +188,12 @@ type Request struct {
 	// critical; a relay should have approvers confirm a critical approval).
 	Label    string `json:"label,omitempty"`
 	Severity string `json:"severity,omitempty"`
+	// Big is what the cards and the page show in large type, worked out
+	// from the arguments, not the agent's words: the amount, the command,
+	// the path or the URL (BigKind says which), cut in the middle to 500
+	// characters. Show it beside the summary, which it may belie.
+	Big     string `json:"big,omitempty"`
+	BigKind string `json:"big_kind,omitempty"`
 }
 
 // requestOf is what the relay is sent of a request: the view's redacted copy.
@@ -197,7 +203,7 @@ func requestOf(v present.View) Request {
 		AgentID: r.AgentID, UserID: r.UserID, SessionID: r.SessionID, Metadata: r.Metadata, Route: r.Route,
 		Approvers: r.Approvers, Quorum: max(r.Quorum, 1), OnTimeout: string(r.OnTimeout), CreatedAt: r.CreatedAt,
 		ExpiresAt: r.ExpiresAt, DecidedAt: r.DecidedAt, DecidedBy: r.DecidedBy, DecidedVia: r.DecidedVia,
-		Reason: r.Reason, ModifiedArgs: r.ModifiedArgs}
+		Reason: r.Reason, ModifiedArgs: r.ModifiedArgs, Big: v.Big, BigKind: v.Kind}
 	if out.Approvers == nil {
 		out.Approvers = []string{}
 	}
@@ -245,8 +251,7 @@ func (c *Channel) Update(ctx context.Context, r *gate.Request, ref string) error
 func (c *Channel) Remind(ctx context.Context, r *gate.Request, ref string, step int, mention []string) (string, error) {
 	v := c.present.View(r)
 	m := Message{Type: TypeReminder, Channel: c.name, Ref: ref, Step: step, Request: requestOf(v),
-		Text: text.Ellipsis("Still waiting for approval: "+v.Sentence+" ("+v.Who()+"; tool "+v.ToolName+"), expires "+
-			r.ExpiresAt.UTC().Format(time.RFC3339), 500)}
+		Text: line("Still waiting for approval: ", v, ", expires "+r.ExpiresAt.UTC().Format(time.RFC3339))}
 	for _, id := range mention {
 		if actor, ok := strings.CutPrefix(id, "webhook:"+c.name+"/"); ok {
 			m.Mention = append(m.Mention, actor)
@@ -284,11 +289,19 @@ func refOf(answer []byte, def string) string {
 }
 
 // cardText is the card's one line: what will happen, who asks, the tool.
-func cardText(v present.View) string {
-	// The sentence is cut to what the rest leaves: a long summary must not
-	// cut off the tool.
-	rest := " (" + text.Ellipsis(v.Who(), 100) + "; tool " + text.Ellipsis(v.ToolName, 200) + ")"
-	return "Approval needed: " + text.Ellipsis(v.Sentence, 500-len("Approval needed: ")-utf8.RuneCountInString(rest)) + rest
+func cardText(v present.View) string { return line("Approval needed: ", v, "") }
+
+// line is a message's one line for people, at most 500 characters: lead,
+// the sentence, what the cards show in large type when the sentence does
+// not say it (a summary's words may belie the amount or the command), who
+// asks and the tool, and tail. The sentence is cut to what the rest leaves:
+// a long summary must not cut off the amount, the tool or the asker.
+func line(lead string, v present.View, tail string) string {
+	rest := " (" + text.Ellipsis(v.Who(), 100) + "; tool " + text.Ellipsis(v.ToolName, 200) + ")" + tail
+	if v.Big != "" && !strings.Contains(v.Sentence, v.Big) {
+		rest = " — " + text.Middle(v.Big, 150) + rest
+	}
+	return lead + text.Ellipsis(v.Sentence, 500-utf8.RuneCountInString(lead+rest)) + rest
 }
 
 // maxAnswer bounds what is read of a relay's answer.

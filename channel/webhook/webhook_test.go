@@ -463,3 +463,27 @@ func TestCardTextKeepsTheTool(t *testing.T) {
 		t.Errorf("%d characters: %q", n, got)
 	}
 }
+
+// The relay is sent what the cards and the page show in large type, and
+// its one line says it when the agent's summary does not: with a summary
+// the line held only the agent's "¥60" for a payment of ¥6,000,000, which
+// every other face led with. Found by a reader.
+func TestRelayIsSentTheAmount(t *testing.T) {
+	relay := webhooktest.NewRelay(t, secret)
+	ch, err := webhook.New(webhook.Options{Name: "relay", Config: config.Webhook{URL: relay.URL, Secret: secret}, Decider: nopDecider{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	r := &gate.Request{ID: "01JBIG0000000000000000000", Status: gate.StatusPending, ToolName: "oa__purchase_pay",
+		ToolArgs: json.RawMessage(`{"vendor":"ACME","amount":6e6,"currency":"CNY"}`), Summary: "Pay ACME ¥60 for a cable",
+		AgentID: "procurement-bot", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	relay.Script(webhooktest.Answer{Status: 200, Body: "ok"})
+	if _, err := ch.Post(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	m := relay.Deliveries()[0].Message
+	if m.Request["big"] != "¥6,000,000" || m.Request["big_kind"] != "amount" || !strings.Contains(m.Text, "¥6,000,000") {
+		t.Errorf("big %v (%v), text %q; want ¥6,000,000 in both", m.Request["big"], m.Request["big_kind"], m.Text)
+	}
+}
