@@ -62,7 +62,13 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *wait <= 0 {
 		return emit(stdout, stderr, hook.Invalid(call, errors.New("--wait must be positive")))
 	}
-	body, err := io.ReadAll(io.LimitReader(stdin, maxHookInput+1))
+	// The wait counts from the start, reading the input included: a
+	// client that wrote its input but never closed stdin must get a deny
+	// before its own timeout kills the hook, which most clients take as
+	// leave to run the tool.
+	ctx, cancel := context.WithTimeout(context.Background(), *wait)
+	defer cancel()
+	body, err := readInput(ctx, stdin)
 	if err == nil && len(body) > maxHookInput {
 		err = fmt.Errorf("larger than %d MiB", maxHookInput>>20)
 	}
@@ -85,8 +91,6 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return emit(stdout, stderr, hook.Noted())
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), *wait)
-	defer cancel()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	c := client.FromEnv()
@@ -173,4 +177,25 @@ func hookFailure(ctx context.Context, c *client.Client, ans client.HookAnswer, e
 		return hook.Failure(fmt.Sprintf("the gatehouse server at %s refused the call: %s", c.URL, apiErr.Message))
 	}
 	return hook.Failure(fmt.Sprintf("gatehouse server unreachable at %s (%v): start it (gatehouse serve) or fix GATEHOUSE_URL", c.URL, err))
+}
+
+// readInput reads the hook's input, up to one byte past maxHookInput, until
+// stdin closes or ctx ends (then an error; the read is left to the
+// process's exit).
+func readInput(ctx context.Context, stdin io.Reader) ([]byte, error) {
+	type read struct {
+		body []byte
+		err  error
+	}
+	got := make(chan read, 1)
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(stdin, maxHookInput+1))
+		got <- read{b, err}
+	}()
+	select {
+	case r := <-got:
+		return r.body, r.err
+	case <-ctx.Done():
+		return nil, errors.New("the client did not close the input within the hook's wait")
+	}
 }
