@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -217,5 +218,44 @@ func TestMetadataNamesNoMCPServer(t *testing.T) {
 	}
 	if code, hr := gateCall(t, e, "", `{"tool_name":"Bash","tool_args":{"command":"rm -rf /"},"MCPServer":true}`); code != 400 || hr.Allow {
 		t.Errorf("a body naming the flag: %d %+v, want 400", code, hr)
+	}
+}
+
+// The hook endpoint's wait counts from the call's arrival: time spent
+// finding and making the request is taken from it, so a slow database
+// does not carry the answer past the client's own hook timeout (after
+// which most clients run the tool). Here the server's clock runs a minute
+// on at every reading, so a 30 s wait is spent before the request is made,
+// and the answer (a deny: still pending) comes at once. Found by a reader.
+func TestHookWaitCountsFromTheCall(t *testing.T) {
+	var mu sync.Mutex
+	clock := time.Now()
+	e := newEnvWith(t, []gate.Route{{Name: "shell", Tool: "Bash", Channels: []string{gate.WebChannel}, Timeout: time.Hour}}, func(o *web.Options) {
+		o.Now = func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			clock = clock.Add(time.Minute)
+			return clock
+		}
+	})
+	body := `{"hook_event_name":"PreToolUse","session_id":"s1","tool_name":"Bash","tool_input":{"command":"make deploy"},"tool_use_id":"t1"}`
+	done := make(chan string, 1)
+	go func() {
+		res, err := http.Post(e.srv.URL+"/hooks/claude-code?wait=30s", "application/json", strings.NewReader(body))
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		done <- res.Header.Get(web.HookStatusHeader) + " " + string(b)
+	}()
+	select {
+	case got := <-done:
+		if !strings.HasPrefix(got, "pending ") || !strings.Contains(got, `"permissionDecision":"deny"`) {
+			t.Errorf("answer %s; want pending and a deny", got)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the hook still waits 15 s on, though its 30 s were spent by the server's clock before the request was made")
 	}
 }

@@ -102,7 +102,7 @@ func (s *Server) hookCall(c echo.Context) (err error) {
 	if a := c.QueryParam("agent"); a != "" {
 		agent = text.EllipsisBytes(a, 256) // a label (agent_id); routes match the token
 	}
-	o, ferr := s.hookSettle(ctx, call, agent, s.caller(c), wait)
+	o, ferr := s.hookSettle(ctx, call, agent, s.caller(c), start.Add(wait))
 	if ferr != nil {
 		code := gate.ErrorCode(ferr)
 		if code == gate.EINTERNAL || code == gate.EUNAVAILABLE {
@@ -114,9 +114,13 @@ func (s *Server) hookCall(c echo.Context) (err error) {
 }
 
 // hookSettle finds the call's request along its keys (see hook.Call.Key) and
-// waits for it. The walk past earlier identical calls only reads; the one
-// submission is for the request that answers this call, new or found.
-func (s *Server) hookSettle(ctx context.Context, call hook.Call, agent, caller string, wait time.Duration) (hook.Outcome, error) {
+// waits for it until the deadline: the hook's wait counts from the call's
+// arrival, so that time spent finding the request (a slow database) does
+// not carry the answer past the client's own timeout, which most clients
+// take as leave to run the tool. The walk past earlier identical calls only
+// reads; the one submission is for the request that answers this call, new
+// or found.
+func (s *Server) hookSettle(ctx context.Context, call hook.Call, agent, caller string, deadline time.Time) (hook.Outcome, error) {
 	for n := 0; ; n++ {
 		sub := HookSubmission(call.Ask(n))
 		sub.AgentID, sub.Caller = agent, caller
@@ -150,7 +154,7 @@ func (s *Server) hookSettle(ctx context.Context, call hook.Call, agent, caller s
 		if r.Status.Final() {
 			return outcomeOf(r, s.now()), nil // also a record: false allow, which is never stored
 		}
-		if r, err = s.svc.Wait(ctx, id, wait); err != nil {
+		if r, err = s.svc.Wait(ctx, id, max(deadline.Sub(s.now()), 0)); err != nil {
 			return hook.Outcome{RequestID: id}, err
 		}
 		return outcomeOf(r, s.now()), nil
