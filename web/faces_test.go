@@ -186,6 +186,12 @@ func TestCriticalApprovalIsConfirmed(t *testing.T) {
 			t.Errorf("queue lacks %s", want)
 		}
 	}
+	// Beside the agent's words, which may belie it, the confirmation names
+	// the amount (found by a reader).
+	e.submitAs("agent-a", `{"tool_name":"oa__purchase_pay","tool_args":{"vendor":"ACME","amount":6e6,"currency":"CNY"},"summary":"Pay ACME ¥60 for a cable"}`)
+	if _, queue := alice.get("/"); !strings.Contains(queue, `data-critical="The agent says: Pay ACME ¥60 for a cable — ¥6,000,000"`) {
+		t.Errorf("the queue's confirmation does not name the amount beside the agent's words")
+	}
 	res, page := alice.post("/approvals/"+r.ID+"/decide", url.Values{"csrf": {alice.csrf}, "verdict": {"approve"}, "reason": {"fine"}, "from": {"queue"}})
 	got, _ := e.svc.Get(context.Background(), r.ID)
 	if res.StatusCode != http.StatusOK || !strings.Contains(page, "Approve a critical call?") || got.Status != gate.StatusPending {

@@ -237,6 +237,9 @@ func form(v present.View, to string) obj {
 	approve := button(approveButton, "Approve", "primary", choiceApprove)
 	if v.Critical() {
 		sentence, _ := clip(v.Sentence, budgetSummary)
+		if big := v.BigUnsaid(200); big != "" {
+			sentence += "\n" + big
+		}
 		approve["confirm"] = obj{
 			"title": obj{"tag": "plain_text", "content": "Approve a critical call?"},
 			"text":  obj{"tag": "plain_text", "content": sentence + "\nTool: " + clipName(v.ToolName) + " · route " + clipName(v.RouteName())},

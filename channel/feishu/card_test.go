@@ -445,3 +445,22 @@ func TestCardsAreRedacted(t *testing.T) {
 		}
 	}
 }
+
+// A critical approval's confirmation names what is in large type when the
+// agent's summary does not (Slack's has the same test). Found by a reader.
+func TestCriticalConfirmationNamesTheAmount(t *testing.T) {
+	e := newTestEnv(t, withPresenter("critical"))
+	r := sampleRequest()
+	r.ToolArgs = json.RawMessage(`{"vendor":"ACME","amount":6e6,"currency":"CNY"}`)
+	r.Summary = "Pay ACME ¥60 for a cable"
+	_, card, _ := sentCard(t, e, r)
+	var confirm map[string]any
+	walk(card, func(o map[string]any) {
+		if o["name"] == approveButton {
+			confirm, _ = o["confirm"].(map[string]any)
+		}
+	})
+	if txt := allText(confirm); !strings.Contains(txt, "¥6,000,000") || !strings.Contains(txt, "Pay ACME ¥60 for a cable") {
+		t.Errorf("the confirmation does not name the amount beside the agent's words: %q", txt)
+	}
+}

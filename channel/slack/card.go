@@ -198,6 +198,9 @@ func fallback(v present.View) string {
 // sentence, cut to what the tool and route leave of the dialog's text.
 func confirmText(v present.View) string {
 	tail := "\nTool: " + text.Ellipsis(v.ToolName, 120) + " · route " + text.Ellipsis(v.RouteName(), 60)
+	if big := v.BigUnsaid(80); big != "" {
+		tail = "\n" + big + tail
+	}
 	return text.Ellipsis(v.Sentence, maxConfirmText-utf8.RuneCountInString(tail)) + tail
 }
 

@@ -515,3 +515,25 @@ func TestCutCommandShowsItsEnd(t *testing.T) {
 		})
 	}
 }
+
+// A critical approval's confirmation, the last thing read before the call
+// runs, names what is in large type when the agent's summary does not:
+// it read only "Pay ACME ¥60 for a cable" for a payment of ¥6,000,000.
+// Found by a reader.
+func TestCriticalConfirmationNamesTheAmount(t *testing.T) {
+	f := newFakeSlack(t)
+	c := newTestChannel(t, f, newFakeDecider(fixed(t0)), fixed(t0), withPresenter("critical"))
+	r := testRequest("01JCRIT", t0)
+	r.ToolArgs = json.RawMessage(`{"vendor":"ACME","amount":6e6,"currency":"CNY"}`)
+	r.Summary = "Pay ACME ¥60 for a cable"
+	if _, err := c.Post(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	confirm, _ := buttons(f.CallsOf("chat.postMessage")[0].Blocks(t))[0]["confirm"].(map[string]any)
+	if confirm == nil {
+		t.Fatal("a critical approval is not confirmed")
+	}
+	if txt := confirm["text"].(map[string]any)["text"].(string); !strings.Contains(txt, "¥6,000,000") || !strings.Contains(txt, "Pay ACME ¥60 for a cable") {
+		t.Errorf("the confirmation does not name the amount beside the agent's words: %q", txt)
+	}
+}

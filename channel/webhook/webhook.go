@@ -298,8 +298,8 @@ func cardText(v present.View) string { return line("Approval needed: ", v, "") }
 // a long summary must not cut off the amount, the tool or the asker.
 func line(lead string, v present.View, tail string) string {
 	rest := " (" + text.Ellipsis(v.Who(), 100) + "; tool " + text.Ellipsis(v.ToolName, 200) + ")" + tail
-	if v.Big != "" && !strings.Contains(v.Sentence, v.Big) {
-		rest = " — " + text.Middle(v.Big, 150) + rest
+	if big := v.BigUnsaid(150); big != "" {
+		rest = " — " + big + rest
 	}
 	return lead + text.Ellipsis(v.Sentence, 500-utf8.RuneCountInString(lead+rest)) + rest
 }

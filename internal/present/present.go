@@ -137,6 +137,18 @@ func (p *Presenter) Event(e gate.Event) gate.Event {
 // Critical reports whether approving asks for a confirmation.
 func (v View) Critical() bool { return v.Severity == gate.Critical }
 
+// BigUnsaid is what is in large type, cut in the middle to n characters,
+// when the sentence does not say it (the agent's summary, whose words may
+// belie the amount or the command); "" when it does, or there is none.
+// What stands in for the card in few words (a critical approval's
+// confirmation, a relay's one line) shows it beside the sentence.
+func (v View) BigUnsaid(n int) string {
+	if v.Big == "" || strings.Contains(v.Sentence, v.Big) {
+		return ""
+	}
+	return text.Middle(v.Big, n)
+}
+
 // Who is the agent and the person behind it: "procurement-bot for u_42".
 func (v View) Who() string {
 	switch {
