@@ -162,6 +162,11 @@ func (c *Channel) card(v present.View, to, args, note string) obj {
 			reason, _ := clip(r.Reason, budgetReason)
 			els = append(els, text("Reason: "+reason, "normal", ""))
 		}
+		if v.Edited {
+			// What runs is not what the card below shows: say so, and show it.
+			edited, _ := clip(textutil.Middle(jsonx.Pretty(r.ModifiedArgs), budgetReason), budgetReason)
+			els = append(els, text("Approved with edited arguments: the agent runs these, not the ones below.\n"+edited, "normal", ""))
+		}
 	}
 	if v.Big != "" {
 		b, _ := clip(v.Big, budgetSummary)

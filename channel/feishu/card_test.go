@@ -464,3 +464,21 @@ func TestCriticalConfirmationNamesTheAmount(t *testing.T) {
 		t.Errorf("the confirmation does not name the amount beside the agent's words: %q", txt)
 	}
 }
+
+// The final card of an approval of edited arguments says the agent runs
+// other arguments than the card shows, and shows them: it read "Approved:
+// … Pay ACME ¥60,000" over the proposed ones. Found by a reader.
+func TestFinalCardSaysTheArgumentsWereEdited(t *testing.T) {
+	e := newTestEnv(t)
+	r := sampleRequest()
+	at := testNow.Add(-10 * time.Second)
+	r.Status, r.DecidedAt, r.DecidedBy, r.DecidedVia = gate.StatusApproved, &at, "web:alice", "web"
+	r.ModifiedArgs = json.RawMessage(`{"vendor":"EVIL","amount":6000000}`)
+	if err := e.ch.Update(context.Background(), r, "om_9"); err != nil {
+		t.Fatal(err)
+	}
+	_, card, _ := decodeBody(t, e.api.Calls("PATCH ")[0].Body)
+	if all := allText(card); !strings.Contains(all, "Approved with edited arguments") || !strings.Contains(all, `"vendor": "EVIL"`) {
+		t.Errorf("the final card does not say the agent runs edited arguments:\n%s", all)
+	}
+}

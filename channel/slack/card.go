@@ -385,7 +385,7 @@ func verdictText(v present.View) string {
 		}
 		s += "\n*Reason:* " + reason
 	}
-	if len(r.ModifiedArgs) > 0 && string(r.ModifiedArgs) != "null" {
+	if present.Edited(r) {
 		s += "\n_Approved with edited arguments (see the request page)._"
 	}
 	return s
