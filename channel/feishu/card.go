@@ -242,7 +242,7 @@ func form(v present.View, to string) obj {
 	approve := button(approveButton, "Approve", "primary", choiceApprove)
 	if v.Critical() {
 		sentence, _ := clip(v.Sentence, budgetSummary)
-		if big := v.BigUnsaid(200); big != "" {
+		if big := v.BigUnsaid(sentence, 200); big != "" {
 			sentence += "\n" + big
 		}
 		approve["confirm"] = obj{

@@ -198,10 +198,12 @@ func fallback(v present.View) string {
 // sentence, cut to what the tool and route leave of the dialog's text.
 func confirmText(v present.View) string {
 	tail := "\nTool: " + text.Ellipsis(v.ToolName, 120) + " · route " + text.Ellipsis(v.RouteName(), 60)
-	if big := v.BigUnsaid(80); big != "" {
+	sentence := text.Ellipsis(v.Sentence, maxConfirmText-utf8.RuneCountInString(tail))
+	if big := v.BigUnsaid(sentence, 80); big != "" {
 		tail = "\n" + big + tail
+		sentence = text.Ellipsis(v.Sentence, maxConfirmText-utf8.RuneCountInString(tail))
 	}
-	return text.Ellipsis(v.Sentence, maxConfirmText-utf8.RuneCountInString(tail)) + tail
+	return sentence + tail
 }
 
 // facts is the section under the header: the amount or command in large
@@ -385,7 +387,7 @@ func verdictText(v present.View) string {
 		}
 		s += "\n*Reason:* " + reason
 	}
-	if present.Edited(r) {
+	if v.Edited {
 		s += "\n_Approved with edited arguments (see the request page)._"
 	}
 	return s

@@ -537,3 +537,35 @@ func TestCriticalConfirmationNamesTheAmount(t *testing.T) {
 		t.Errorf("the confirmation does not name the amount beside the agent's words: %q", txt)
 	}
 }
+
+// The confirmation names the amount whatever the agent's summary says:
+// said at the end of a long summary (which the confirmation cuts), or as
+// JP¥6,000,000 for a payment of ¥6,000,000 yuan, it was taken for said and
+// left out. A third reader of the confirmation.
+func TestConfirmationNamesTheAmountWhateverTheSummarySays(t *testing.T) {
+	var o Options
+	withPresenter("critical")(&o)
+	for _, summary := range []string{"Pay ACME ¥60 for a cable" + strings.Repeat(".", 240) + " ¥6,000,000", "Pay ACME JP¥6,000,000 for a cable"} {
+		r := testRequest("01JCRIT", t0)
+		r.ToolArgs = json.RawMessage(`{"vendor":"ACME","amount":6e6,"currency":"CNY"}`)
+		r.Summary = summary
+		if txt := confirmText(o.Present.View(r)); !strings.Contains(txt, "\n¥6,000,000\n") {
+			t.Errorf("summary %.40q…: the confirmation does not name the amount on a line of its own: %q", summary, txt)
+		}
+	}
+}
+
+// An edit of a value the cards show redacted is still said on the final
+// card: judged on the redacted copies, the two were alike. A third reader.
+func TestEditOfARedactedValueIsSaid(t *testing.T) {
+	var o Options
+	withPresenter("high")(&o) // redacts "password"
+	r := testRequest("01JEDIT", t0)
+	at := t0.Add(time.Second)
+	r.Status, r.DecidedAt, r.DecidedBy, r.DecidedVia = gate.StatusApproved, &at, "web:alice", "web"
+	r.ToolArgs = json.RawMessage(`{"password":"old","user":"bob"}`)
+	r.ModifiedArgs = json.RawMessage(`{"password":"new","user":"bob"}`)
+	if s := verdictText(o.Present.View(r)); !strings.Contains(s, "edited arguments") {
+		t.Errorf("the verdict does not say the arguments were edited: %q", s)
+	}
+}

@@ -298,10 +298,12 @@ func cardText(v present.View) string { return line("Approval needed: ", v, "") }
 // a long summary must not cut off the amount, the tool or the asker.
 func line(lead string, v present.View, tail string) string {
 	rest := " (" + text.Ellipsis(v.Who(), 100) + "; tool " + text.Ellipsis(v.ToolName, 200) + ")" + tail
-	if big := v.BigUnsaid(150); big != "" {
+	sentence := text.Ellipsis(v.Sentence, 500-utf8.RuneCountInString(lead+rest))
+	if big := v.BigUnsaid(sentence, 150); big != "" {
 		rest = " — " + big + rest
+		sentence = text.Ellipsis(v.Sentence, 500-utf8.RuneCountInString(lead+rest))
 	}
-	return lead + text.Ellipsis(v.Sentence, 500-utf8.RuneCountInString(lead+rest)) + rest
+	return lead + sentence + rest
 }
 
 // maxAnswer bounds what is read of a relay's answer.

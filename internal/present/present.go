@@ -138,12 +138,14 @@ func (p *Presenter) Event(e gate.Event) gate.Event {
 func (v View) Critical() bool { return v.Severity == gate.Critical }
 
 // BigUnsaid is what is in large type, cut in the middle to n characters,
-// when the sentence does not say it (the agent's summary, whose words may
-// belie the amount or the command); "" when it does, or there is none.
-// What stands in for the card in few words (a critical approval's
-// confirmation, a relay's one line) shows it beside the sentence.
-func (v View) BigUnsaid(n int) string {
-	if v.Big == "" || strings.Contains(v.Sentence, v.Big) {
+// for a few words that stand in for the card (a critical approval's
+// confirmation, a relay's one line) beside shown, the sentence as they show
+// it: always when the sentence is the agent's summary, whose words may
+// belie the amount or the command (JP¥6,000,000 said for ¥6,000,000), and
+// when a sentence built from the arguments was cut before it; "" when there
+// is none, or shown says it whole.
+func (v View) BigUnsaid(shown string, n int) string {
+	if v.Big == "" || v.Summary == "" && strings.Contains(shown, v.Big) {
 		return ""
 	}
 	return text.Middle(v.Big, n)
