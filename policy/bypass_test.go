@@ -697,7 +697,11 @@ func TestAbsolutePathRulesAreCleaned(t *testing.T) {
 // before, and numbers within 2^53, or written as floats, compare as
 // before. Found by a reader, and a second one.
 func TestIntegersBeyondAFloatNeverAllow(t *testing.T) {
-	for _, when := range []string{`args.to == 12345678901234567`, `args.to != -9007199254740992`, `args.n < 18446744073709551615u`} {
+	for _, when := range []string{`args.to == 12345678901234567`, `args.to != -9007199254740992`, `args.n < 18446744073709551615u`,
+		// Written as a float where it is compared for equality, as a third
+		// reader found: a call's such integer, read as its digits, would
+		// pass a deny route by.
+		`args.amount == 1.2345678901234568e16`, `args.amount in [1.2345678901234568e16]`, `args.m == {"a": 9.007199254740992e15}`} {
 		if err := CheckWhen(when); err == nil || !strings.Contains(err.Error(), "is an integer beyond 2^53") {
 			t.Errorf("%s: %v; want it refused", when, err)
 		}

@@ -152,24 +152,61 @@ func compileWhen(expr string) (cel.Program, map[string][]string, error) {
 	return prg, namedKeys(ast), err
 }
 
-// bigInteger finds an integer the condition writes at or beyond ±2^53
+// bigInteger finds a whole number the condition writes at or beyond ±2^53
 // (args.to == 12345678901234567): a JSON number is a float64, so compared
-// with the call's numbers it is rounded, and 12345678901234568 or
-// 1.2345678901234568e16 would equal it.
+// with the call's numbers it is rounded, and 12345678901234568 would equal
+// it. An integer literal is refused anywhere; one written as a float
+// (1.2345678901234568e16) where it is compared for equality (==, !=, in,
+// or in a list or map there), where a call's such integer, read as its
+// digits, would pass it by; a float bound (args.fee < 1e300) is a bound.
 func bigInteger(ast *cel.Ast) (string, bool) {
 	var big string
-	celast.PreOrderVisit(ast.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+	whole := func(e celast.Expr) {
 		if e.Kind() != celast.LiteralKind || big != "" {
 			return
 		}
-		switch n := e.AsLiteral().(type) {
-		case types.Int:
-			if n >= maxExact || n <= -maxExact {
-				big = fmt.Sprint(int64(n))
+		if d, ok := e.AsLiteral().(types.Double); ok && math.Abs(float64(d)) >= maxExact && float64(d) == math.Trunc(float64(d)) {
+			big = fmt.Sprint(float64(d))
+		}
+	}
+	var equal func(e celast.Expr)
+	equal = func(e celast.Expr) {
+		switch e.Kind() {
+		case celast.LiteralKind:
+			whole(e)
+		case celast.ListKind:
+			for _, el := range e.AsList().Elements() {
+				equal(el)
 			}
-		case types.Uint:
-			if n >= maxExact {
-				big = fmt.Sprint(uint64(n)) + "u"
+		case celast.MapKind:
+			for _, en := range e.AsMap().Entries() {
+				equal(en.AsMapEntry().Key())
+				equal(en.AsMapEntry().Value())
+			}
+		}
+	}
+	celast.PreOrderVisit(ast.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if big != "" {
+			return
+		}
+		switch e.Kind() {
+		case celast.LiteralKind:
+			switch n := e.AsLiteral().(type) {
+			case types.Int:
+				if n >= maxExact || n <= -maxExact {
+					big = fmt.Sprint(int64(n))
+				}
+			case types.Uint:
+				if n >= maxExact {
+					big = fmt.Sprint(uint64(n)) + "u"
+				}
+			}
+		case celast.CallKind:
+			switch e.AsCall().FunctionName() {
+			case operators.Equals, operators.NotEquals, operators.In:
+				for _, a := range e.AsCall().Args() {
+					equal(a)
+				}
 			}
 		}
 	}))
