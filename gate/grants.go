@@ -173,5 +173,9 @@ func grantKey(caller, agentID string) string {
 	if caller != "" {
 		return caller
 	}
-	return "agent_id:" + agentID
+	return TokenlessGrant + agentID
 }
+
+// TokenlessGrant begins the Caller of a grant given on a server without
+// tokens, before the agent_id it is for.
+const TokenlessGrant = "agent_id:"

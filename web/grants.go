@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -24,26 +25,36 @@ func (s *Server) listGrants(c echo.Context) error {
 		}
 	}
 	a := s.access(c)
+	// On a server without tokens every caller is who its agent_id says,
+	// and its grants are those given to an agent_id (gate.TokenlessGrant).
+	open := a.Name == ""
+	own := func(g gate.Grant) bool {
+		return g.Caller == a.Name || open && strings.HasPrefix(g.Caller, gate.TokenlessGrant)
+	}
 	var only *string
-	if !a.ReadAll {
+	if !a.ReadAll && !open {
 		only = &a.Name
 	}
 	gs, err := s.svc.Grants(c.Request().Context(), only, !all)
 	if err != nil {
 		return s.apiError(c, err)
 	}
-	if gs == nil {
-		gs = []gate.Grant{}
-	}
-	// A grant's args_hash would let another token, shown the arguments
-	// redacted, test guesses at what is hidden: only the token the grant
-	// is for, which reads those arguments whole, gets it.
-	for i, g := range gs {
-		if g.Caller != a.Name {
-			gs[i] = s.opts.Present.Redactor().Grant(g)
+	shown := []gate.Grant{}
+	for _, g := range gs {
+		switch {
+		case own(g):
+		case !a.ReadAll:
+			continue
+		default:
+			// A grant's args_hash would let another token, shown the
+			// arguments redacted, test guesses at what is hidden: only the
+			// token the grant is for, which reads those arguments whole,
+			// gets it.
+			g = s.opts.Present.Redactor().Grant(g)
 		}
+		shown = append(shown, g)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"grants": gs})
+	return c.JSON(http.StatusOK, map[string]any{"grants": shown})
 }
 
 // grantsPage lists the grants for people: the active ones, then those

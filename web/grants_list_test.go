@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -52,5 +53,26 @@ func TestGrantsPageShowsEveryActiveGrant(t *testing.T) {
 	if !strings.Contains(body, "/grants/"+old+"/revoke") {
 		t.Errorf("grant %s is active and approving calls, but the grants page shows no Revoke for it (page says active: %v)",
 			old, !strings.Contains(body, "No grant is active"))
+	}
+}
+
+// On a server without tokens, GET /api/v1/grants lists the grants given to
+// agent_ids (kept as agent_id:<name>, apart from tokens'): it listed those
+// of caller "" alone, so none. A third reader of the change.
+func TestTokenlessGrantsAreListed(t *testing.T) {
+	e := newEnvWith(t, []gate.Route{{Name: "deploys", Tool: "deploy", Channels: []string{gate.WebChannel}, Remember: time.Hour, Timeout: time.Hour}}, nil)
+	ctx := context.Background()
+	r := e.submit(`{"tool_name":"deploy","tool_args":{"env":"prod"},"agent_id":"build-bot"}`)
+	if _, err := e.svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Remember: true, Actor: "web:alice", Via: gate.WebChannel}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.Get(e.srv.URL + "/api/v1/grants")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out struct{ Grants []gate.Grant }
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || len(out.Grants) != 1 || out.Grants[0].Caller != "agent_id:build-bot" || out.Grants[0].ArgsHash == "[redacted]" {
+		t.Errorf("grants listed: %+v (%v); want the one given to agent_id build-bot, whole", out.Grants, err)
 	}
 }
