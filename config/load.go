@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -89,6 +90,12 @@ func Parse(data []byte, dir string, lookup func(string) (string, bool)) (*Config
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, Errors{{Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
+	}
+	if manyDocuments(data) {
+		// Unmarshal reads the first document alone: the routes, tokens
+		// and users after a --- line would be dropped without a word,
+		// a deny route among them.
+		return nil, Errors{{Msg: "more than one YAML document (settings after a --- line): write the config as one document"}}
 	}
 	if len(doc.Content) == 0 {
 		return c, c.Validate()
@@ -254,10 +261,12 @@ func prepare(n *yaml.Node, path, dir string, lookup func(string) (string, bool),
 			errs.add(path, "a ${ in this secret is neither ${NAME} nor ${NAME:-default} (write $${ for a literal ${)")
 		case err != nil:
 			errs.add(path, "%v", err)
-		case len(unset) > 0 && (strings.HasPrefix(path, "routes[") || strings.HasPrefix(path, "defaults.")):
-			// Empty, a tool or agent glob, a call pattern's path or a
-			// condition's operand matches more than was meant:
-			// Read(${WORKSPACE}/**) would allow Read(/**).
+		case len(unset) > 0 && (strings.HasPrefix(path, "routes[") || strings.HasPrefix(path, "defaults.") ||
+			strings.HasPrefix(path, "auth.oidc.roles.")):
+			// Empty, a tool or agent glob, a call pattern's path, a
+			// condition's operand or a sign-on role's glob matches more
+			// than was meant: Read(${WORKSPACE}/**) would allow Read(/**),
+			// and admin: ['${ADMINS}*@example.com'] every account.
 			errs.add(path, "${%s} is not set: empty, this rule would cover more than it says (write ${%[1]s:-} if empty is meant)", unset[0])
 		}
 		if err != nil {
@@ -378,6 +387,13 @@ func (ck *checker) check(n *yaml.Node, t reflect.Type, path string) {
 		n = n.Alias
 	}
 	if n.Tag == "!!null" {
+		if n.Kind != yaml.ScalarNode || !slices.Contains([]string{"", "~", "null", "Null", "NULL"}, n.Value) {
+			// !!null written on a value: the decoder would read the
+			// mapping past this check (its unknown keys unseen), or fail
+			// with the value, a secret perhaps, in its message.
+			errs.add(path, "tagged !!null but holds a value")
+			return
+		}
 		if t == patternsType {
 			errs.add(path, noPatterns)
 		}
@@ -703,4 +719,19 @@ func keyPath(path string, k *yaml.Node) string {
 		return join(path, fmt.Sprintf("(the key on line %d)", k.Line))
 	}
 	return join(path, k.Value)
+}
+
+// manyDocuments says whether data holds more than one YAML document with
+// settings in it (a leading --- and an empty last one are fine).
+func manyDocuments(data []byte) bool {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for i := 0; ; i++ {
+		var d yaml.Node
+		if err := dec.Decode(&d); err != nil {
+			return false
+		}
+		if i > 0 && len(d.Content) > 0 && d.Content[0].Tag != "!!null" {
+			return true
+		}
+	}
 }

@@ -1,0 +1,65 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// Found by a reader: a second YAML document is dropped without a word, and with it
+// every route (deny routes included) written there.
+func TestTwoDocumentsAreRefused(t *testing.T) {
+	y := "routes:\n  - name: read\n    match: {tool: Read}\n    action: allow\n" +
+		"---\n" +
+		"routes:\n  - name: no-bash\n    match: {tool: Bash}\n    action: deny\n"
+	c, err := Parse([]byte(y), t.TempDir(), func(string) (string, bool) { return "", false })
+	if err == nil {
+		t.Fatalf("a file of two YAML documents was accepted; routes in force: %d (%s) — the deny route of the second document is gone", len(c.Routes), c.Routes[0].Name)
+	}
+	if err != nil && !strings.Contains(err.Error(), "more than one YAML document") {
+		t.Errorf("refused, but not for what is wrong: %v", err)
+	}
+}
+
+// Found by a reader: an unset ${VAR} in an OIDC role glob is no error, and
+// "${ADMIN_PREFIX}*" becomes "*": every single-sign-on user is admin.
+func TestUnsetVariableInASignOnRoleIsRefused(t *testing.T) {
+	y := "public_url: https://gh.example.com\nauth:\n  oidc:\n    issuer: https://idp.example.com\n    client_id: gh\n    client_secret: s3cret\n" +
+		"    roles:\n      approver: ['*@example.com']\n      admin: ['${ADMIN_PREFIX}*@example.com']\n"
+	c, err := Parse([]byte(y), t.TempDir(), func(string) (string, bool) { return "", false })
+	if err == nil {
+		t.Fatalf("unset ${ADMIN_PREFIX} accepted: roles.admin = %q (every approver is now admin)", c.Auth.OIDC.Roles.Admin)
+	}
+	if err != nil && !strings.Contains(err.Error(), "${ADMIN_PREFIX} is not set") {
+		t.Errorf("refused, but not for what is wrong: %v", err)
+	}
+}
+
+// Found by a reader: a secret tagged !!null slips past check (which skips !!null
+// nodes) and the decoder's error, returned verbatim, prints it.
+func TestNullTaggedSecretIsNotPrinted(t *testing.T) {
+	const secret = "xoxb-very-secret-bot-token-000"
+	y := "channels:\n  - name: ops\n    type: slack\n    bot_token: !!null ${SLACK_BOT_TOKEN}\n    signing_secret: abcdefabcdefabcdef\n    channel_id: C0123456789\n"
+	_, err := Parse([]byte(y), t.TempDir(), func(k string) (string, bool) { return secret, k == "SLACK_BOT_TOKEN" })
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Fatalf("the error prints the secret: %v", err)
+	}
+	if err != nil && !strings.Contains(err.Error(), "tagged !!null but holds a value") {
+		t.Errorf("refused, but not for what is wrong: %v", err)
+	}
+}
+
+// Found by a reader: a mapping tagged !!null is skipped by check but still decoded,
+// so its unknown keys (here a misspelt when) are dropped without a word.
+func TestNullTaggedMappingIsRefused(t *testing.T) {
+	y := "routes:\n  - name: small-refunds\n    match: !!null {tool: Refund, wehn: 'args.amount < 100'}\n    action: allow\n"
+	c, err := Parse([]byte(y), t.TempDir(), func(string) (string, bool) { return "", false })
+	if err == nil {
+		t.Fatalf("accepted: route matches tool=%q when=%q (every refund allowed)", c.Routes[0].Match.Tool, c.Routes[0].Match.When)
+	}
+	if err != nil && !strings.Contains(err.Error(), "tagged !!null but holds a value") {
+		t.Errorf("refused, but not for what is wrong: %v", err)
+	}
+}
