@@ -19,6 +19,11 @@ type Source interface {
 	ChainRecords(ctx context.Context, after int64, limit int) ([]Record, error)
 	// ChainHead returns the head the sealer last wrote.
 	ChainHead(ctx context.Context) (Head, error)
+	// Stray returns the smallest seq of a sealed event the walk cannot
+	// read as a link of its own, and whether there is one: a seq below
+	// 1, or one a link in the other table holds (a page of the walk,
+	// cut at its limit, would keep one of the two copies alone).
+	Stray(ctx context.Context) (int64, bool, error)
 }
 
 // ErrNoHead says the row that holds the chain's head is gone.
@@ -152,6 +157,13 @@ func Verify(ctx context.Context, src Source, cp *Checkpoint, key ed25519.PublicK
 	}
 	if len(v.undeclared) > 0 {
 		v.fail(v.undeclared[0], "its content was removed, and no retention record names it")
+	}
+	// An event the walk never read is not in the chain, yet its request's
+	// trail shows it (written with seq 0, or with the seq of a link).
+	if seq, found, err := src.Stray(ctx); err != nil {
+		return v.rep, err
+	} else if found {
+		v.fail(max(seq, 1), "an event holds seq %d, which the walk did not read as a link of its own (a seq below 1, or one another link holds): it was written outside the chain", seq)
 	}
 	if err := v.checkUndecided(ctx, src); err != nil {
 		return v.rep, err

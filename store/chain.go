@@ -48,7 +48,10 @@ const (
 	UNION ALL
 	SELECT * FROM (SELECT seq, kind, CAST(0 AS BIGINT), '', at, type, actor, '', detail, prev_hash, hash
 		FROM audit_records WHERE seq > $1 ORDER BY seq LIMIT $2) AS r
-	ORDER BY 1 LIMIT $2`
+	ORDER BY 1, 2 LIMIT $2`
+	// qStray finds a sealed event outside the walk (audit.Source.Stray).
+	qStray = `SELECT MIN(seq) FROM events WHERE seq IS NOT NULL AND
+		(seq < 1 OR EXISTS (SELECT 1 FROM audit_records r WHERE r.seq = events.seq))`
 )
 
 // chainTx is a write transaction that holds the chain's head.
@@ -334,4 +337,16 @@ func (a *anyTime) parse(s string) error {
 		}
 	}
 	return fmt.Errorf("%q is not a time", s)
+}
+
+// Stray returns the smallest seq of a sealed event the walk cannot read as
+// a link of its own (audit.Source).
+func (s *DB) Stray(ctx context.Context) (int64, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	var seq sql.NullInt64
+	if err := s.rdb.WithContext(ctx).Raw(qStray).Row().Scan(&seq); err != nil {
+		return 0, false, wrap("look for events outside the chain", err)
+	}
+	return seq.Int64, seq.Valid, nil
 }

@@ -487,3 +487,65 @@ func TestVerifyFindsAFlippedTimeout(t *testing.T) {
 		}
 	})
 }
+
+// An event written into the events table with a seq of 0 (or below) is
+// outside the chain: the sealer skips it (seq is not NULL), the walk never
+// read it (ChainRecords reads seq > 0), yet the request's trail shows it.
+// Found by a reader.
+func TestVerifyFindsAnEventOutsideTheChain(t *testing.T) {
+	for _, seq := range []string{"0", "-1"} {
+		t.Run("seq "+seq, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				ctx := context.Background()
+				newRequest(t, db, "r1")
+				addEvent(t, db, "r1", "first")
+				sealAll(t, db)
+				tamper(t, db, `INSERT INTO events (request_id, at, type, actor, channel, detail, seq, prev_hash, hash)
+					VALUES ('r1', @then, 'voted', 'web:cfo', 'web', 'approved: checked with finance', `+seq+`, 'x', 'y')`)
+				sealAll(t, db)
+				evs, _ := db.Events(ctx, "r1")
+				shown := false
+				for _, e := range evs {
+					shown = shown || e.Actor == "web:cfo"
+				}
+				_, broken, why := verify(t, db, nil)
+				if !shown || broken == 0 || !strings.Contains(why, "written outside the chain") {
+					t.Fatalf("the trail shows the forged event: %v (%d events); verify: broken at %d: %s", shown, len(evs), broken, why)
+				}
+			})
+		})
+	}
+}
+
+// A link written twice was caught only when both copies fell in one page
+// of the walk: at a page's end (seq 1000) the second copy was never read,
+// on PostgreSQL. Found by a reader.
+func TestVerifyFindsALinkWrittenTwiceAtAPageEnd(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		newRequest(t, db, "r1")
+		newRequest(t, db, "r2")
+		for i := 0; i < 996; i++ {
+			addEvent(t, db, "r1", "e")
+		}
+		if _, err := db.Transition(ctx, gate.Transition{ID: "r1", To: gate.StatusApproved, At: time.Now(), By: "web:alice", Via: "web",
+			Event: gate.Event{RequestID: "r1", At: time.Now(), Type: gate.EventDecided, Actor: "web:alice", Detail: "approved"}}); err != nil {
+			t.Fatal(err)
+		}
+		sealAll(t, db) // seqs 1-999
+		if _, err := db.Prune(ctx, time.Now().Add(time.Hour), time.Now(), 10, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, broken, why := verify(t, db, nil); broken != 0 {
+			t.Fatalf("before: broken at %d: %s", broken, why)
+		}
+		// seq 1000 is the retention record; a forged event takes the same seq.
+		tamper(t, db, `INSERT INTO events (request_id, at, type, actor, channel, detail, seq, prev_hash, hash)
+			SELECT 'r2', @then, 'decided', 'web:cfo', 'web', 'approved', seq, prev_hash, hash FROM audit_records WHERE seq = 1000`)
+		evs, _ := db.Events(ctx, "r2")
+		_, broken, why := verify(t, db, nil)
+		if broken != 1000 {
+			t.Fatalf("r2's trail shows a forged event at seq 1000 (%d events); verify: broken at %d: %s", len(evs), broken, why)
+		}
+	})
+}
