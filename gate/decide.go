@@ -80,7 +80,11 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 				t.Vote.Voter = PersonPrefix + persons[0]
 			}
 			mine := Cast{Voter: t.Vote.Voter, Identities: tapped}
-			t.Vote.Tally = func(earlier []Cast) (bool, int) { return people.tally(mine, people.deciding(lists, earlier)) }
+			var askers []string
+			if r.Plan.ForbidSelf {
+				askers = people.askers(r)
+			}
+			t.Vote.Tally = func(earlier []Cast) (bool, int) { return people.tally(mine, people.deciding(lists, askers, earlier)) }
 		}
 		if slices.ContainsFunc(lists, func(approvers []string) bool { return !MayDecide(approvers, ids...) }) {
 			return Errorf(EFORBIDDEN, "%s is not an approver of this request", d.Actor)

@@ -207,14 +207,23 @@ func MightDecide(approvers []string, ids ...string) bool {
 // new tap from it would (one person with two identities, one of them
 // taken away, must not meet a quorum of 2). A vote whose identities are
 // not known (cast before votes kept them) is judged by the voter it was
-// counted for.
-func (p *People) deciding(lists [][]string, casts []Cast) []Cast {
+// counted for. A vote of one of askers (the people the request comes from,
+// on a route that forbids self-approval) counts no more either: one cast
+// before a reload told whose it was must not meet a quorum for its asker.
+func (p *People) deciding(lists [][]string, askers []string, casts []Cast) []Cast {
 	return slices.DeleteFunc(slices.Clone(casts), func(c Cast) bool {
 		ids := c.Identities
 		if len(ids) == 0 {
 			ids = []string{c.Voter}
 		}
-		return slices.ContainsFunc(lists, func(approvers []string) bool { return !p.mayDecide(approvers, ids...) })
+		if slices.ContainsFunc(lists, func(approvers []string) bool { return !p.mayDecide(approvers, ids...) }) {
+			return true
+		}
+		who := p.of(ids...)
+		if name, ok := strings.CutPrefix(c.Voter, PersonPrefix); ok {
+			who = append(who, name)
+		}
+		return slices.ContainsFunc(who, func(n string) bool { return slices.Contains(askers, n) })
 	})
 }
 

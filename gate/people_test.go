@@ -243,3 +243,64 @@ func TestMightDecide(t *testing.T) {
 		t.Fatal("MightDecide")
 	}
 }
+
+// self_approval: forbid, quorum 2. Alice approves her own request
+// through an identity the people do not know yet (slack:T1/UALT, admitted by
+// the glob). A reload then gives that identity to alice. By the people in
+// force now she is the asker, so her vote must not count toward the
+// quorum: bob's approval alone must not approve the request. Found by a
+// reader.
+func TestAskersEarlierVoteCountsNoMoreAfterAReload(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		route := gate.Route{Name: "pay", Tool: "pay", Channels: []string{"fake"},
+			Approvers: []string{"person:alice", "person:bob", "slack:T1/*"}, Quorum: 2, Plan: gate.Plan{ForbidSelf: true}}
+		svc := peopleService(t, db, route)
+		ctx := context.Background()
+		r := submit(t, svc, gate.Submission{ToolName: "pay", Caller: "alice-laptop"})
+		if r.Person != "alice" {
+			t.Fatalf("asked by %q", r.Person)
+		}
+		if got, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UALT", Via: "fake"}); err != nil || got.Status != gate.StatusPending {
+			t.Fatalf("first tap: %v %v", err, got.Status)
+		}
+		// A reload: alice's second Slack account is added to her person.
+		svc.SetPeople(gate.NewPeople([]gate.Person{
+			{Name: "alice", Identities: []string{"slack:T1/UALICE", "slack:T1/UALT", "feishu:union:on_alice", "web:alice"}, Users: []string{"u_42"}},
+			{Name: "bob", Identities: []string{"slack:T1/UBOB"}},
+			{Name: "carol", Identities: []string{"feishu:ou_carol"}},
+		}, map[string]string{"alice-laptop": "alice"}))
+		// A fresh tap from that identity is refused now ...
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UALT", Via: "fake"}); gate.ErrorCode(err) != gate.ESELF {
+			t.Fatalf("alice's alt after the reload: %v", err)
+		}
+		// ... yet her earlier vote still counts.
+		got, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UBOB", Via: "fake"})
+		if got.Status == gate.StatusApproved {
+			t.Fatalf("approved with the asker's own vote counted: bob's tap %v, decided by %s", err, got.DecidedBy)
+		}
+	})
+}
+
+// The same, with the asker learnt by a reload of users: a request
+// on a shared token for user u_77 (nobody's); alice approves it; a reload
+// says u_77 is alice. Her earlier vote must not meet the quorum with bob's.
+func TestAskersEarlierVoteCountsNoMoreAfterAUsersReload(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		route := gate.Route{Name: "pay", Tool: "pay", Channels: []string{"fake"},
+			Approvers: []string{"person:alice", "person:bob"}, Quorum: 2, Plan: gate.Plan{ForbidSelf: true}}
+		svc := peopleService(t, db, route)
+		ctx := context.Background()
+		r := submit(t, svc, gate.Submission{ToolName: "pay", Caller: "ci", UserID: "u_77"})
+		if got, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UALICE", Via: "fake"}); err != nil || got.Status != gate.StatusPending {
+			t.Fatalf("alice's tap: %v %v", err, got.Status)
+		}
+		svc.SetPeople(gate.NewPeople([]gate.Person{
+			{Name: "alice", Identities: []string{"slack:T1/UALICE"}, Users: []string{"u_42", "u_77"}},
+			{Name: "bob", Identities: []string{"slack:T1/UBOB"}},
+		}, nil))
+		got, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UBOB", Via: "fake"})
+		if got.Status == gate.StatusApproved {
+			t.Fatalf("approved with the asker's own vote counted: bob's tap %v", err)
+		}
+	})
+}
