@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -728,9 +729,9 @@ func manyDocuments(data []byte) bool {
 	for i := 0; ; i++ {
 		var d yaml.Node
 		if err := dec.Decode(&d); err != nil {
-			return false
+			return !errors.Is(err, io.EOF) // a later document that does not parse is one too
 		}
-		if i > 0 && len(d.Content) > 0 && d.Content[0].Tag != "!!null" {
+		if i > 0 && len(d.Content) > 0 && (d.Content[0].Kind != yaml.ScalarNode || d.Content[0].Tag != "!!null") {
 			return true
 		}
 	}

@@ -63,3 +63,23 @@ func TestNullTaggedMappingIsRefused(t *testing.T) {
 		t.Errorf("refused, but not for what is wrong: %v", err)
 	}
 }
+
+// A second document that does not parse, or one tagged !!null, is one too:
+// Unmarshal reads the first alone, so nothing else said it was dropped. A
+// second reader of the fix.
+func TestASecondDocumentThatDoesNotParseIsRefused(t *testing.T) {
+	first := "routes:\n  - name: read\n    match: {tool: Read}\n    action: allow\n"
+	for name, second := range map[string]string{
+		"syntax error":  "---\nroutes:\n  - name: no-bash\n    match: {tool: Bash\n    action: deny\n",
+		"tagged !!null": "--- !!null\nroutes:\n  - name: no-bash\n    match: {tool: Bash}\n    action: deny\n",
+	} {
+		if c, err := Parse([]byte(first+second), t.TempDir(), func(string) (string, bool) { return "", false }); err == nil {
+			t.Errorf("%s: accepted with %d route(s); the deny route after --- is gone", name, len(c.Routes))
+		}
+	}
+	for _, ok := range []string{"---\n" + first, first + "---\n", first + "...\n", "--- # the config\n" + first, first + "--- ~\n"} {
+		if _, err := Parse([]byte(ok), t.TempDir(), func(string) (string, bool) { return "", false }); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+}

@@ -701,7 +701,10 @@ func TestIntegersBeyondAFloatNeverAllow(t *testing.T) {
 		// Written as a float where it is compared for equality, as a third
 		// reader found: a call's such integer, read as its digits, would
 		// pass a deny route by.
-		`args.amount == 1.2345678901234568e16`, `args.amount in [1.2345678901234568e16]`, `args.m == {"a": 9.007199254740992e15}`} {
+		`args.amount == 1.2345678901234568e16`, `args.amount in [1.2345678901234568e16]`, `args.m == {"a": 9.007199254740992e15}`,
+		// or reaching one another way, as a fourth found.
+		`[1.2345678901234568e16, 5.0].exists(v, args.amount == v)`, `args.amount == double(1.2345678901234568e16)`,
+		`args.amount == -(1.2345678901234568e16)`, `args.amount == 1.2345678901234568e16 * 1.0`} {
 		if err := CheckWhen(when); err == nil || !strings.Contains(err.Error(), "is an integer beyond 2^53") {
 			t.Errorf("%s: %v; want it refused", when, err)
 		}

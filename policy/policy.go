@@ -156,57 +156,40 @@ func compileWhen(expr string) (cel.Program, map[string][]string, error) {
 // (args.to == 12345678901234567): a JSON number is a float64, so compared
 // with the call's numbers it is rounded, and 12345678901234568 would equal
 // it. An integer literal is refused anywhere; one written as a float
-// (1.2345678901234568e16) where it is compared for equality (==, !=, in,
-// or in a list or map there), where a call's such integer, read as its
-// digits, would pass it by; a float bound (args.fee < 1e300) is a bound.
+// (1.2345678901234568e16) anywhere but as a bound (args.fee < 1e300), for
+// wherever else it goes it may reach an equality (through a list, a
+// comprehension, double() or arithmetic), which a call's such integer,
+// read as its digits, would pass by.
 func bigInteger(ast *cel.Ast) (string, bool) {
+	bound := map[int64]bool{}
+	celast.PreOrderVisit(ast.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if e.Kind() != celast.CallKind {
+			return
+		}
+		switch e.AsCall().FunctionName() {
+		case operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals:
+			for _, a := range e.AsCall().Args() {
+				bound[a.ID()] = true
+			}
+		}
+	}))
 	var big string
-	whole := func(e celast.Expr) {
+	celast.PreOrderVisit(ast.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
 		if e.Kind() != celast.LiteralKind || big != "" {
 			return
 		}
-		if d, ok := e.AsLiteral().(types.Double); ok && math.Abs(float64(d)) >= maxExact && float64(d) == math.Trunc(float64(d)) {
-			big = fmt.Sprint(float64(d))
-		}
-	}
-	var equal func(e celast.Expr)
-	equal = func(e celast.Expr) {
-		switch e.Kind() {
-		case celast.LiteralKind:
-			whole(e)
-		case celast.ListKind:
-			for _, el := range e.AsList().Elements() {
-				equal(el)
+		switch n := e.AsLiteral().(type) {
+		case types.Int:
+			if n >= maxExact || n <= -maxExact {
+				big = fmt.Sprint(int64(n))
 			}
-		case celast.MapKind:
-			for _, en := range e.AsMap().Entries() {
-				equal(en.AsMapEntry().Key())
-				equal(en.AsMapEntry().Value())
+		case types.Uint:
+			if n >= maxExact {
+				big = fmt.Sprint(uint64(n)) + "u"
 			}
-		}
-	}
-	celast.PreOrderVisit(ast.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
-		if big != "" {
-			return
-		}
-		switch e.Kind() {
-		case celast.LiteralKind:
-			switch n := e.AsLiteral().(type) {
-			case types.Int:
-				if n >= maxExact || n <= -maxExact {
-					big = fmt.Sprint(int64(n))
-				}
-			case types.Uint:
-				if n >= maxExact {
-					big = fmt.Sprint(uint64(n)) + "u"
-				}
-			}
-		case celast.CallKind:
-			switch e.AsCall().FunctionName() {
-			case operators.Equals, operators.NotEquals, operators.In:
-				for _, a := range e.AsCall().Args() {
-					equal(a)
-				}
+		case types.Double:
+			if f := float64(n); !bound[e.ID()] && math.Abs(f) >= maxExact && f == math.Trunc(f) {
+				big = fmt.Sprint(f)
 			}
 		}
 	}))
