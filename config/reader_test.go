@@ -83,3 +83,13 @@ func TestASecondDocumentThatDoesNotParseIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A token may not be named as the grants of a tokenless agent_id are kept
+// (agent_id:NAME): it would take them. A reader of the grants' change.
+func TestTokenNamedAsATokenlessGrantIsRefused(t *testing.T) {
+	y := "auth:\n  api_tokens:\n    - {name: 'agent_id:build-bot', token: build-bot-token-0123456789}\n"
+	if _, err := Parse([]byte(y), t.TempDir(), func(string) (string, bool) { return "", false }); err == nil ||
+		!strings.Contains(err.Error(), "names starting with agent_id: are the grants of agents without a token") {
+		t.Errorf("a token named agent_id:build-bot: %v", err)
+	}
+}

@@ -133,10 +133,16 @@ func (c *Config) validateAuth(errs *Errors) {
 	bySum := map[[32]byte]string{}
 	for i, t := range c.Auth.APITokens {
 		p := fmt.Sprintf("auth.api_tokens[%d]", i)
-		if t.Name == "" {
+		switch {
+		case t.Name == "":
 			errs.add(p+".name", "required")
-		} else if seen[t.Name] {
+		case seen[t.Name]:
 			errs.add(p+".name", "%q is used twice", t.Name)
+		case strings.HasPrefix(t.Name, "agent_id:"):
+			// The grants a server without tokens gave to an agent_id are
+			// kept under that name (gate.TokenlessGrant): a token so named
+			// would take them.
+			errs.add(p+".name", "%q: names starting with agent_id: are the grants of agents without a token", t.Name)
 		}
 		seen[t.Name] = true
 		sum, ok := t.Sum()
