@@ -92,11 +92,13 @@ func Parse(data []byte, dir string, lookup func(string) (string, bool)) (*Config
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, Errors{{Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
 	}
-	if manyDocuments(data) {
-		// Unmarshal reads the first document alone: the routes, tokens
-		// and users after a --- line would be dropped without a word,
-		// a deny route among them.
-		return nil, Errors{{Msg: "more than one YAML document (settings after a --- line): write the config as one document"}}
+	// Unmarshal reads the first document alone: the routes, tokens and
+	// users after a --- line would be dropped without a word, a deny route
+	// among them.
+	if many, err := manyDocuments(data); err != nil {
+		return nil, Errors{{Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
+	} else if many {
+		return nil, Errors{{Msg: ManyDocuments}}
 	}
 	if len(doc.Content) == 0 {
 		return c, c.Validate()
@@ -722,17 +724,23 @@ func keyPath(path string, k *yaml.Node) string {
 	return join(path, k.Value)
 }
 
+// ManyDocuments refuses a file of more than one YAML document.
+const ManyDocuments = "more than one YAML document (settings after a --- line): write the config as one document"
+
 // manyDocuments says whether data holds more than one YAML document with
-// settings in it (a leading --- and an empty last one are fine).
-func manyDocuments(data []byte) bool {
+// settings in it (a leading --- and an empty last one are fine); a later
+// document that does not parse is one too, and its error is returned.
+func manyDocuments(data []byte) (bool, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for i := 0; ; i++ {
 		var d yaml.Node
-		if err := dec.Decode(&d); err != nil {
-			return !errors.Is(err, io.EOF) // a later document that does not parse is one too
+		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
+			return false, nil
+		} else if err != nil {
+			return false, err
 		}
 		if i > 0 && len(d.Content) > 0 && (d.Content[0].Kind != yaml.ScalarNode || d.Content[0].Tag != "!!null") {
-			return true
+			return true, nil
 		}
 	}
 }
