@@ -12,11 +12,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gate"
 )
 
-// TestR9GrantsPageShowsEveryActiveGrant: the grants page lists the active
-// grants so approvers can revoke them. It reads every grant, active and
-// ended, newest first, LIMIT 1000, and splits them after: once 1000 newer
-// grants have ended, an older grant still active (remember up to 720h) is
-// on neither list and has no Revoke button, while it goes on approving.
 // Every active grant is on the grants page, with its Revoke: the page read
 // the newest 1,000 grants of all, so behind 1,000 newer ended ones an
 // active grant, still approving calls, was on neither list. Found by a

@@ -8,15 +8,41 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/hook"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
 )
 
-// TestR9GrantOfATokenIsNotAnAgentLabel: a grant's caller is the token's
-// name, or on a server without tokens the agent_id the caller sends, in
-// one column with nothing to tell them apart. A grant given to the token
-// "deployer" approves an unauthenticated call (Caller "") that merely
-// says agent_id "deployer" (a server whose config dropped its tokens,
-// e.g. back to a loopback-only setup, keeps its grants).
+// A grant is for the place its call ran in: in a Cursor workspace of
+// several roots the hook puts no cwd, only workspace_roots, which the
+// grant did not hold, so approving rm -rf build for an hour in
+// /home/dev/app:/home/dev/lib also approved it in /srv/prod. Found by a
+// reader.
+func TestGrantIsForOneCursorWorkspace(t *testing.T) {
+	db := storetest.SQLite(t)
+	svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: []gate.Route{
+		{Name: "shell", Tool: "Shell", Channels: []string{"fake"}, Remember: time.Hour}}})
+	call := func(roots string) gate.Submission {
+		c, err := hook.Parse(hook.Cursor, []byte(`{"hook_event_name":"preToolUse","conversation_id":"c1","tool_name":"Shell",`+
+			`"tool_input":{"command":"rm -rf build"},"tool_use_id":"t1","workspace_roots":`+roots+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		md, _ := json.Marshal(c.Metadata)
+		return gate.Submission{ToolName: c.ToolName, ToolArgs: c.ToolInput, Metadata: md, Caller: "bot"}
+	}
+	mine := call(`["/home/dev/app","/home/dev/lib"]`)
+	t.Logf("metadata the hook gives: %s", mine.Metadata)
+	first := submit(t, svc, mine)
+	if _, err := svc.Decide(context.Background(), gate.Decision{RequestID: first.ID, Approve: true, Actor: "web:alice", Via: "fake", Remember: true}); err != nil {
+		t.Fatal(err)
+	}
+	other := call(`["/srv/prod","/srv/prod-data"]`)
+	if r := submit(t, svc, other); r.Allowed() {
+		t.Errorf("`rm -rf build` in workspace /srv/prod:/srv/prod-data %s via %s by %s: the grant was given in /home/dev/app:/home/dev/lib",
+			r.Status, r.DecidedVia, r.DecidedBy)
+	}
+}
+
 // A token's grant is the token's: a call with no token that only says
 // agent_id "deployer" (a server whose config dropped its tokens) is not
 // the token deployer, and gets none of its grants. Found by a reader.
