@@ -360,11 +360,7 @@ func hasEvent(evs []gate.Event, typ, detail string) bool {
 // fails the delivery with what the relay said, so the gate's card worker
 // retries later and audits it.
 func TestDeliveryFailures(t *testing.T) {
-	relay := webhooktest.NewRelay(t, secret)
-	ch, err := webhook.New(webhook.Options{Name: "relay", Config: config.Webhook{URL: relay.URL, Secret: secret}, Decider: nopDecider{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	relay, ch := relayChannel(t)
 	now := time.Now()
 	r := &gate.Request{ID: "01JTEST0000000000000000000", Status: gate.StatusPending, ToolName: "deploy", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
 
@@ -446,11 +442,7 @@ func TestSelfApprovalRefused(t *testing.T) {
 // tool off the card's one line, which is cut at 500 characters. Found by a
 // second reader of the cut.
 func TestCardTextKeepsTheTool(t *testing.T) {
-	relay := webhooktest.NewRelay(t, secret)
-	ch, err := webhook.New(webhook.Options{Name: "relay", Config: config.Webhook{URL: relay.URL, Secret: secret}, Decider: nopDecider{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	relay, ch := relayChannel(t)
 	now := time.Now()
 	r := &gate.Request{ID: "01JTEXT0000000000000000000", Status: gate.StatusPending, ToolName: "db_exec_" + strings.Repeat("x", 150),
 		Summary: strings.Repeat("Count rows ", 60), AgentID: strings.Repeat("agent-", 40), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
@@ -469,11 +461,7 @@ func TestCardTextKeepsTheTool(t *testing.T) {
 // the line held only the agent's "¥60" for a payment of ¥6,000,000, which
 // every other face led with. Found by a reader.
 func TestRelayIsSentTheAmount(t *testing.T) {
-	relay := webhooktest.NewRelay(t, secret)
-	ch, err := webhook.New(webhook.Options{Name: "relay", Config: config.Webhook{URL: relay.URL, Secret: secret}, Decider: nopDecider{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	relay, ch := relayChannel(t)
 	now := time.Now()
 	r := &gate.Request{ID: "01JBIG0000000000000000000", Status: gate.StatusPending, ToolName: "oa__purchase_pay",
 		ToolArgs: json.RawMessage(`{"vendor":"ACME","amount":6e6,"currency":"CNY"}`), Summary: "Pay ACME ¥60 for a cable",
@@ -486,4 +474,16 @@ func TestRelayIsSentTheAmount(t *testing.T) {
 	if m.Request["big"] != "¥6,000,000" || m.Request["big_kind"] != "amount" || !strings.Contains(m.Text, "¥6,000,000") {
 		t.Errorf("big %v (%v), text %q; want ¥6,000,000 in both", m.Request["big"], m.Request["big_kind"], m.Text)
 	}
+}
+
+// relayChannel is a channel named relay posting to a fake relay, with a
+// decider that decides nothing.
+func relayChannel(t *testing.T) (*webhooktest.Relay, *webhook.Channel) {
+	t.Helper()
+	relay := webhooktest.NewRelay(t, secret)
+	ch, err := webhook.New(webhook.Options{Name: "relay", Config: config.Webhook{URL: relay.URL, Secret: secret}, Decider: nopDecider{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return relay, ch
 }

@@ -96,17 +96,11 @@ func request(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitError
 	}
-	if res.Allow && edited(res.ModifiedArgs, req.ToolArgs) {
+	if res.Allow && jsonx.Edited(res.ModifiedArgs, req.ToolArgs) {
 		fmt.Fprintf(stderr, "gatehouse request: approved only with edited arguments %s, not as asked\n", res.ModifiedArgs)
 		return exitEdited
 	}
 	return exitCode(res)
-}
-
-// edited says a verdict approves other arguments than the call's: the
-// approver edited them, and what the script would run is not approved.
-func edited(modified, asked json.RawMessage) bool {
-	return len(modified) > 0 && string(modified) != "null" && !jsonx.Same(modified, asked)
 }
 
 // exitCode maps a verdict to the documented exit codes. An expiry on a route

@@ -53,6 +53,14 @@ func Same(a, b json.RawMessage) bool {
 	return bytes.Equal(ca, cb)
 }
 
+// Edited says modified, an approval's edited arguments, are other than
+// asked: none given (empty or null) is no edit, nor is the same value
+// spelled otherwise.
+func Edited(modified, asked json.RawMessage) bool {
+	m := bytes.TrimSpace(modified)
+	return len(m) > 0 && string(m) != "null" && !Same(m, asked)
+}
+
 // Compact is raw JSON without insignificant space, or raw as it is when it
 // is not JSON.
 func Compact(raw json.RawMessage) []byte {

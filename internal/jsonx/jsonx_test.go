@@ -117,3 +117,15 @@ func TestDuplicateKey(t *testing.T) {
 		}
 	}
 }
+
+// Edited: no edit given (empty, null) and the same value spelled
+// otherwise are no edit; another value is.
+func TestEdited(t *testing.T) {
+	asked := json.RawMessage(`{"env":"prod","n":1}`)
+	for modified, want := range map[string]bool{"": false, "null": false, " null ": false, `{ "n": 1, "env": "prod" }`: false,
+		`{"env":"staging","n":1}`: true, `{"env":"prod"}`: true, `[]`: true} {
+		if got := Edited(json.RawMessage(modified), asked); got != want {
+			t.Errorf("Edited(%q) = %v, want %v", modified, got, want)
+		}
+	}
+}

@@ -114,7 +114,7 @@ func (p *Presenter) View(r *gate.Request) View {
 // Edited says an approver edited r's arguments: the agent runs
 // ModifiedArgs. Judge it on r before redaction.
 func Edited(r *gate.Request) bool {
-	return len(r.ModifiedArgs) > 0 && !jsonx.Same(r.ModifiedArgs, r.ToolArgs)
+	return jsonx.Edited(r.ModifiedArgs, r.ToolArgs)
 }
 
 // Redactor is the presenter's redactor (nil when there is none).
