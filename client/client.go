@@ -165,6 +165,12 @@ func (c *Client) Gate(ctx context.Context, req Request) (Result, error) {
 			return false, &APIError{Status: http.StatusOK, Code: "bad_answer",
 				Message: fmt.Sprintf("the answer is about request %q, not %q", text.EllipsisBytes(res.RequestID, 100), last.RequestID)}
 		}
+		if err == nil && req.ToolCallID != "" && res.ToolCallID != "" && res.ToolCallID != req.ToolCallID {
+			// The answer names another tool call: no verdict on this one,
+			// even as the first answer, before a request id is known.
+			return false, &APIError{Status: http.StatusOK, Code: "bad_answer",
+				Message: fmt.Sprintf("the answer is about call %q, not %q", text.EllipsisBytes(res.ToolCallID, 100), req.ToolCallID)}
+		}
 		if err != nil || res.Status != "pending" {
 			return false, err
 		}

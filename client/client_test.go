@@ -239,3 +239,22 @@ func TestGateTakesTheRequestStartNamed(t *testing.T) {
 		t.Fatalf("named B, answered about B: %+v %v", res, err)
 	}
 }
+
+// TestGateVerdictIsForItsCall: the server's answer names the call it is
+// about (tool_call_id); on the very first answer, before any request id is
+// known (gatehouse mcp's approval_prompt asks with Claude Code's
+// tool_use_id and no Start), an approval of another call is no verdict on
+// this one.
+func TestGateVerdictIsForItsCall(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"request_id":"B","status":"approved","allow":true,"tool_call_id":"toolu_B"}`)
+	}))
+	defer srv.Close()
+	res, err := (&Client{URL: srv.URL}).Gate(context.Background(), Request{ToolName: "Bash", ToolCallID: "toolu_A", IdempotencyKey: "toolu_A"})
+	if res.Allow || err == nil {
+		t.Fatalf("asked about call toolu_A, allowed by an approval of toolu_B: %+v %v", res, err)
+	}
+	if res, err := (&Client{URL: srv.URL}).Gate(context.Background(), Request{ToolName: "Bash", ToolCallID: "toolu_B"}); err != nil || !res.Allow {
+		t.Fatalf("asked about toolu_B, answered about toolu_B: %+v %v", res, err)
+	}
+}

@@ -203,3 +203,20 @@ func TestRequestApproval(t *testing.T) {
 		t.Fatalf("no tool name answered %v", out)
 	}
 }
+
+// TestApprovalPromptEditedToNoArguments: an approver who edits the
+// arguments down to none ({}) approved {} and nothing else; the allow must
+// carry that empty updatedInput, since an allow without one lets Claude
+// Code run the tool with the agent's own input.
+func TestApprovalPromptEditedToNoArguments(t *testing.T) {
+	g := &fakeGate{res: mcpserver.Result{RequestID: "r1", Status: "approved", Allow: true, ModifiedArgs: json.RawMessage(`{}`)}}
+	cs, _ := connect(t, g)
+	res, out := call(t, cs, "approval_prompt", map[string]any{"tool_name": "Bash", "input": map[string]any{"command": "rm -rf build"}, "tool_use_id": "toolu_01"}, false)
+	if res.IsError || out["behavior"] != "allow" {
+		t.Fatalf("answered %v", out)
+	}
+	got, ok := out["updatedInput"].(map[string]any)
+	if !ok || len(got) != 0 {
+		t.Fatalf("approved with edits {} but answered %v: updatedInput is missing, so the agent's {\"command\":\"rm -rf build\"} runs", out)
+	}
+}

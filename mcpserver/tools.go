@@ -86,7 +86,7 @@ type PromptInput struct {
 // PromptOutput is Claude Code's permission decision.
 type PromptOutput struct {
 	Behavior     string         `json:"behavior" jsonschema:"allow or deny"`
-	UpdatedInput map[string]any `json:"updatedInput,omitempty" jsonschema:"with allow: the input to run the tool with"`
+	UpdatedInput map[string]any `json:"updatedInput,omitzero" jsonschema:"with allow: the input to run the tool with"`
 	Message      string         `json:"message,omitempty" jsonschema:"with deny: why"`
 }
 
