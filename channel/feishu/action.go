@@ -24,9 +24,10 @@ const decideTimeout = 2500 * time.Millisecond
 // raw body: the SDK's Operator has no union_id.
 type cardEvent struct {
 	Operator struct {
-		OpenID  string `json:"open_id"`
-		UnionID string `json:"union_id"`
-		UserID  string `json:"user_id"`
+		OpenID    string `json:"open_id"`
+		UnionID   string `json:"union_id"`
+		UserID    string `json:"user_id"`
+		TenantKey string `json:"tenant_key"`
 	} `json:"operator"`
 	Action struct {
 		Tag       string          `json:"tag"`
@@ -57,6 +58,11 @@ func (c *Channel) handleEvent(ctx context.Context, env *callbackEnvelope, sentAt
 	var ev cardEvent
 	if err := json.Unmarshal(env.Event, &ev); err != nil || len(env.Event) == 0 {
 		return nil, &refusal{http.StatusBadRequest, "no event in the callback"}
+	}
+	if ev.Operator.TenantKey != "" && ev.Operator.TenantKey != env.Header.TenantKey {
+		// A user_id is the tenant's own: an operator of another tenant
+		// (an external chat) may carry an approver's user_id.
+		ev.Operator.UserID = ""
 	}
 	var v actionValue
 	_ = json.Unmarshal(ev.Action.Value, &v)
