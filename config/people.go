@@ -98,6 +98,8 @@ func (c *Config) validatePeople(errs *Errors) {
 				errs.add(ip, "%q is a glob; a person's identities are exact (a glob would make strangers this person)", id)
 			case identityProblem(id) != "":
 				errs.add(ip, "%q %s", id, identityProblem(id))
+			case c.webIdentityProblem(id) != "":
+				errs.add(ip, "%q %s", id, c.webIdentityProblem(id))
 			case identities[id] != "":
 				errs.add(ip, "%q is already %s: an identity belongs to one person", id, identities[id])
 			default:
@@ -121,6 +123,31 @@ func (c *Config) validatePeople(errs *Errors) {
 			errs.add(fmt.Sprintf("auth.api_tokens[%d].person", i), "no person named %q%s", t.Person, c.didYouMeanPerson(t.Person))
 		}
 	}
+}
+
+// webIdentityProblem says why a person's web identity would never be who
+// signs in, so that the person would go unknown there (and could approve
+// their own request under self_approval: forbid): single sign-on records
+// the email in lower case, and a password login its user's name exactly.
+func (c *Config) webIdentityProblem(id string) string {
+	name, ok := strings.CutPrefix(id, "web:")
+	if !ok {
+		return ""
+	}
+	for _, u := range c.Auth.Users {
+		if u.Name == name {
+			return ""
+		}
+	}
+	if strings.Contains(name, "@") && name != strings.ToLower(name) {
+		return fmt.Sprintf("has capitals, but a single sign-on identity is the email in lower case: write %q", "web:"+strings.ToLower(name))
+	}
+	for _, u := range c.Auth.Users {
+		if strings.EqualFold(u.Name, name) {
+			return fmt.Sprintf("is not user %q: a web identity names its user exactly", u.Name)
+		}
+	}
+	return ""
 }
 
 // didYouMeanPerson suggests a configured person for a misspelt name.

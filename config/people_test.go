@@ -263,3 +263,29 @@ routes:
 		t.Fatal(err)
 	}
 }
+
+// A person's web identity that no sign-in is would leave the person unknown
+// on the web page, where self_approval: forbid would then let them approve
+// their own request (found by a reader): single sign-on records the email
+// in lower case, a password login its user's name exactly. The identities
+// that are someone's pass.
+func TestWebIdentitiesAreWhoSignsIn(t *testing.T) {
+	const yaml = `
+auth:
+  users:
+    - { name: Alice, password_bcrypt: "$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z3Yo3XjY8y0qzVw0YJ7wE5Y2", role: approver }
+    - { name: Ops@Example.com, password_bcrypt: "$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z3Yo3XjY8y0qzVw0YJ7wE5Y2", role: approver }
+people:
+  - name: alice
+    identities: ["web:alice", "web:Alice"]
+  - name: bob
+    identities: ["web:Bob@Example.com", "web:bob@example.com", "web:Ops@Example.com"]
+`
+	errs := wantErrors(t, yaml, []string{
+		`people[0].identities[0]: "web:alice" is not user "Alice": a web identity names its user exactly`,
+		`people[1].identities[0]: "web:Bob@Example.com" has capitals, but a single sign-on identity is the email in lower case: write "web:bob@example.com"`,
+	})
+	if len(errs) != 2 {
+		t.Errorf("want 2 errors, got %d:\n%v", len(errs), errs)
+	}
+}

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/internal/text"
+	"github.com/gatehouse-dev/gatehouse/policy"
 )
 
 // Decide applies a person's verdict. The first verdict wins; a second gets
@@ -69,6 +71,10 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 		if len(r.Approvers) > 0 && d.Approve {
 			lists = append(lists, rs.approversOf(r.Route))
 		}
+		// Self-approval is off if the request's plan or its route as it is
+		// now says so: a reload that turns it off reaches the requests
+		// already made, as one that takes an approver off the list does.
+		forbidSelf := r.Plan.ForbidSelf || rs.forbidsSelf(r.Route)
 		persons := people.of(append([]string{d.Voter, d.Actor}, d.Identities...)...)
 		ids := append([]string{d.Actor}, d.Identities...)
 		for _, p := range persons {
@@ -81,7 +87,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 			}
 			mine := Cast{Voter: t.Vote.Voter, Identities: tapped}
 			var askers []string
-			if r.Plan.ForbidSelf {
+			if forbidSelf {
 				askers = people.askers(r)
 			}
 			t.Vote.Tally = func(earlier []Cast) (bool, int) { return people.tally(mine, people.deciding(lists, askers, earlier)) }
@@ -100,7 +106,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 			// from another chat than the channel's (a card forwarded).
 			return Errorf(EFORBIDDEN, "this card can only be used where it was posted: %s", d.Via)
 		}
-		if d.Approve && r.Plan.ForbidSelf {
+		if d.Approve && forbidSelf {
 			for _, asker := range people.askers(r) {
 				if slices.Contains(persons, asker) {
 					return Errorf(ESELF, "you asked for this; someone else must approve (self-approval is off on route %s)", r.Route)
@@ -117,6 +123,11 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 				return Errorf(EINVALID, "an approval for a while covers the arguments as proposed: approve edited arguments once")
 			case r.Quorum > 1:
 				return Errorf(EINVALID, "an approval for a while needs a single approver; this route needs %d", r.Quorum)
+			}
+		}
+		if d.Approve {
+			if err := rs.stillAsked(r, t.ModifiedArgs, argsErr == nil, t.At); err != nil {
+				return err
 			}
 		}
 		if d.Approve && len(d.ModifiedArgs) > 0 {
@@ -157,6 +168,36 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 		return nil, err
 	}
 	return out.Request, nil
+}
+
+// stillAsked refuses an approval of a call the policy in force would not
+// have a person approve here: the call the agent will run (the edited
+// arguments, when there are any and they read) is judged as if the agent
+// sent it now. A call the policy denies cannot be approved, whatever it
+// asked before (a reload made it so; the agent sending it again under its
+// key is refused too). Edited arguments must stay the route's call, or be
+// one the policy allows outright: an approver of small payments must not
+// turn one into a large payment that only others may approve, or that the
+// policy denies. (An allow the agent raised to an ask, by requires_confirmation,
+// is still one the policy gives.)
+func (rs *rules) stillAsked(r *Request, edited json.RawMessage, editRead bool, now time.Time) error {
+	args := r.ToolArgs
+	if len(edited) > 0 && editRead {
+		args = edited
+	}
+	rc := r.RequiresConfirmation
+	call := Submission{Caller: r.Caller, AgentID: r.AgentID, UserID: r.UserID, SessionID: r.SessionID, ToolName: r.ToolName,
+		ToolArgs: args, Metadata: r.Metadata, RequiresConfirmation: &rc, MCPServer: r.MCPServer}
+	d, err := rs.decide(&call, now, false)
+	switch {
+	case err != nil:
+		return err
+	case d.action == policy.Deny:
+		return Errorf(EFORBIDDEN, "the policy in force denies this call (route %s): it cannot be approved", d.route.Name)
+	case len(edited) > 0 && editRead && d.action != policy.Allow && !d.raised && d.route.Name != r.Route:
+		return Errorf(EFORBIDDEN, "the edited arguments make a call of route %s, not %s, whose approvers decide it: approve the call as proposed, or reject it", d.route.Name, r.Route)
+	}
+	return nil
 }
 
 func verb(approve bool) string {

@@ -3,11 +3,13 @@ package gate_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
 )
@@ -231,6 +233,97 @@ func TestApproversTakenOffDefaultsAndRenamedRoutes(t *testing.T) {
 		got, err := svc.Decide(ctx, gate.Decision{RequestID: pay.ID, Approve: false, Actor: "slack:T1/UA", Via: "fake"})
 		if err != nil || got.Status != gate.StatusRejected {
 			t.Fatalf("alice, its own approver, rejects the renamed route's request: %v", err)
+		}
+	})
+}
+
+// An approval is judged by the policy in force, on the call the agent will
+// run (found by a reader): a call a reload made the policy deny cannot be
+// approved (the agent sending it again under its key is refused too), an
+// approver may not edit a call into one the policy denies or into another
+// route's, whose approvers may not include them, and a reload that turns
+// self-approval off reaches the requests already made.
+func TestApprovalIsJudgedByThePolicyInForce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		pay := []gate.Route{
+			{Name: "too-big", Tool: "pay", When: `double(args.amount) > 1000000.0`, Action: policy.Deny},
+			{Name: "big", Tool: "pay", When: `double(args.amount) > 50000.0`, Channels: []string{"fake"}, Approvers: []string{"slack:T1/UCFO"}},
+			{Name: "tiny", Tool: "pay", When: `double(args.amount) < 10.0`, Action: policy.Allow},
+			{Name: "small", Tool: "pay", Channels: []string{"fake"}, Approvers: []string{"slack:T1/UA", "slack:T1/UB"}},
+		}
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: pay})
+		approve := func(id, who, edit string) (*gate.Request, error) {
+			d := gate.Decision{RequestID: id, Approve: true, Actor: who, Via: "fake"}
+			if edit != "" {
+				d.ModifiedArgs = json.RawMessage(edit)
+			}
+			return svc.Decide(ctx, d)
+		}
+		small := func() *gate.Request {
+			return submit(t, svc, gate.Submission{ToolName: "pay", ToolArgs: json.RawMessage(`{"amount":100}`)})
+		}
+		r := small()
+		for _, edit := range []string{`{"amount":60000}`, `{"amount":5000000}`} {
+			if _, err := approve(r.ID, "slack:T1/UA", edit); gate.ErrorCode(err) != gate.EFORBIDDEN {
+				t.Fatalf("alice edits ¥100 into %s: %v, want forbidden", edit, err)
+			}
+		}
+		if got, err := approve(r.ID, "slack:T1/UA", `{"amount":200}`); err != nil || got.Status != gate.StatusApproved {
+			t.Fatalf("alice edits ¥100 into ¥200, the same route's: %v", err)
+		}
+		if got, err := approve(small().ID, "slack:T1/UA", `{"amount":5}`); err != nil || got.Status != gate.StatusApproved {
+			t.Fatalf("alice edits ¥100 into ¥5, which the policy allows: %v", err)
+		}
+
+		// A reload that denies the pending call.
+		r = small()
+		if err := svc.SetRoutes(append([]gate.Route{{Name: "frozen", Tool: "pay", Action: policy.Deny}}, pay...), gate.Defaults{Channels: []string{"fake"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := approve(r.ID, "slack:T1/UA", ""); gate.ErrorCode(err) != gate.EFORBIDDEN {
+			t.Fatalf("approval of a call the reloaded policy denies: %v, want forbidden", err)
+		}
+		if got, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Actor: "slack:T1/UA", Via: "fake"}); err != nil || got.Status != gate.StatusRejected {
+			t.Fatalf("its rejection: %v", err)
+		}
+
+		// A reload that turns self-approval off.
+		if err := svc.SetRoutes(pay, gate.Defaults{Channels: []string{"fake"}}); err != nil {
+			t.Fatal(err)
+		}
+		svc.SetPeople(gate.NewPeople([]gate.Person{{Name: "alice", Identities: []string{"slack:T1/UA"}, Users: []string{"u_alice"}}}, nil))
+		r = submit(t, svc, gate.Submission{ToolName: "pay", ToolArgs: json.RawMessage(`{"amount":100}`), UserID: "u_alice"})
+		forbid := slices.Clone(pay)
+		forbid[3].Plan = gate.Plan{ForbidSelf: true}
+		if err := svc.SetRoutes(forbid, gate.Defaults{Channels: []string{"fake"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := approve(r.ID, "slack:T1/UA", ""); gate.ErrorCode(err) != gate.ESELF {
+			t.Fatalf("alice approves her own request after self-approval was turned off: %v", err)
+		}
+		if got, err := approve(r.ID, "slack:T1/UB", ""); err != nil || got.Status != gate.StatusApproved {
+			t.Fatalf("bob approves it: %v", err)
+		}
+	})
+}
+
+// An MCP server's tool named like the client's shell is judged at approval
+// as it was asked: as the server's, which Bash(…) rules do not read.
+func TestApprovalOfAnMCPCallIsJudgedAsOne(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		routes := []gate.Route{
+			{Name: "no-rm", Calls: []string{"Bash(rm:*)"}, Action: policy.Deny},
+			{Name: "tools", Tool: "Bash", Channels: []string{"fake"}},
+		}
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: routes})
+		r := submit(t, svc, gate.Submission{ToolName: "Bash", ToolArgs: json.RawMessage(`{"command":"rm -rf build"}`), MCPServer: true})
+		if r.Route != "tools" {
+			t.Fatalf("the MCP server's Bash went to %q", r.Route)
+		}
+		got, err := svc.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UA", Via: "fake"})
+		if err != nil || got.Status != gate.StatusApproved {
+			t.Fatalf("approval of the MCP server's call: %v", err)
 		}
 	})
 }

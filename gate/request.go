@@ -105,6 +105,9 @@ type Request struct {
 	// NextStepAt is when the request's next reminder or escalation is due;
 	// nil when none is.
 	NextStepAt *time.Time `json:"-"`
+	// MCPServer: the call is a Cursor MCP server's (Submission.MCPServer),
+	// kept so that an approval is judged by the policy as the call was.
+	MCPServer bool `json:"-"`
 	// NewCards are the cards Store.Create inserts for a pending request;
 	// nil means one card a channel. Not stored on the request (the cards are).
 	NewCards []Card `json:"-"`

@@ -204,6 +204,17 @@ func (s *Service) peopleNow() *People { return s.rules.Load().people }
 // they come due), or defaults.approvers for "default", the route of calls
 // no route claims; nil (anyone the request's own list admits) when no
 // route has the name or the route has no list.
+// forbidsSelf says the route named name, as the config has it now, turns
+// self-approval off.
+func (rs *rules) forbidsSelf(name string) bool {
+	for _, rt := range rs.routes {
+		if rt.Name == name {
+			return rt.Plan.ForbidSelf
+		}
+	}
+	return false
+}
+
 func (rs *rules) approversOf(name string) []string {
 	if name == "default" {
 		return rs.defaults.Approvers

@@ -280,7 +280,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		Channels: rt.Channels, Approvers: rt.Approvers, Quorum: max(rt.Quorum, 1), OnTimeout: onTimeout,
 		CreatedAt: now, ExpiresAt: now.Add(timeout),
 		RememberSeconds: int64(remember / time.Second), RememberAnyArgs: rt.RememberAny,
-		Person: rs.people.asker(in.Caller, in.UserID), Plan: rt.Plan,
+		Person: rs.people.asker(in.Caller, in.UserID), Plan: rt.Plan, MCPServer: in.MCPServer,
 	}
 	var events []Event
 	for _, e := range d.errors {

@@ -331,6 +331,12 @@ ALTER TABLE sessions ADD COLUMN credential TEXT NOT NULL DEFAULT ''`},
 	// same, as for nearly every call, and for requests made before.
 	{version: 12, name: "requests' arguments as shown, for search", sql: `
 ALTER TABLE requests ADD COLUMN args_text TEXT NOT NULL DEFAULT ''`},
+	// A Cursor MCP call's bare tool name (Shell, Read) is its server's,
+	// which the policy reads apart from the client's own tools; an
+	// approval is judged by the policy in force (gate.Decide), so the row
+	// keeps which it was. Requests made before read as the client's.
+	{version: 13, name: "requests say whether the call is an MCP server's", sql: `
+ALTER TABLE requests ADD COLUMN mcp_server BOOLEAN NOT NULL DEFAULT FALSE`},
 }
 
 // SchemaVersion is the newest migration this binary knows.

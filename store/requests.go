@@ -45,6 +45,7 @@ type requestRow struct {
 	Person               string
 	Plan                 string // the route's plan as JSON; "" none
 	NextStepAt           *time.Time
+	MCPServer            bool `gorm:"column:mcp_server"`
 	// ArgsText is ToolArgs as the pages show them, for the search, when
 	// that differs (argsText); written once, never read into a request.
 	ArgsText string
@@ -75,7 +76,7 @@ func toRow(r *gate.Request) *requestRow {
 		Channels: jsonList(r.Channels), Approvers: jsonList(r.Approvers), Quorum: r.Quorum, OnTimeout: string(r.OnTimeout),
 		CreatedAt: utc(r.CreatedAt), ExpiresAt: utc(r.ExpiresAt), DecidedBy: r.DecidedBy, DecidedVia: r.DecidedVia, Reason: r.Reason,
 		RememberSeconds: r.RememberSeconds, RememberAny: r.RememberAnyArgs, Person: r.Person, Plan: planJSON(r.Plan),
-		ArgsText: argsText(r.ToolArgs),
+		MCPServer: r.MCPServer, ArgsText: argsText(r.ToolArgs),
 	}
 	if r.NextStepAt != nil {
 		t := utc(*r.NextStepAt)
@@ -105,6 +106,7 @@ func (row *requestRow) toRequest() *gate.Request {
 		OnTimeout: gate.Verdict(row.OnTimeout), CreatedAt: row.CreatedAt.UTC(), ExpiresAt: row.ExpiresAt.UTC(),
 		DecidedBy: row.DecidedBy, DecidedVia: row.DecidedVia, Reason: row.Reason,
 		RememberSeconds: row.RememberSeconds, RememberAnyArgs: row.RememberAny, Person: row.Person, Plan: parsePlan(row.Plan),
+		MCPServer: row.MCPServer,
 	}
 	if row.NextStepAt != nil {
 		t := row.NextStepAt.UTC()

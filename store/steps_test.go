@@ -21,12 +21,13 @@ func TestAdvanceTakesAStepOnce(t *testing.T) {
 		due := at.Add(time.Minute)
 		r := &gate.Request{ID: "stepped", Status: gate.StatusPending, ToolName: "deploy", ToolArgs: []byte(`{}`), Metadata: []byte(`{}`),
 			Route: "r", Channels: []string{"ops"}, Approvers: []string{"person:bob"}, Quorum: 1, OnTimeout: gate.VerdictDeny,
-			CreatedAt: at, ExpiresAt: at.Add(time.Hour), NextStepAt: &due, Person: "alice", Plan: gate.Plan{ForbidSelf: true, Remind: time.Minute}}
+			CreatedAt: at, ExpiresAt: at.Add(time.Hour), NextStepAt: &due, Person: "alice", Plan: gate.Plan{ForbidSelf: true, Remind: time.Minute},
+			MCPServer: true}
 		if _, _, err := db.Create(ctx, r, nil); err != nil {
 			t.Fatal(err)
 		}
 		got, err := db.Get(ctx, r.ID)
-		if err != nil || got.Person != "alice" || !got.Plan.ForbidSelf || got.Plan.Remind != time.Minute || got.NextStepAt == nil || !got.NextStepAt.Equal(due) {
+		if err != nil || got.Person != "alice" || !got.Plan.ForbidSelf || !got.MCPServer || got.Plan.Remind != time.Minute || got.NextStepAt == nil || !got.NextStepAt.Equal(due) {
 			t.Fatalf("read back: %v %+v", err, got)
 		}
 		plans := 0
