@@ -132,6 +132,10 @@ func TestAuditChainThroughTheBinary(t *testing.T) {
 	// More traffic (a request, its card, its cancel), then a graceful stop
 	// seals what is left and writes a last checkpoint file.
 	api(t, "POST", srv.URL+"/api/v1/approvals", map[string]any{"tool_name": "deploy", "summary": "ship it"}, &r)
+	// The card goes out before the cancel: a request that ends before its
+	// card is posted gets no card, nor any card event (under load the
+	// cancel came first, and the update awaited below never came).
+	awaitTrail(t, srv.URL, r.ID, func(evs []map[string]any) bool { return evs[len(evs)-1]["type"] == "card_posted" })
 	api(t, "POST", srv.URL+"/api/v1/approvals/"+r.ID+"/cancel", map[string]any{"reason": "not today"}, nil)
 	// The card's last update comes after the cancel, and the head must be
 	// an event that seals no verdict for the truncation below to be
