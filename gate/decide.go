@@ -185,10 +185,7 @@ func (rs *rules) stillAsked(r *Request, edited json.RawMessage, editRead bool, n
 	if len(edited) > 0 && editRead {
 		args = edited
 	}
-	rc := r.RequiresConfirmation
-	call := Submission{Caller: r.Caller, AgentID: r.AgentID, UserID: r.UserID, SessionID: r.SessionID, ToolName: r.ToolName,
-		ToolArgs: args, Metadata: r.Metadata, RequiresConfirmation: &rc, MCPServer: r.MCPServer}
-	d, err := rs.decide(&call, now, false)
+	d, err := rs.judge(r, args, now)
 	switch {
 	case err != nil:
 		return err
@@ -196,8 +193,31 @@ func (rs *rules) stillAsked(r *Request, edited json.RawMessage, editRead bool, n
 		return Errorf(EFORBIDDEN, "the policy in force denies this call (route %s): it cannot be approved", d.route.Name)
 	case len(edited) > 0 && editRead && d.action != policy.Allow && !d.raised && d.route.Name != r.Route:
 		return Errorf(EFORBIDDEN, "the edited arguments make a call of route %s, not %s, whose approvers decide it: approve the call as proposed, or reject it", d.route.Name, r.Route)
+	case len(edited) > 0 && editRead && d.action != policy.Allow && !d.raised && !rs.sameRouteNow(r, d, now):
+		return Errorf(EFORBIDDEN, "route %s now takes other calls than this one, which goes elsewhere: approve the call as proposed, or reject it", r.Route)
+	case len(edited) > 0 && editRead && d.route.Name != r.Route && d.route.Rate != nil:
+		// The policy allows route d.route's calls only up to its rate
+		// limit, which an approval of another route's call does not count.
+		return Errorf(EFORBIDDEN, "the edited arguments make a call of route %s, not %s, which allows its calls only up to a rate limit: approve the call as proposed, or reject it", d.route.Name, r.Route)
 	}
 	return nil
+}
+
+// sameRouteNow says the policy in force puts r's call as proposed on the
+// route it puts the edited call on (d): a reload that gave r's route name
+// to other calls makes that name no longer say the edit stayed r's call.
+func (rs *rules) sameRouteNow(r *Request, d decision, now time.Time) bool {
+	p, err := rs.judge(r, r.ToolArgs, now)
+	return err == nil && p.route.Name == d.route.Name
+}
+
+// judge is what the policy in force makes of r's call with args, as if
+// the agent sent it at now.
+func (rs *rules) judge(r *Request, args json.RawMessage, now time.Time) (decision, error) {
+	rc := r.RequiresConfirmation
+	call := Submission{Caller: r.Caller, AgentID: r.AgentID, UserID: r.UserID, SessionID: r.SessionID, ToolName: r.ToolName,
+		ToolArgs: args, Metadata: r.Metadata, RequiresConfirmation: &rc, MCPServer: r.MCPServer}
+	return rs.decide(&call, now, false)
 }
 
 func verb(approve bool) string {
@@ -288,8 +308,18 @@ func (s *Service) Expire(ctx context.Context, id string) (*Request, error) {
 		return r, finalError(r)
 	}
 	reason := audit.ExpiryReason(r.ExpiresAt.Sub(r.CreatedAt).Round(time.Second), string(r.OnTimeout))
-	out, err := s.transition(ctx, Transition{ID: id, To: StatusExpired, Kind: AfterDeadline, At: s.stamp(), By: ActorSystem, Via: "timeout",
-		Reason: reason, Event: Event{Type: EventExpired, Actor: ActorSystem, Detail: reason}})
+	t := Transition{ID: id, To: StatusExpired, Kind: AfterDeadline, At: s.stamp(), By: ActorSystem, Via: "timeout",
+		Reason: reason, Event: Event{Type: EventExpired, Actor: ActorSystem, Detail: reason}}
+	if r.OnTimeout == VerdictAllow {
+		// Silence allows only a call the policy in force does not deny:
+		// a reload that denies it reaches its expiry as it does an approval.
+		if d, err := s.rules.Load().judge(r, r.ToolArgs, t.At); err == nil && d.action == policy.Deny {
+			t.To, t.Via = StatusRejected, ViaPolicy
+			t.Reason = reason + "; " + routeReason("denied", d.route) + " (the policy in force)"
+			t.Event = Event{Type: EventPolicy, Actor: ActorSystem, Channel: ViaPolicy, Detail: string(StatusRejected) + ": " + t.Reason}
+		}
+	}
+	out, err := s.transition(ctx, t)
 	return out.Request, err
 }
 

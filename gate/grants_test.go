@@ -284,11 +284,16 @@ func TestKeyAnswersAnExpiryTheRouteStillAllows(t *testing.T) {
 			clk.Add(2 * time.Minute) // down past the deadline
 			db2 := storetest.Open(t, store.SQLite, dsn)
 			svc2 := newService(t, db2, svcOpts{clock: clk, routes: tc.after, chans: []gate.Channel{newFake("fake")}})
-			if row, err := svc2.Get(context.Background(), first.ID); err != nil || row.Status != gate.StatusExpired || !row.Allowed() {
-				t.Fatalf("after the restart: %+v, %v; want expired and allowed", row, err)
+			row, err := svc2.Get(context.Background(), first.ID)
+			denied := tc.name == "now denied" // silence allows no call the policy in force denies
+			if err != nil || denied && (row.Status != gate.StatusRejected || row.Allowed()) || !denied && (row.Status != gate.StatusExpired || !row.Allowed()) {
+				t.Fatalf("after the restart: %+v, %v; want expired and allowed, or rejected when the call is now denied", row, err)
 			}
 			r, created, err := svc2.Submit(context.Background(), in)
 			switch {
+			case denied && (err != nil || r.ID != first.ID || r.Allowed()):
+				t.Fatalf("resent: %+v (created %v), %v; want the rejection", r, created, err)
+			case denied:
 			case tc.want == "" && gate.ErrorCode(err) != gate.EIDEMPOTENCY:
 				t.Fatalf("resent: %+v (created %v), %v; want a conflict", r, created, err)
 			case tc.want != "" && (err != nil || created || r.ID != first.ID || r.Status != tc.want || !r.Allowed()):

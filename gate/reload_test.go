@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -324,6 +325,118 @@ func TestApprovalOfAnMCPCallIsJudgedAsOne(t *testing.T) {
 		got, err := svc.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UA", Via: "fake"})
 		if err != nil || got.Status != gate.StatusApproved {
 			t.Fatalf("approval of the MCP server's call: %v", err)
+		}
+	})
+}
+
+// An edit may move a call into an allow route's only as the policy would
+// allow it: over that route's rate limit, the policy rejects the call, so
+// an approver of another route must not let it through by editing.
+func TestEditIntoAnAllowRouteOverItsRateIsRefused(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		routes := []gate.Route{
+			{Name: "tiny", Tool: "pay", When: `double(args.amount) < 10.0`, Action: policy.Allow,
+				Rate: &gate.Rate{Limit: 1, Per: time.Hour, By: "agent"}},
+			{Name: "small", Tool: "pay", Channels: []string{"fake"}, Approvers: []string{"slack:T1/UA"}},
+		}
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: routes})
+		five := gate.Submission{ToolName: "pay", ToolArgs: json.RawMessage(`{"amount":5}`), Caller: "bot"}
+		if r := submit(t, svc, five); r.Status != gate.StatusApproved {
+			t.Fatalf("the first ¥5: %s", r.Status)
+		}
+		if r := submit(t, svc, five); r.Status != gate.StatusRejected {
+			t.Fatalf("the second ¥5 in the hour: %s, want rejected by the rate limit", r.Status)
+		}
+		r := submit(t, svc, gate.Submission{ToolName: "pay", ToolArgs: json.RawMessage(`{"amount":100}`), Caller: "bot"})
+		got, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UA", Via: "fake",
+			ModifiedArgs: json.RawMessage(`{"amount":5}`)})
+		if gate.ErrorCode(err) != gate.EFORBIDDEN {
+			t.Fatalf("alice edits ¥100 into a third ¥5 the rate limit rejects: %v %v, want forbidden", err, got.Status)
+		}
+	})
+}
+
+// The re-evaluation at approval reads agent_label as the submission did:
+// an agent that sent no agent_id was judged with agent_label "", though
+// the request records its token's name as its agent.
+func TestApprovalReadsTheAgentLabelAsAsked(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		routes := []gate.Route{
+			{Name: "unlabelled-big", Tool: "pay", When: `agent_label == "" && double(args.amount) > 1000.0`, Action: policy.Deny},
+			{Name: "small", Tool: "pay", Channels: []string{"fake"}, Approvers: []string{"slack:T1/UA"}},
+		}
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: routes})
+		r := submit(t, svc, gate.Submission{ToolName: "pay", ToolArgs: json.RawMessage(`{"amount":100}`), Caller: "bot"})
+		// What the policy makes of ¥5000 sent as this request was.
+		denied := submit(t, svc, gate.Submission{ToolName: "pay", ToolArgs: json.RawMessage(`{"amount":5000}`), Caller: "bot"}).Status == gate.StatusRejected
+		got, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UA", Via: "fake",
+			ModifiedArgs: json.RawMessage(`{"amount":5000}`)})
+		if denied != (gate.ErrorCode(err) == gate.EFORBIDDEN) {
+			t.Fatalf("alice edits ¥100 into ¥5000 (denied when sent: %v): %v %v", denied, err, got.Status)
+		}
+	})
+}
+
+// Silence on a route that allows on timeout is no allow of a call the
+// policy in force denies: a reload that denies the call reaches its expiry
+// as it reaches an approval.
+func TestExpiryAllowsNoCallTheReloadedPolicyDenies(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		clk := newClock()
+		routes := []gate.Route{{Name: "lenient", Tool: "pay", Channels: []string{"fake"}, OnTimeout: gate.VerdictAllow, Timeout: time.Minute}}
+		svc := newService(t, db, svcOpts{clock: clk, chans: []gate.Channel{newFake("fake")}, routes: routes})
+		r := submit(t, svc, gate.Submission{ToolName: "pay", ToolArgs: json.RawMessage(`{"amount":100}`)})
+		if err := svc.SetRoutes(append([]gate.Route{{Name: "frozen", Tool: "pay", Action: policy.Deny}}, routes...), gate.Defaults{Channels: []string{"fake"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UA", Via: "fake"}); gate.ErrorCode(err) != gate.EFORBIDDEN {
+			t.Fatalf("approval after the freeze: %v, want forbidden", err)
+		}
+		clk.Add(2 * time.Minute)
+		got, _ := svc.Expire(ctx, r.ID)
+		if got == nil {
+			got, _ = svc.Get(ctx, r.ID)
+		}
+		if got.Allowed() {
+			t.Fatalf("expired after the freeze: %s on timeout %s, allowed", got.Status, got.OnTimeout)
+		}
+		// The trail says so, and verifies.
+		if _, err := db.Seal(ctx, 1000); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := audit.Verify(ctx, db, nil, nil); err != nil {
+			t.Fatalf("audit verify: %v", err)
+		}
+	})
+}
+
+// A route's name given by a reload to other calls is not the route the
+// request was asked under: an edit must not move a call its approver may
+// still approve (now another route's) into the calls the name means now,
+// which the reloaded policy puts before another audience.
+func TestEditIntoARouteNameAReloadGaveOtherCallsIsRefused(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		before := []gate.Route{{Name: "payments", Tool: "pay", Channels: []string{"fake"}, Approvers: []string{"slack:T1/UA"}}}
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake"), newFake("exec")}, routes: before})
+		r := submit(t, svc, gate.Submission{ToolName: "pay", ToolArgs: json.RawMessage(`{"amount":100}`)})
+		after := []gate.Route{
+			{Name: "payments", Tool: "pay", When: `double(args.amount) > 50000.0`, Channels: []string{"exec"}},
+			{Name: "petty", Tool: "pay", Channels: []string{"fake"}, Approvers: []string{"slack:T1/UA"}},
+		}
+		if err := svc.SetRoutes(after, gate.Defaults{Channels: []string{"fake"}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UA", Via: "fake",
+			ModifiedArgs: json.RawMessage(`{"amount":60000}`)})
+		if gate.ErrorCode(err) != gate.EFORBIDDEN {
+			t.Fatalf("alice edits ¥100 (now petty) into ¥60000 (now the exec channel's payments): %v %v, want forbidden", err, got.Status)
+		}
+		if got, err := svc.Decide(ctx, gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UA", Via: "fake"}); err != nil || got.Status != gate.StatusApproved {
+			t.Fatalf("alice approves it as proposed: %v", err)
 		}
 	})
 }

@@ -201,7 +201,7 @@ func (d decision) askedAlone() string {
 func (rs *rules) decide(in *Submission, now time.Time, explain bool) (decision, error) {
 	c := policy.NewCall(in.ToolName, in.ToolArgs, in.Metadata)
 	c.MCPServer = in.MCPServer
-	c.Agent, c.AgentLabel, c.User, c.Session, c.Now = agentKey(in.Caller, in.AgentID), in.AgentID, in.UserID, in.SessionID, now
+	c.Agent, c.AgentLabel, c.User, c.Session, c.Now = agentKey(in.Caller, in.AgentID), agentLabel(in), in.UserID, in.SessionID, now
 	res := rs.policy.Evaluate(c, explain)
 	d := decision{errors: res.Errors, action: rs.defaults.Action, steps: res.Steps, unread: res.Unread, byError: res.ByError}
 	if res.Route >= 0 {
