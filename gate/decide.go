@@ -125,6 +125,10 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 				return Errorf(EINVALID, "an approval for a while needs a single approver; this route needs %d", r.Quorum)
 			}
 		}
+		if d.Approve && argsErr == nil && len(t.ModifiedArgs) > 0 && r.ToolArgs[0] == '{' && t.ModifiedArgs[0] != '{' {
+			// A tool's input is an object; clients apply no other edit.
+			argsErr = Errorf(EINVALID, "modified arguments must be a JSON object, as the call's are")
+		}
 		if d.Approve {
 			if err := rs.stillAsked(r, t.ModifiedArgs, argsErr == nil, t.At); err != nil {
 				return err

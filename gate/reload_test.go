@@ -440,3 +440,19 @@ func TestEditIntoARouteNameAReloadGaveOtherCallsIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// An edit of an object's arguments is an object: a tool's input is one,
+// and clients apply no other (a reader found a string sent as a hook's
+// updatedInput).
+func TestEditedArgumentsAreAnObject(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: []gate.Route{{Name: "sh", Tool: "Bash", Channels: []string{"fake"}}}})
+		r := submit(t, svc, gate.Submission{ToolName: "Bash", ToolArgs: json.RawMessage(`{"command":"rm -rf build"}`)})
+		for _, edit := range []string{`"rm -rf build/tmp"`, `["rm","-rf","build/tmp"]`, `null`} {
+			_, err := svc.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: true, Actor: "slack:T1/UA", Via: "fake", ModifiedArgs: json.RawMessage(edit)})
+			if gate.ErrorCode(err) != gate.EINVALID {
+				t.Fatalf("edit %s: %v, want invalid", edit, err)
+			}
+		}
+	})
+}

@@ -129,6 +129,9 @@ func Parse(client string, body []byte) (Call, error) { return ParseAs(client, bo
 func ParseAs(client string, body []byte, event string) (Call, error) {
 	c := Call{Client: client, Metadata: map[string]string{"client": client}}
 	if !Known(client) {
+		// Answered in Claude Code's shape (Render), for the event the
+		// input names: a PermissionRequest hook reads no other.
+		c.Event = headEvent(client, body)
 		return c, inputErr("unknown client %q (one of %s)", client, strings.Join(Clients, ", "))
 	}
 	body = bytes.TrimSpace(body)
@@ -139,6 +142,11 @@ func ParseAs(client string, body []byte, event string) (Call, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(&in); err != nil {
+		// The deny must still be in the shape of the event the input
+		// names, or the client reads no decision in it and runs the tool.
+		if c.Event = headEvent(client, body); c.Event == "" {
+			c.Event = event
+		}
 		return c, inputErr("not a JSON object: %v", err)
 	}
 	if in.HookEventName == "" && in.HookEventNameCC == "" {

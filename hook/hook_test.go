@@ -110,6 +110,21 @@ func TestRenderCodexPermissionEdits(t *testing.T) {
 	}
 }
 
+// TestRenderEditsThatAreNoObject: updatedInput replaces the tool's input
+// object, and no client applies anything else, so an approval whose edits
+// are no object (the gate refuses them; an older server, or a proxy, may
+// send them) is a deny that hands the agent the approved arguments.
+func TestRenderEditsThatAreNoObject(t *testing.T) {
+	for _, c := range []Call{{Client: ClaudeCode, Event: PreToolUse}, {Client: ClaudeCode, Event: PermissionRequest}, {Client: Codex, Event: PreToolUse}} {
+		for _, edits := range []string{`"rm -rf build/tmp"`, `["rm","-rf","build/tmp"]`} {
+			out := Render(c, Verdict{Kind: Allow, Reason: "gatehouse: approved", UpdatedInput: json.RawMessage(edits)})
+			if strings.Contains(string(out.Stdout), `"allow"`) || !strings.Contains(string(out.Stdout), `"deny"`) {
+				t.Errorf("%s %s, edits %s: %s", c.Client, c.Event, edits, out.Stdout)
+			}
+		}
+	}
+}
+
 func TestParseReports(t *testing.T) {
 	post := `{"session_id":"s","cwd":"/r","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"},` +
 		`"tool_response":{"stdout":"a"},"tool_use_id":"toolu_1"}`

@@ -37,7 +37,7 @@ type obj = map[string]any
 // an approval with edits is a deny that hands the agent the approved
 // arguments to run instead.
 func Render(c Call, v Verdict) Output {
-	if len(v.UpdatedInput) > 0 && v.Kind == Allow && !acceptsEdits(c) {
+	if len(v.UpdatedInput) > 0 && v.Kind == Allow && (!acceptsEdits(c) || !jsonObject(v.UpdatedInput)) {
 		v = Verdict{Kind: Deny, RequestID: v.RequestID, Reason: fmt.Sprintf(
 			"%s, with changed arguments that %s cannot apply from a hook. Run the call again with exactly these arguments: %s",
 			v.Reason, label(c.Client), v.UpdatedInput)}
@@ -53,9 +53,16 @@ func Render(c Call, v Verdict) Output {
 	case Copilot:
 		out = copilot(c, v)
 	default:
-		out = claude(Call{Client: ClaudeCode, Event: PreToolUse}, v)
+		out = claude(Call{Client: ClaudeCode, Event: c.Event}, v)
 	}
 	return Output{Stdout: marshal(out), Exit: 0}
+}
+
+// jsonObject reports whether raw is a JSON object: updatedInput replaces
+// the tool's input object, and no client applies anything else.
+func jsonObject(raw json.RawMessage) bool {
+	var o map[string]json.RawMessage
+	return json.Unmarshal(raw, &o) == nil && o != nil
 }
 
 func acceptsEdits(c Call) bool {

@@ -23,6 +23,10 @@ import (
 // timing the hook out (which they treat as "proceed").
 const HookWait = 590 * time.Second
 
+// hookGrace is how far past its wait a hook call may run before it is
+// answered with a deny, whatever it waits on.
+const hookGrace = 2 * time.Second
+
 // hookRoutes mounts POST /hooks/{client}: a target for Claude Code's (and
 // Codex's) http hooks, and for any of the five clients' input posted by a
 // script. Claude Code runs the tool when an http hook answers anything but a
@@ -102,6 +106,11 @@ func (s *Server) hookCall(c echo.Context) (err error) {
 	if a := c.QueryParam("agent"); a != "" {
 		agent = text.EllipsisBytes(a, 256) // a label (agent_id); routes match the token
 	}
+	// Nothing the settling waits on (a database lock, a pool with no free
+	// connection) may hold the answer past the wait: the client's timeout,
+	// set just above it, would run out, and the client runs the tool.
+	ctx, cancel := context.WithDeadline(ctx, start.Add(wait+hookGrace))
+	defer cancel()
 	o, ferr := s.hookSettle(ctx, call, agent, s.caller(c), start.Add(wait))
 	if ferr != nil {
 		code := gate.ErrorCode(ferr)

@@ -38,10 +38,21 @@ const maxReport = 1<<20 - 4<<10
 // the user can act on, because the clients run the tool when a hook fails.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		// Flags before the client's name: still that client's deny, since
+		// some clients run the tool on an exit code alone.
+		for _, a := range args {
+			if l := strings.ToLower(a); hook.Known(l) {
+				return emit(stdout, stderr, hook.Invalid(hook.Call{Client: l, Event: hook.PreToolUse},
+					fmt.Errorf("name the client first: gatehouse hook %s [flags]", l)))
+			}
+		}
 		fmt.Fprintf(stderr, "gatehouse hook: name the client: one of %s\n", strings.Join(hook.Clients, ", "))
 		return 2
 	}
 	name := args[0]
+	if l := strings.ToLower(name); !hook.Known(name) && hook.Known(l) {
+		name = l // Copilot: still copilot, whose deny is JSON, not an exit code
+	}
 	call := hook.Call{Client: name, Event: hook.PreToolUse}
 	fs := flag.NewFlagSet("hook "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -58,6 +69,11 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	agent := fs.String("agent", os.Getenv("GATEHOUSE_AGENT"), "agent id (default: the token's name)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return emit(stdout, stderr, hook.Invalid(call, fmt.Errorf("bad flags: %v", err)))
+	}
+	if fs.NArg() > 0 {
+		// An event given as a word (copilot permissionRequest) would be
+		// ignored, and the answer shaped for another event.
+		return emit(stdout, stderr, hook.Invalid(call, fmt.Errorf("unexpected argument %q: name the event with --event", fs.Arg(0))))
 	}
 	if *wait <= 0 {
 		return emit(stdout, stderr, hook.Invalid(call, errors.New("--wait must be positive")))

@@ -1,0 +1,52 @@
+package hookcmd
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestHookArgsMistakesDeny: a hook command line the hook cannot use is a
+// failure like any other, and Copilot CLI (and Cursor without failClosed)
+// runs the tool on an exit code and a stdout with no decision in it. The
+// flags before the client's name, or the event given as a word rather than
+// --event, must still end in the client's deny in fields it reads for
+// either of its events.
+func TestHookArgsMistakesDeny(t *testing.T) {
+	// A server that rejects the call, answering in preToolUse's shape.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Gatehouse-Status", "rejected")
+		_, _ = w.Write([]byte(`{"permissionDecision":"deny","permissionDecisionReason":"gatehouse: rejected"}`))
+	}))
+	defer srv.Close()
+	t.Setenv("GATEHOUSE_URL", srv.URL)
+	t.Setenv("GATEHOUSE_HOOK_WAIT", "")
+	const cpIn = `{"timestamp":1704614600000,"cwd":"/proj","toolName":"bash","toolArgs":"{\"command\":\"rm -rf build\"}"}`
+	// Copilot reads preToolUse's decision in permissionDecision and
+	// permissionRequest's in behavior; exit codes decide nothing. Where the
+	// hook cannot tell the event, the deny must be in both.
+	both := []string{`"behavior":"deny"`, `"permissionDecision":"deny"`}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--wait", "590s", "copilot"}, both},
+		{[]string{"copilot", "permissionRequest"}, both},
+		{[]string{"Copilot", "--event", "permissionRequest"}, both[:1]},
+	} {
+		args := tc.args
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := Run(args, strings.NewReader(cpIn), &out, &errb)
+			missing := false
+			for _, w := range tc.want {
+				missing = missing || !strings.Contains(out.String(), w)
+			}
+			if code != 0 || missing {
+				t.Errorf("exit %d, stdout %q, stderr %q: Copilot reads no deny and runs the tool", code, out.String(), errb.String())
+			}
+		})
+	}
+}
