@@ -131,7 +131,7 @@ func ParseAs(client string, body []byte, event string) (Call, error) {
 	if !Known(client) {
 		// Answered in Claude Code's shape (Render), for the event the
 		// input names: a PermissionRequest hook reads no other.
-		c.Event = headEvent(client, body)
+		c.Event = headEvent(asKnown(c).Client, body)
 		return c, inputErr("unknown client %q (one of %s)", client, strings.Join(Clients, ", "))
 	}
 	body = bytes.TrimSpace(body)
@@ -144,7 +144,10 @@ func ParseAs(client string, body []byte, event string) (Call, error) {
 	if err := dec.Decode(&in); err != nil {
 		// The deny must still be in the shape of the event the input
 		// names, or the client reads no decision in it and runs the tool.
-		if c.Event = headEvent(client, body); c.Event == "" {
+		// An event the input does not name is taken from the caller only
+		// when it asks: an input that cannot be read is no report of
+		// what ran, whose answer ({}) would let a call through.
+		if c.Event = headEvent(client, body); c.Event == "" && event != PostToolUse && event != PostToolUseFailure {
 			c.Event = event
 		}
 		return c, inputErr("not a JSON object: %v", err)
@@ -333,8 +336,8 @@ func FailedCall(client string, input []byte, event string) Call {
 	}
 	// Not JSON as a whole (cut short at the limit): read the event from
 	// the input's first part.
-	if c.Event = headEvent(client, input); c.Event == "" {
-		c.Event = event
+	if c.Event = headEvent(client, input); c.Event == "" && event != PostToolUse && event != PostToolUseFailure {
+		c.Event = event // not a report's, whose answer ({}) lets a call through: see ParseAs
 	}
 	return c
 }

@@ -125,6 +125,18 @@ func TestRenderEditsThatAreNoObject(t *testing.T) {
 	}
 }
 
+// An input that cannot be read and names no event is no report of what
+// ran, whatever event the caller says it hooks (--event, ?event=): a
+// report's answer ({}) lets a call through (a second reader).
+func TestUnreadableInputIsNoReport(t *testing.T) {
+	for _, ev := range []string{PostToolUse, PostToolUseFailure} {
+		c, err := ParseAs(ClaudeCode, []byte(`{"tool_name":"Bash","tool_input":{"command":"rm -rf /"`), ev)
+		if out := Invalid(c, err); err == nil || string(out.Stdout) == "{}" && out.Exit == 0 {
+			t.Errorf("%s: %v answered %s, exit %d", ev, err, out.Stdout, out.Exit)
+		}
+	}
+}
+
 func TestParseReports(t *testing.T) {
 	post := `{"session_id":"s","cwd":"/r","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"},` +
 		`"tool_response":{"stdout":"a"},"tool_use_id":"toolu_1"}`

@@ -3,6 +3,7 @@ package hook
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Output is a hook's answer as a command hook gives it: what to print on
@@ -37,6 +38,7 @@ type obj = map[string]any
 // an approval with edits is a deny that hands the agent the approved
 // arguments to run instead.
 func Render(c Call, v Verdict) Output {
+	c = asKnown(c)
 	if len(v.UpdatedInput) > 0 && v.Kind == Allow && (!acceptsEdits(c) || !jsonObject(v.UpdatedInput)) {
 		v = Verdict{Kind: Deny, RequestID: v.RequestID, Reason: fmt.Sprintf(
 			"%s, with changed arguments that %s cannot apply from a hook. Run the call again with exactly these arguments: %s",
@@ -56,6 +58,16 @@ func Render(c Call, v Verdict) Output {
 		out = claude(Call{Client: ClaudeCode, Event: c.Event}, v)
 	}
 	return Output{Stdout: marshal(out), Exit: 0}
+}
+
+// asKnown is c with its client named as the clients are (/hooks/Copilot is
+// copilot's input): an answer in another client's shape is no decision the
+// client reads, and it runs the tool. The call is still refused.
+func asKnown(c Call) Call {
+	if l := strings.ToLower(c.Client); !Known(c.Client) && Known(l) {
+		c.Client = l
+	}
+	return c
 }
 
 // jsonObject reports whether raw is a JSON object: updatedInput replaces
@@ -150,6 +162,7 @@ func copilot(c Call, v Verdict) any {
 // Stdout is a deny shaped for the event as far as the input showed it, for
 // the HTTP endpoint, which cannot exit 2.
 func Invalid(c Call, err error) Output {
+	c = asKnown(c)
 	if c.Report() {
 		// The tool already ran: nothing to block, and nothing to trouble
 		// the agent with.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -26,6 +27,30 @@ func TestHookEndpointUnreadableInputDenyIsShapedForItsEvent(t *testing.T) {
 			out, status := hookPostStatus(t, env.url+tc.url, hookToken, strings.NewReader(tc.body), int64(len(tc.body)))
 			if status != http.StatusOK || !strings.Contains(out, `"hookEventName":"PermissionRequest"`) || !strings.Contains(out, `"behavior":"deny"`) {
 				t.Errorf("%d %s\nwant a PermissionRequest deny (decision.behavior deny): the client reads no other", status, out)
+			}
+		})
+	}
+}
+
+// TestHookEndpointClientInCapitalsDeniesInThatClientsShape: the command
+// hook reads `gatehouse hook Copilot` as copilot, since Copilot CLI reads
+// no Claude Code JSON; the endpoint answered /hooks/Copilot with Claude
+// Code's shape, which a script relaying the answer to Copilot hands on as
+// no decision, and Copilot runs the tool.
+func TestHookEndpointClientInCapitalsDeniesInThatClientsShape(t *testing.T) {
+	env := hookServer(t, hookTestRoutes)
+	for _, tc := range []struct{ url, token, want string }{
+		{"/hooks/Copilot?event=permissionRequest", hookToken, "behavior"},
+		{"/hooks/Copilot", hookToken, "permissionDecision"},
+		{"/hooks/Copilot?event=permissionRequest", "wrong", "behavior"},
+		{"/hooks/Cursor", hookToken, "permission"},
+	} {
+		t.Run(tc.url+" "+tc.token, func(t *testing.T) {
+			out, status := hookPostStatus(t, env.url+tc.url, tc.token, strings.NewReader(cpPre), int64(len(cpPre)))
+			var top map[string]any
+			_ = json.Unmarshal([]byte(out), &top)
+			if status != http.StatusOK || top[tc.want] != "deny" {
+				t.Errorf("%d %s\nwant %s deny at the top level: the client reads no other deny", status, out, tc.want)
 			}
 		})
 	}

@@ -50,3 +50,27 @@ func TestHookArgsMistakesDeny(t *testing.T) {
 		})
 	}
 }
+
+// TestHookFlagsFirstPicksThePositionalClient: with the flags before the
+// client's name, the client is the first word that is no flag's value, as
+// the flag package reads it. A flag's value that happens to be a client's
+// name (an agent labelled after a client) must not choose the shape: a
+// Cursor deny is no decision Copilot reads, and it runs the tool.
+func TestHookFlagsFirstPicksThePositionalClient(t *testing.T) {
+	t.Setenv("GATEHOUSE_URL", "http://127.0.0.1:1")
+	t.Setenv("GATEHOUSE_HOOK_WAIT", "")
+	const cpIn = `{"timestamp":1704614600000,"cwd":"/proj","toolName":"bash","toolArgs":"{\"command\":\"rm -rf build\"}"}`
+	for _, args := range [][]string{
+		{"--agent", "cursor", "copilot"},
+		{"--agent", "gemini", "copilot", "--wait", "590s"},
+		{"-agent", "codex", "Copilot"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := Run(args, strings.NewReader(cpIn), &out, &errb)
+			if code != 0 || !strings.Contains(out.String(), `"permissionDecision":"deny"`) || !strings.Contains(out.String(), `"behavior":"deny"`) {
+				t.Errorf("exit %d, stdout %q: Copilot reads no deny and runs the tool", code, out.String())
+			}
+		})
+	}
+}

@@ -40,11 +40,9 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		// Flags before the client's name: still that client's deny, since
 		// some clients run the tool on an exit code alone.
-		for _, a := range args {
-			if l := strings.ToLower(a); hook.Known(l) {
-				return emit(stdout, stderr, hook.Invalid(hook.Call{Client: l, Event: hook.PreToolUse},
-					fmt.Errorf("name the client first: gatehouse hook %s [flags]", l)))
-			}
+		if l := clientAfterFlags(args); l != "" {
+			return emit(stdout, stderr, hook.Invalid(hook.Call{Client: l, Event: hook.PreToolUse},
+				fmt.Errorf("name the client first: gatehouse hook %s [flags]", l)))
 		}
 		fmt.Fprintf(stderr, "gatehouse hook: name the client: one of %s\n", strings.Join(hook.Clients, ", "))
 		return 2
@@ -214,4 +212,36 @@ func readInput(ctx context.Context, stdin io.Reader) ([]byte, error) {
 	case <-ctx.Done():
 		return nil, errors.New("the client did not close the input within the hook's wait")
 	}
+}
+
+// clientAfterFlags is the client a command line with the flags first names:
+// the first word that is no flag's value, as the flag package reads it
+// (every hook flag takes a value: --agent cursor copilot is copilot's),
+// or else any word that is a client's name.
+func clientAfterFlags(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			if i+1 < len(args) && hook.Known(strings.ToLower(args[i+1])) {
+				return strings.ToLower(args[i+1])
+			}
+			break
+		}
+		if strings.HasPrefix(a, "-") {
+			if !strings.Contains(a, "=") {
+				i++ // the flag's value
+			}
+			continue
+		}
+		if l := strings.ToLower(a); hook.Known(l) {
+			return l
+		}
+		break
+	}
+	for _, a := range args {
+		if l := strings.ToLower(a); hook.Known(l) {
+			return l
+		}
+	}
+	return ""
 }
