@@ -1,7 +1,10 @@
 package policy_test
 
 import (
+	"encoding/json"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/policy/policybench"
@@ -32,6 +35,54 @@ func BenchmarkEvaluate200Routes(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			b.ReportMetric(float64(policybench.Quantile(took, .99).Nanoseconds())/1000, "p99-µs")
+			b.ReportMetric(float64(policybench.Quantile(took, .5).Nanoseconds())/1000, "p50-µs")
+		})
+	}
+}
+
+// BenchmarkBashCallParts times the three steps of config/bash apart, each
+// with its p50 and p99: decoding the arguments, reading the command (the
+// shell parser), and deciding a call whose command was read already (the
+// 200 routes' tests). The steps that allocate set the tail: deciding a
+// read call allocates nothing and keeps its p99 near its p50, while
+// reading the command, which allocates most of a Bash call's bytes, has a
+// p99 ten times its p50 (docs/benchmark.md).
+//
+//	go test ./policy -run '^$' -bench BashCallParts -benchtime 20000x -benchmem
+func BenchmarkBashCallParts(b *testing.B) {
+	p, err := policy.Compile(policybench.Realistic())
+	if err != nil {
+		b.Fatal(err)
+	}
+	i := slices.IndexFunc(policybench.Cases, func(c policybench.Case) bool { return c.Name == "config/bash" })
+	c := policybench.Cases[i]
+	var cmd struct{ Command string }
+	if err := json.Unmarshal([]byte(c.Args), &cmd); err != nil || cmd.Command == "" {
+		b.Fatalf("config/bash has no command: %v", err)
+	}
+	read := policy.NewCall(c.Tool, json.RawMessage(c.Args), nil)
+	read.Agent, read.Now = "build-agent", time.Now()
+	if got := p.Evaluate(read, false).Route; got != c.Route { // reads the command, once
+		b.Fatalf("route %d, want %d", got, c.Route)
+	}
+	steps := []struct {
+		name string
+		f    func()
+	}{
+		{"decode", func() { policy.NewCall(c.Tool, json.RawMessage(c.Args), nil) }},
+		{"read", func() { policy.ReadShell(cmd.Command) }},
+		{"decide-read-call", func() { p.Evaluate(read, false) }},
+	}
+	for _, s := range steps {
+		b.Run(s.name, func(b *testing.B) {
+			took := make([]time.Duration, 0, b.N)
+			for range b.N {
+				start := time.Now()
+				s.f()
+				took = append(took, time.Since(start))
+			}
+			slices.Sort(took)
 			b.ReportMetric(float64(policybench.Quantile(took, .99).Nanoseconds())/1000, "p99-µs")
 			b.ReportMetric(float64(policybench.Quantile(took, .5).Nanoseconds())/1000, "p50-µs")
 		})
