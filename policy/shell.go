@@ -261,6 +261,14 @@ func (s *shellCmd) read(code string, depth int) bool {
 			if k := len(s.substs) - 1; x.Hdoc != nil && x.Word != nil && k >= 0 && endsEarly(x, s.substs[k].closer) {
 				s.parts = append(s.parts, part{words: []string{"<<"}, unreadable: true})
 			}
+			// Bash ends a here-document at the first line that is its
+			// delimiter, lines split by a backslash joined (E\ and OF is
+			// EOF) and the $(…), ${…} or `…` in it unread; the parser
+			// reads those across that line (${x:- / EOF / cmd / }), and
+			// takes the commands bash runs after it for text.
+			if x.Hdoc != nil && x.Word != nil && bashEndsBefore(code, x) {
+				s.parts = append(s.parts, part{words: []string{"<<"}, unreadable: true})
+			}
 		case *syntax.Assign:
 			// a['$(cmd)']=1: an indexed array's subscript is expanded again
 			// as the value is assigned.
@@ -270,6 +278,15 @@ func (s *shellCmd) read(code string, depth int) bool {
 		case *syntax.ArrayElem:
 			if x.Index != nil && subscriptHidesCode(x.Index) {
 				s.parts = append(s.parts, part{words: []string{"([ ]=)"}, unreadable: true}) // a=(['$(cmd)']=1)
+			}
+		case *syntax.ExtGlob:
+			// zsh, which Claude Code's Bash tool runs where it is the
+			// user's shell (macOS), reads a glob's trailing ( … ) as
+			// qualifiers, some of which run code for each file:
+			// *(e:'cmd':), *(+cmd), *(oe:…:). The parser reads bash's
+			// extglob.
+			if x.Pattern != nil && strings.ContainsAny(x.Pattern.Value, "e+") {
+				s.parts = append(s.parts, part{words: []string{"*( )"}, unreadable: true})
 			}
 		case *syntax.CoprocClause:
 			// coproc NAME { …; } sets the array NAME=(rfd wfd).
@@ -734,7 +751,7 @@ func readsLastArg(n syntax.Node) bool {
 // environment does not hold (PATH, IFS, BASH_ENV, http_proxy,
 // npm_config_registry do).
 func mayBeExported(name string) bool {
-	if name == "" {
+	if name == "" || zshTied[name] {
 		return true
 	}
 	for _, r := range name {
@@ -744,6 +761,12 @@ func mayBeExported(name string) bool {
 	}
 	return false
 }
+
+// zshTied are zsh's lower-case arrays tied to variables of the
+// environment (path is PATH, cdpath CDPATH, fpath FPATH, …), and prompt,
+// which is PS1: in zsh, for path in ./bin; do ls; done runs ./bin/ls.
+var zshTied = map[string]bool{"path": true, "cdpath": true, "fpath": true, "manpath": true, "mailpath": true,
+	"fignore": true, "psvar": true, "prompt": true}
 
 // arithName is an arithmetic expression's text when it is a plain word:
 // the variable an arithmetic assignment sets, an index such as @ ("" for
@@ -814,6 +837,19 @@ func codeSyntax(s string) bool {
 // the moving or closing of a descriptor.
 func writesFile(redirs []*syntax.Redirect) bool {
 	for _, r := range redirs {
+		// /dev/tcp/HOST/PORT is a socket whichever way it is opened:
+		// < /dev/tcp/h/1 >&0 sends the output to h. So may be an input
+		// file named at run time (for f in /dev/tcp/h/1; … < $f >&0).
+		switch r.Op {
+		case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+		default:
+			if r.Word != nil && isSocket(wordText(r.Word)) {
+				return true
+			}
+			if _, ok := literal(r.Word); r.Op == syntax.RdrIn && !ok {
+				return true
+			}
+		}
 		switch r.Op {
 		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.AppClob,
 			syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut:
@@ -827,6 +863,48 @@ func writesFile(redirs []*syntax.Redirect) bool {
 				return true
 			}
 		}
+	}
+	return false
+}
+
+// isSocket says a redirection's file is one bash opens as a socket.
+func isSocket(target string) bool {
+	for _, t := range []string{target, path.Clean(target)} {
+		if strings.HasPrefix(t, "/dev/tcp/") || strings.HasPrefix(t, "/dev/udp/") {
+			return true
+		}
+	}
+	return false
+}
+
+// bashEndsBefore says bash ends here-document r before the parser does:
+// a line of the body the parser read (the last is the one it ended at)
+// is the delimiter as bash compares it, after joining the lines a
+// backslash splits when the delimiter is unquoted and, for <<-, taking
+// off leading tabs. code is the text the parser read.
+func bashEndsBefore(code string, r *syntax.Redirect) bool {
+	start, end := r.Hdoc.Pos(), r.Hdoc.End()
+	if !start.IsValid() || !end.IsValid() || end.Offset() > uint(len(code)) || start.Offset() > end.Offset() {
+		return false
+	}
+	delim := wordText(r.Word)
+	quoted := len(r.Word.Parts) != 1 || strings.ContainsRune(r.Word.Lit(), '\\') || r.Word.Lit() == ""
+	lines := strings.Split(code[start.Offset():end.Offset()], "\n")
+	var line strings.Builder // (a Builder: thousands of joined lines stay linear)
+	for _, l := range lines[:len(lines)-1] {
+		if n := len(l) - len(strings.TrimRight(l, "\\")); !quoted && n%2 == 1 {
+			line.WriteString(l[:len(l)-1])
+			continue
+		}
+		line.WriteString(l)
+		joined := line.String()
+		if r.Op == syntax.DashHdoc {
+			joined = strings.TrimLeft(joined, "\t") // from the joined line only, as bash does
+		}
+		if joined == delim {
+			return true
+		}
+		line.Reset()
 	}
 	return false
 }
@@ -1181,6 +1259,11 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 			p.unreadable = true // env BASH_ENV=… bash, env 'BASH_FUNC_f%%=() { … }' bash
 		}
 	}
+	if gitAliases(p.words, c.Assigns) {
+		// git -c alias.p=push p: p runs push, or with ! shell code. Ask
+		// and deny rules read the command git runs as unread.
+		p.runsMade = true
+	}
 	if slices.ContainsFunc(p.words, func(w string) bool { return path.Base(w) == "xargs" }) {
 		// xargs adds the words it reads to the command it runs (echo
 		// push | xargs git): words made at run time, after the last.
@@ -1189,6 +1272,36 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 	}
 	p.line = strings.Join(written, " ")
 	s.parts = append(s.parts, p)
+}
+
+// gitAliases says a part that runs git defines git aliases in the command:
+// -c alias.NAME=…, --config-env=alias.NAME=…, or the GIT_CONFIG_* settings
+// (before the command, or given to env), which may name any key.
+func gitAliases(words []string, assigns []*syntax.Assign) bool {
+	if !slices.ContainsFunc(words, func(w string) bool { return path.Base(w) == "git" }) {
+		return false
+	}
+	gitConfig := func(name string) bool {
+		return name == "GIT_CONFIG_PARAMETERS" || name == "GIT_CONFIG_COUNT" || strings.HasPrefix(name, "GIT_CONFIG_KEY_")
+	}
+	for _, a := range assigns {
+		if a.Name != nil && gitConfig(a.Name.Value) {
+			return true
+		}
+	}
+	for i, w := range words {
+		name, _, _ := strings.Cut(w, "=")
+		lower := strings.ToLower(w)
+		switch {
+		case gitConfig(name):
+			return true // env GIT_CONFIG_PARAMETERS=… git
+		case strings.HasPrefix(lower, "--config-env=alias.") || strings.HasPrefix(lower, "alias.") && i > 0 && (words[i-1] == "-c" || words[i-1] == "--config-env"):
+			return true
+		case w == madeWord && i > 0 && (words[i-1] == "-c" || words[i-1] == "--config-env"):
+			return true // git -c "$KV": a key made at run time
+		}
+	}
+	return false
 }
 
 // xargsReplace is the string xargs' options (args) have it replace with
