@@ -182,6 +182,22 @@ func Invalid(c Call, err error) Output {
 	return out
 }
 
+// AnyDeny is the deny for a hook that cannot tell which client runs it (a
+// command line naming none it knows): exit 2 with the reason on stderr, and
+// on stdout the flat deny fields of Copilot CLI (both events), Cursor and
+// Gemini CLI, for the clients that read stdout whatever the exit code.
+func AnyDeny(reason string) Output {
+	if !strings.HasPrefix(reason, "gatehouse") {
+		reason = "gatehouse: " + reason
+	}
+	return Output{Stdout: marshal(obj{
+		"permissionDecision": "deny", "permissionDecisionReason": reason, // Copilot preToolUse
+		"behavior": "deny", "message": reason, // Copilot permissionRequest
+		"permission": "deny", "user_message": reason, "agent_message": reason, // Cursor
+		"decision": "deny", "reason": reason, // Gemini CLI
+	}), Stderr: reason, Exit: 2}
+}
+
 // Fits reports whether answer, a hook answer the server sent, is in the
 // shape of c's event. Claude Code and Codex read a decision only under
 // their own event's hookEventName, and Copilot reads permissionRequest's

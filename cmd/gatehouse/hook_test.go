@@ -282,9 +282,11 @@ func TestHookCommandGarbage(t *testing.T) {
 		{"cursor", `{"hook_event_name":"beforeShellExecution","cwd":"/"}`, 0, `{"agent_message":"R","permission":"deny","user_message":"R"}`},
 		{"copilot", "garbage", 0, copilotDeny},
 		{"copilot", `{"toolArgs":{}}`, 0, copilotDeny},
-		{"nonsense", ccPre, 2, ""},
+		// No client known: exit 2 for those that read it, and a deny in the
+		// fields of those that read stdout alone (Copilot CLI).
+		{"nonsense", ccPre, 2, `{"agent_message":"R","behavior":"deny","decision":"deny","message":"R","permission":"deny","permissionDecision":"deny","permissionDecisionReason":"R","reason":"R","user_message":"R"}`},
 	}
-	reason := regexp.MustCompile(`"gatehouse: cannot read[^"]*"`)
+	reason := regexp.MustCompile(`"gatehouse: cannot read(?:[^"\\]|\\.)*"`)
 	for _, tc := range cases {
 		t.Run(tc.client+" "+tc.input, func(t *testing.T) {
 			out, errOut, code := hookRun(t, env.url, hookToken, tc.input, tc.client)

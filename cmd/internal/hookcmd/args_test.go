@@ -2,6 +2,7 @@ package hookcmd
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -70,6 +71,43 @@ func TestHookFlagsFirstPicksThePositionalClient(t *testing.T) {
 			code := Run(args, strings.NewReader(cpIn), &out, &errb)
 			if code != 0 || !strings.Contains(out.String(), `"permissionDecision":"deny"`) || !strings.Contains(out.String(), `"behavior":"deny"`) {
 				t.Errorf("exit %d, stdout %q: Copilot reads no deny and runs the tool", code, out.String())
+			}
+		})
+	}
+}
+
+// TestHookUnknownClientDeniesOnStdout: a command line naming no client the
+// hook knows (`gatehouse hook copilot-cli`, the product's own name, or no
+// client at all) ended in exit 2 with nothing on stdout. Copilot CLI
+// decides on stdout alone (on a failure it proceeds), so it ran the tool.
+// Exit 2 still blocks for the clients that read it; stdout now carries a
+// deny that Copilot (either event), Cursor and Gemini CLI read. A report's
+// input under an unknown name is refused the same way, with a reason.
+func TestHookUnknownClientDeniesOnStdout(t *testing.T) {
+	t.Setenv("GATEHOUSE_URL", "http://127.0.0.1:1")
+	t.Setenv("GATEHOUSE_HOOK_WAIT", "")
+	const cpIn = `{"timestamp":1704614600000,"cwd":"/proj","toolName":"bash","toolArgs":"{\"command\":\"rm -rf build\"}"}`
+	const report = `{"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}`
+	for _, tc := range []struct {
+		args  []string
+		input string
+	}{
+		{[]string{"copilot-cli"}, cpIn},
+		{[]string{"github-copilot", "--wait", "590s"}, cpIn},
+		{nil, cpIn},
+		{[]string{"--wait", "590s"}, cpIn},
+		{[]string{"claude"}, report},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := Run(tc.args, strings.NewReader(tc.input), &out, &errb)
+			var top map[string]any
+			_ = json.Unmarshal(out.Bytes(), &top)
+			if code == 0 || top["permissionDecision"] != "deny" || top["behavior"] != "deny" || top["permission"] != "deny" || top["decision"] != "deny" {
+				t.Errorf("exit %d, stdout %q: no deny a stdout-reading client reads, so it runs the tool", code, out.String())
+			}
+			if r, _ := top["reason"].(string); !strings.HasPrefix(r, "gatehouse") || len(r) < len("gatehouse: x") || strings.TrimSpace(errb.String()) == "" {
+				t.Errorf("reason %q, stderr %q: the deny names no problem", r, errb.String())
 			}
 		})
 	}

@@ -37,6 +37,34 @@ const maxReport = 1<<20 - 4<<10
 // input, no verdict in time) is that client's explicit deny, with a reason
 // the user can act on, because the clients run the tool when a hook fails.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") && !hook.Known(strings.ToLower(args[0])) {
+		// A client the hook does not know (copilot-cli, gemini-cli): no
+		// shape is known to be the right one, and Copilot CLI reads no exit
+		// code. The input is read and refused as for any client; the
+		// answer is a deny in every client's fields, with exit 2.
+		var reason strings.Builder
+		run(args, stdin, io.Discard, &reason)
+		why := strings.TrimSpace(reason.String())
+		if why == "" { // a report's input, answered as one
+			why = fmt.Sprintf("gatehouse hook: unknown client %q: one of %s", args[0], strings.Join(hook.Clients, ", "))
+		}
+		return anyDeny(stdout, stderr, why)
+	}
+	return run(args, stdin, stdout, stderr)
+}
+
+// anyDeny is the answer when the hook cannot tell the client: exit 2 with
+// the reason on stderr, which Claude Code, Codex, Gemini CLI and Cursor
+// read as a block (and then ignore stdout), and on stdout a deny in the
+// fields of every client that decides on stdout alone.
+func anyDeny(stdout, stderr io.Writer, reason string) int {
+	out := hook.AnyDeny(reason)
+	fmt.Fprintln(stdout, string(out.Stdout))
+	fmt.Fprintln(stderr, out.Stderr)
+	return out.Exit
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		// Flags before the client's name: still that client's deny, since
 		// some clients run the tool on an exit code alone.
@@ -44,8 +72,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return emit(stdout, stderr, hook.Invalid(hook.Call{Client: l, Event: hook.PreToolUse},
 				fmt.Errorf("name the client first: gatehouse hook %s [flags]", l)))
 		}
-		fmt.Fprintf(stderr, "gatehouse hook: name the client: one of %s\n", strings.Join(hook.Clients, ", "))
-		return 2
+		return anyDeny(stdout, stderr, "gatehouse hook: name the client: one of "+strings.Join(hook.Clients, ", "))
 	}
 	name := args[0]
 	if l := strings.ToLower(name); !hook.Known(name) && hook.Known(l) {
