@@ -2053,3 +2053,54 @@ func TestGitAliasesRunOtherCommands(t *testing.T) {
 	})
 	otherShellRuns(t, []string{"git -c color.ui=never status"})
 }
+
+// TestHereDocumentsThatBashEndsLater: with <<-, the parser ends the
+// body at a tab-indented delimiter line that follows a line ending in a
+// backslash; bash joins the two lines ("\tx\\" + "\tEOF" is "x\tEOF"),
+// reads on, and ends at the next EOF, so the quoted "text" after the
+// first one runs (bash 5.2.15: the line between ran).
+func TestHereDocumentsThatBashEndsLater(t *testing.T) {
+	cmds := []string{
+		"cat <<-EOF\n\tx\\\n\tEOF\necho '\nEOF\ngit push --force\n#'",
+		"cat <<-EOF\n\t$x\\\n\tEOF\necho '\nEOF\ngit push --force\n#'",
+		"cat <<-EOF\n\tx\\\ny\\\n\tEOF\necho '\nEOF\ngit push --force\n#'",
+	}
+	neverAllowedBy(t, cmds)
+	forcePushesNeverAllowed(t, cmds)
+	stillAllowed(t, []allowCase{
+		{"Bash(cat:*)", "cat <<-EOF\n\tx\\\n\ty\n\tEOF"},
+		{"Bash(cat:*)", "cat <<EOF\nx\\\ny\nEOF"},
+		{"Bash(cat:*)", "cat <<-EOF\n\\\n\tEOF"},
+	})
+}
+
+// TestZshQualifiersMadeAtRunTime: zsh reads qualifiers a parameter
+// expansion or substitution made (zsh 5.9: for q in e:./s:; do ls *($q);
+// done ran ./s for each file).
+func TestZshQualifiersMadeAtRunTime(t *testing.T) {
+	neverAllowedBy(t, []string{
+		`for q in e:./s:; do ls *($q); done`,
+		`ls *(${q})`,
+		"ls *($(cat q.txt))",
+		"ls *(`cat q.txt`)",
+	})
+	stillAllowed(t, []allowCase{{"Bash(ls:*)", "ls -d *(/)"}})
+}
+
+// TestGitAliasesDefinedOtherwise: git 2.39 ran the alias p of a file
+// given as -c include.path=FILE, of GIT_CONFIG_GLOBAL=FILE, of
+// GIT_CONFIG_* exported earlier in the command, and of git config
+// alias.p earlier in the command.
+func TestGitAliasesDefinedOtherwise(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`git -c include.path=/tmp/x p --force`,
+		`git -c includeIf.onbranch:main.path=/tmp/x p --force`,
+		`GIT_CONFIG_GLOBAL=./x git p --force`,
+		`GIT_CONFIG_SYSTEM=./x git p --force`,
+		`export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0=push; git p --force`,
+		`GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0=push; export GIT_CONFIG_COUNT GIT_CONFIG_KEY_0 GIT_CONFIG_VALUE_0; git p --force`,
+		`git config alias.p push && git p --force origin main`,
+		`git config --local Alias.p push; git p --force`,
+	})
+	otherShellRuns(t, []string{"git config user.name x && git commit -m y", "git -c core.pager=cat log"})
+}

@@ -122,6 +122,15 @@ func readShell(cmd string) *shellCmd {
 			}
 		}
 	}
+	// export GIT_CONFIG_COUNT=1 …; git p, git config alias.p push; git p:
+	// a git part after them may run any command.
+	if slices.ContainsFunc(s.parts, definesGitAliases) {
+		for i, q := range s.parts {
+			if slices.ContainsFunc(q.words, func(w string) bool { return path.Base(w) == "git" }) {
+				s.parts[i].runsMade = true
+			}
+		}
+	}
 	kept := s.parts[:0]
 	for _, q := range s.parts {
 		if q.onStdin && s.feeds || slices.ContainsFunc(q.reads, s.isMade) || slices.ContainsFunc(q.declares, func(v string) bool { return s.arrays[v] }) {
@@ -285,7 +294,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// qualifiers, some of which run code for each file:
 			// *(e:'cmd':), *(+cmd), *(oe:…:). The parser reads bash's
 			// extglob.
-			if x.Pattern != nil && strings.ContainsAny(x.Pattern.Value, "e+") {
+			if x.Pattern != nil && strings.ContainsAny(x.Pattern.Value, "e+$`") {
 				s.parts = append(s.parts, part{words: []string{"*( )"}, unreadable: true})
 			}
 		case *syntax.CoprocClause:
@@ -891,11 +900,14 @@ func bashEndsBefore(code string, r *syntax.Redirect) bool {
 	quoted := len(r.Word.Parts) != 1 || strings.ContainsRune(r.Word.Lit(), '\\') || r.Word.Lit() == ""
 	lines := strings.Split(code[start.Offset():end.Offset()], "\n")
 	var line strings.Builder // (a Builder: thousands of joined lines stay linear)
+	joining := false
 	for _, l := range lines[:len(lines)-1] {
 		if n := len(l) - len(strings.TrimRight(l, "\\")); !quoted && n%2 == 1 {
 			line.WriteString(l[:len(l)-1])
+			joining = true
 			continue
 		}
+		joining = false
 		line.WriteString(l)
 		joined := line.String()
 		if r.Op == syntax.DashHdoc {
@@ -905,6 +917,16 @@ func bashEndsBefore(code string, r *syntax.Redirect) bool {
 			return true
 		}
 		line.Reset()
+	}
+	// The last line is the one the parser ended at; with <<- it ends at
+	// a tab-indented delimiter after a line split by a backslash, which
+	// bash joins to it ("\tx\\" and "\tEOF" is "x\tEOF") and reads on.
+	if joining {
+		joined := line.String() + lines[len(lines)-1]
+		if r.Op == syntax.DashHdoc {
+			joined = strings.TrimLeft(joined, "\t")
+		}
+		return joined != delim
 	}
 	return false
 }
@@ -1282,7 +1304,7 @@ func gitAliases(words []string, assigns []*syntax.Assign) bool {
 		return false
 	}
 	gitConfig := func(name string) bool {
-		return name == "GIT_CONFIG_PARAMETERS" || name == "GIT_CONFIG_COUNT" || strings.HasPrefix(name, "GIT_CONFIG_KEY_")
+		return gitConfigVar(name)
 	}
 	for _, a := range assigns {
 		if a.Name != nil && gitConfig(a.Name.Value) {
@@ -1295,13 +1317,42 @@ func gitAliases(words []string, assigns []*syntax.Assign) bool {
 		switch {
 		case gitConfig(name):
 			return true // env GIT_CONFIG_PARAMETERS=… git
-		case strings.HasPrefix(lower, "--config-env=alias.") || strings.HasPrefix(lower, "alias.") && i > 0 && (words[i-1] == "-c" || words[i-1] == "--config-env"):
+		case strings.HasPrefix(lower, "--config-env=") && gitAliasKey(lower[len("--config-env="):]) || gitAliasKey(lower) && i > 0 && (words[i-1] == "-c" || words[i-1] == "--config-env"):
 			return true
 		case w == madeWord && i > 0 && (words[i-1] == "-c" || words[i-1] == "--config-env"):
 			return true // git -c "$KV": a key made at run time
 		}
 	}
 	return false
+}
+
+// gitConfigVar says a variable of the environment gives git settings
+// (GIT_CONFIG_COUNT/KEY_n, GIT_CONFIG_PARAMETERS) or the files it reads
+// them from (GIT_CONFIG_GLOBAL=./x, GIT_CONFIG_SYSTEM).
+func gitConfigVar(name string) bool {
+	return strings.HasPrefix(name, "GIT_CONFIG")
+}
+
+// gitAliasKey says a git setting (key=value, lower case) defines aliases:
+// alias.NAME, or a file to include, which may (include.path,
+// includeIf.COND.path).
+func gitAliasKey(kv string) bool {
+	return strings.HasPrefix(kv, "alias.") || strings.HasPrefix(kv, "include.") || strings.HasPrefix(kv, "includeif.")
+}
+
+// definesGitAliases says a part sets git aliases for the git commands
+// after it: it exports a GIT_CONFIG_* variable, or runs git config with an
+// alias or include key.
+func definesGitAliases(q part) bool {
+	if len(q.words) == 0 {
+		return false
+	}
+	if q.env && slices.Contains([]string{"export", "declare", "typeset", "local", "readonly"}, q.words[0]) {
+		return slices.ContainsFunc(q.words[1:], gitConfigVar)
+	}
+	i := slices.IndexFunc(q.words, func(w string) bool { return path.Base(w) == "git" })
+	return i >= 0 && slices.Contains(q.words[i:], "config") &&
+		slices.ContainsFunc(q.words[i:], func(w string) bool { return gitAliasKey(strings.ToLower(w)) })
 }
 
 // xargsReplace is the string xargs' options (args) have it replace with
