@@ -22,7 +22,7 @@ import (
 var ExportColumns = []string{
 	"id", "status", "tool_name", "summary", "agent_id", "user_id", "session_id", "tool_call_id", "route",
 	"created_at", "expires_at", "decided_at", "decided_by", "decided_via", "waited_seconds", "reason",
-	"tool_args", "modified_args", "metadata", "edited",
+	"tool_args", "modified_args", "metadata", "edited", "caller",
 }
 
 // exportPageSize is how many rows are read from the store at a time, so a
@@ -149,7 +149,7 @@ func csvRow(r *gate.Request, edited bool) []string {
 		r.ID, string(r.Status), r.ToolName, r.Summary, r.AgentID, r.UserID, r.SessionID, r.ToolCallID, r.Route,
 		r.CreatedAt.UTC().Format(time.RFC3339), r.ExpiresAt.UTC().Format(time.RFC3339), decided, r.DecidedBy,
 		r.DecidedVia, waited, r.Reason, jsonCell(r.ToolArgs), jsonCell(r.ModifiedArgs), jsonCell(r.Metadata),
-		strconv.FormatBool(edited),
+		strconv.FormatBool(edited), r.Caller,
 	}
 	for i, cell := range row {
 		row[i] = defuseFormula(cell)
