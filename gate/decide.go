@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,7 +75,8 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 		// Self-approval is off if the request's plan or its route as it is
 		// now says so: a reload that turns it off reaches the requests
 		// already made, as one that takes an approver off the list does.
-		forbidSelf := r.Plan.ForbidSelf || rs.forbidsSelf(r.Route)
+		inForce, _ := rs.route(r.Route)
+		forbidSelf := r.Plan.ForbidSelf || inForce.Plan.ForbidSelf
 		persons := people.of(append([]string{d.Voter, d.Actor}, d.Identities...)...)
 		ids := append([]string{d.Actor}, d.Identities...)
 		for _, p := range persons {
@@ -125,7 +127,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 				return Errorf(EINVALID, "an approval for a while needs a single approver; this route needs %d", r.Quorum)
 			}
 		}
-		if d.Approve && argsErr == nil && len(t.ModifiedArgs) > 0 && r.ToolArgs[0] == '{' && t.ModifiedArgs[0] != '{' {
+		if d.Approve && argsErr == nil && len(t.ModifiedArgs) > 0 && bytes.HasPrefix(r.ToolArgs, []byte("{")) && t.ModifiedArgs[0] != '{' {
 			// A tool's input is an object; clients apply no other edit.
 			argsErr = Errorf(EINVALID, "modified arguments must be a JSON object, as the call's are")
 		}
@@ -185,21 +187,26 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 // policy denies. (An allow the agent raised to an ask, by requires_confirmation,
 // is still one the policy gives.)
 func (rs *rules) stillAsked(r *Request, edited json.RawMessage, editRead bool, now time.Time) error {
+	edit := len(edited) > 0 && editRead
 	args := r.ToolArgs
-	if len(edited) > 0 && editRead {
+	if edit {
 		args = edited
 	}
 	d, err := rs.judge(r, args, now)
+	// asked: a person decides the call the agent will run, on its route.
+	asked := d.action != policy.Allow && !d.raised
 	switch {
 	case err != nil:
 		return err
 	case d.action == policy.Deny:
 		return Errorf(EFORBIDDEN, "the policy in force denies this call (route %s): it cannot be approved", d.route.Name)
-	case len(edited) > 0 && editRead && d.action != policy.Allow && !d.raised && d.route.Name != r.Route:
+	case !edit:
+		return nil
+	case asked && d.route.Name != r.Route:
 		return Errorf(EFORBIDDEN, "the edited arguments make a call of route %s, not %s, whose approvers decide it: approve the call as proposed, or reject it", d.route.Name, r.Route)
-	case len(edited) > 0 && editRead && d.action != policy.Allow && !d.raised && !rs.sameRouteNow(r, d, now):
+	case asked && !rs.sameRouteNow(r, d, now):
 		return Errorf(EFORBIDDEN, "route %s now takes other calls than this one, which goes elsewhere: approve the call as proposed, or reject it", r.Route)
-	case len(edited) > 0 && editRead && d.route.Name != r.Route && d.route.Rate != nil:
+	case d.route.Name != r.Route && d.route.Rate != nil:
 		// The policy allows route d.route's calls only up to its rate
 		// limit, which an approval of another route's call does not count.
 		return Errorf(EFORBIDDEN, "the edited arguments make a call of route %s, not %s, which allows its calls only up to a rate limit: approve the call as proposed, or reject it", d.route.Name, r.Route)
@@ -317,9 +324,14 @@ func (s *Service) Expire(ctx context.Context, id string) (*Request, error) {
 	if r.OnTimeout == VerdictAllow {
 		// Silence allows only a call the policy in force does not deny:
 		// a reload that denies it reaches its expiry as it does an approval.
-		if d, err := s.rules.Load().judge(r, r.ToolArgs, t.At); err == nil && d.action == policy.Deny {
+		// A call the policy cannot judge is refused too (an error never allows).
+		if d, err := s.rules.Load().judge(r, r.ToolArgs, t.At); err != nil || d.action == policy.Deny {
+			why := routeReason("denied", d.route) + " (the policy in force)"
+			if err != nil {
+				why = "the policy in force could not judge the call: " + err.Error()
+			}
 			t.To, t.Via = StatusRejected, ViaPolicy
-			t.Reason = reason + "; " + routeReason("denied", d.route) + " (the policy in force)"
+			t.Reason = reason + "; " + why
 			t.Event = Event{Type: EventPolicy, Actor: ActorSystem, Channel: ViaPolicy, Detail: string(StatusRejected) + ": " + t.Reason}
 		}
 	}

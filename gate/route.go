@@ -54,12 +54,8 @@ const Critical = "critical"
 // now (a reload restyles cards already posted when they are next updated);
 // the zero Looks for the default route or a route no longer configured.
 func (s *Service) RouteLooks(name string) Looks {
-	for _, r := range s.rules.Load().routes {
-		if r.Name == name {
-			return r.Looks
-		}
-	}
-	return Looks{}
+	rt, _ := s.rules.Load().route(name)
+	return rt.Looks
 }
 
 // Rate limits a route's calls: at most Limit per Per, by agent, user,

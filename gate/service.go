@@ -199,36 +199,35 @@ func WithGeneration(ctx context.Context, gen uint64) context.Context {
 // peopleNow are the people in force.
 func (s *Service) peopleNow() *People { return s.rules.Load().people }
 
+// route is the configured route named name, as the config has it now;
+// false when no route has the name (the default route is none).
+func (rs *rules) route(name string) (Route, bool) {
+	for _, rt := range rs.routes {
+		if rt.Name == name {
+			return rt, true
+		}
+	}
+	return Route{}, false
+}
+
 // approversOf is everyone the route named so may ever ask, as it is now:
 // its approvers and its escalations' (which a request's list gains as
 // they come due), or defaults.approvers for "default", the route of calls
 // no route claims; nil (anyone the request's own list admits) when no
 // route has the name or the route has no list.
-// forbidsSelf says the route named name, as the config has it now, turns
-// self-approval off.
-func (rs *rules) forbidsSelf(name string) bool {
-	for _, rt := range rs.routes {
-		if rt.Name == name {
-			return rt.Plan.ForbidSelf
-		}
-	}
-	return false
-}
-
 func (rs *rules) approversOf(name string) []string {
 	if name == "default" {
 		return rs.defaults.Approvers
 	}
-	for _, rt := range rs.routes {
-		if rt.Name == name && len(rt.Approvers) > 0 {
-			all := slices.Clone(rt.Approvers)
-			for _, e := range rt.Plan.Escalate {
-				all = append(all, e.Approvers...)
-			}
-			return all
-		}
+	rt, ok := rs.route(name)
+	if !ok || len(rt.Approvers) == 0 {
+		return nil
 	}
-	return nil
+	all := slices.Clone(rt.Approvers)
+	for _, e := range rt.Plan.Escalate {
+		all = append(all, e.Approvers...)
+	}
+	return all
 }
 
 // SetPeople puts new people in force (a config reload). Who an identity
