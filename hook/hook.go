@@ -60,6 +60,15 @@ func Known(name string) bool {
 	return false
 }
 
+// ClientNamed is the client s names in any case (/hooks/Copilot is
+// copilot's input), "" when it names none.
+func ClientNamed(s string) string {
+	if l := strings.ToLower(s); Known(l) {
+		return l
+	}
+	return ""
+}
+
 // DefaultWait is how long a command hook waits for a verdict when neither
 // --wait nor GATEHOUSE_HOOK_WAIT says: a little under the client's own
 // default hook timeout, so the client hears an explicit deny rather than
@@ -144,12 +153,7 @@ func ParseAs(client string, body []byte, event string) (Call, error) {
 	if err := dec.Decode(&in); err != nil {
 		// The deny must still be in the shape of the event the input
 		// names, or the client reads no decision in it and runs the tool.
-		// An event the input does not name is taken from the caller only
-		// when it asks: an input that cannot be read is no report of
-		// what ran, whose answer ({}) would let a call through.
-		if c.Event = headEvent(client, body); c.Event == "" && event != PostToolUse && event != PostToolUseFailure {
-			c.Event = event
-		}
+		c.Event = unreadEvent(client, body, event)
 		return c, inputErr("not a JSON object: %v", err)
 	}
 	if in.HookEventName == "" && in.HookEventNameCC == "" {
@@ -271,6 +275,17 @@ func LooksLikeReport(client string, head []byte) bool {
 	return reports(client) && (event == PostToolUse || event == PostToolUseFailure)
 }
 
+// unreadEvent is the event an input that cannot be read is answered for:
+// the one its first part names, or else the caller's (--event, ?event=)
+// unless that is a report's: an input that cannot be read is no report of
+// what ran, whose answer ({}) would let a call through.
+func unreadEvent(client string, head []byte, event string) string {
+	if e := headEvent(client, head); e != "" || event == PostToolUse || event == PostToolUseFailure {
+		return e
+	}
+	return event
+}
+
 // headEvent is the event the first part of an input names, as Parse reads
 // it: hook_event_name, or for Copilot, whose parser reads it, hookEventName.
 func headEvent(client string, head []byte) string {
@@ -336,9 +351,7 @@ func FailedCall(client string, input []byte, event string) Call {
 	}
 	// Not JSON as a whole (cut short at the limit): read the event from
 	// the input's first part.
-	if c.Event = headEvent(client, input); c.Event == "" && event != PostToolUse && event != PostToolUseFailure {
-		c.Event = event // not a report's, whose answer ({}) lets a call through: see ParseAs
-	}
+	c.Event = unreadEvent(client, input, event)
 	return c
 }
 

@@ -64,7 +64,7 @@ func Render(c Call, v Verdict) Output {
 // copilot's input): an answer in another client's shape is no decision the
 // client reads, and it runs the tool. The call is still refused.
 func asKnown(c Call) Call {
-	if l := strings.ToLower(c.Client); !Known(c.Client) && Known(l) {
+	if l := ClientNamed(c.Client); l != "" {
 		c.Client = l
 	}
 	return c

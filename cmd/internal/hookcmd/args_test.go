@@ -9,6 +9,9 @@ import (
 	"testing"
 )
 
+// cpIn is a Copilot CLI hook input, whose events it does not name.
+const cpIn = `{"timestamp":1704614600000,"cwd":"/proj","toolName":"bash","toolArgs":"{\"command\":\"rm -rf build\"}"}`
+
 // TestHookArgsMistakesDeny: a hook command line the hook cannot use is a
 // failure like any other, and Copilot CLI (and Cursor without failClosed)
 // runs the tool on an exit code and a stdout with no decision in it. The
@@ -24,7 +27,6 @@ func TestHookArgsMistakesDeny(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("GATEHOUSE_URL", srv.URL)
 	t.Setenv("GATEHOUSE_HOOK_WAIT", "")
-	const cpIn = `{"timestamp":1704614600000,"cwd":"/proj","toolName":"bash","toolArgs":"{\"command\":\"rm -rf build\"}"}`
 	// Copilot reads preToolUse's decision in permissionDecision and
 	// permissionRequest's in behavior; exit codes decide nothing. Where the
 	// hook cannot tell the event, the deny must be in both.
@@ -60,7 +62,6 @@ func TestHookArgsMistakesDeny(t *testing.T) {
 func TestHookFlagsFirstPicksThePositionalClient(t *testing.T) {
 	t.Setenv("GATEHOUSE_URL", "http://127.0.0.1:1")
 	t.Setenv("GATEHOUSE_HOOK_WAIT", "")
-	const cpIn = `{"timestamp":1704614600000,"cwd":"/proj","toolName":"bash","toolArgs":"{\"command\":\"rm -rf build\"}"}`
 	for _, args := range [][]string{
 		{"--agent", "cursor", "copilot"},
 		{"--agent", "gemini", "copilot", "--wait", "590s"},
@@ -86,7 +87,6 @@ func TestHookFlagsFirstPicksThePositionalClient(t *testing.T) {
 func TestHookUnknownClientDeniesOnStdout(t *testing.T) {
 	t.Setenv("GATEHOUSE_URL", "http://127.0.0.1:1")
 	t.Setenv("GATEHOUSE_HOOK_WAIT", "")
-	const cpIn = `{"timestamp":1704614600000,"cwd":"/proj","toolName":"bash","toolArgs":"{\"command\":\"rm -rf build\"}"}`
 	const report = `{"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}`
 	for _, tc := range []struct {
 		args  []string

@@ -37,7 +37,7 @@ const maxReport = 1<<20 - 4<<10
 // input, no verdict in time) is that client's explicit deny, with a reason
 // the user can act on, because the clients run the tool when a hook fails.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") && !hook.Known(strings.ToLower(args[0])) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") && hook.ClientNamed(args[0]) == "" {
 		// A client the hook does not know (copilot-cli, gemini-cli): no
 		// shape is known to be the right one, and Copilot CLI reads no exit
 		// code. The input is read and refused as for any client; the
@@ -75,7 +75,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return anyDeny(stdout, stderr, "gatehouse hook: name the client: one of "+strings.Join(hook.Clients, ", "))
 	}
 	name := args[0]
-	if l := strings.ToLower(name); !hook.Known(name) && hook.Known(l) {
+	if l := hook.ClientNamed(name); l != "" {
 		name = l // Copilot: still copilot, whose deny is JSON, not an exit code
 	}
 	call := hook.Call{Client: name, Event: hook.PreToolUse}
@@ -248,25 +248,24 @@ func readInput(ctx context.Context, stdin io.Reader) ([]byte, error) {
 func clientAfterFlags(args []string) string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if a == "--" {
-			if i+1 < len(args) && hook.Known(strings.ToLower(args[i+1])) {
-				return strings.ToLower(args[i+1])
-			}
-			break
-		}
-		if strings.HasPrefix(a, "-") {
+		switch {
+		case a == "--" && i+1 < len(args):
+			a = args[i+1] // the first positional word
+		case a == "--":
+			continue // the last word: no positional word follows
+		case strings.HasPrefix(a, "-"):
 			if !strings.Contains(a, "=") {
 				i++ // the flag's value
 			}
 			continue
 		}
-		if l := strings.ToLower(a); hook.Known(l) {
+		if l := hook.ClientNamed(a); l != "" {
 			return l
 		}
 		break
 	}
 	for _, a := range args {
-		if l := strings.ToLower(a); hook.Known(l) {
+		if l := hook.ClientNamed(a); l != "" {
 			return l
 		}
 	}
