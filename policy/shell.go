@@ -126,7 +126,7 @@ func readShell(cmd string) *shellCmd {
 	// a git part after them may run any command.
 	if slices.ContainsFunc(s.parts, definesGitAliases) {
 		for i, q := range s.parts {
-			if slices.ContainsFunc(q.words, func(w string) bool { return path.Base(w) == "git" }) {
+			if wordRuns(q.words, "git") >= 0 {
 				s.parts[i].runsMade = true
 			}
 		}
@@ -899,9 +899,18 @@ func bashEndsBefore(code string, r *syntax.Redirect) bool {
 	delim := wordText(r.Word)
 	quoted := len(r.Word.Parts) != 1 || strings.ContainsRune(r.Word.Lit(), '\\') || r.Word.Lit() == ""
 	lines := strings.Split(code[start.Offset():end.Offset()], "\n")
+	// isDelim compares a joined line as bash does: <<- takes the tabs off
+	// the joined line only.
+	isDelim := func(joined string) bool {
+		if r.Op == syntax.DashHdoc {
+			joined = strings.TrimLeft(joined, "\t")
+		}
+		return joined == delim
+	}
 	var line strings.Builder // (a Builder: thousands of joined lines stay linear)
 	joining := false
-	for _, l := range lines[:len(lines)-1] {
+	last := len(lines) - 1
+	for _, l := range lines[:last] {
 		if n := len(l) - len(strings.TrimRight(l, "\\")); !quoted && n%2 == 1 {
 			line.WriteString(l[:len(l)-1])
 			joining = true
@@ -909,11 +918,7 @@ func bashEndsBefore(code string, r *syntax.Redirect) bool {
 		}
 		joining = false
 		line.WriteString(l)
-		joined := line.String()
-		if r.Op == syntax.DashHdoc {
-			joined = strings.TrimLeft(joined, "\t") // from the joined line only, as bash does
-		}
-		if joined == delim {
+		if isDelim(line.String()) {
 			return true
 		}
 		line.Reset()
@@ -921,14 +926,7 @@ func bashEndsBefore(code string, r *syntax.Redirect) bool {
 	// The last line is the one the parser ended at; with <<- it ends at
 	// a tab-indented delimiter after a line split by a backslash, which
 	// bash joins to it ("\tx\\" and "\tEOF" is "x\tEOF") and reads on.
-	if joining {
-		joined := line.String() + lines[len(lines)-1]
-		if r.Op == syntax.DashHdoc {
-			joined = strings.TrimLeft(joined, "\t")
-		}
-		return joined != delim
-	}
-	return false
+	return joining && !isDelim(line.String()+lines[last])
 }
 
 // interpreters run shell code given as an argument (-c), on standard input,
@@ -1286,7 +1284,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 		// and deny rules read the command git runs as unread.
 		p.runsMade = true
 	}
-	if slices.ContainsFunc(p.words, func(w string) bool { return path.Base(w) == "xargs" }) {
+	if wordRuns(p.words, "xargs") >= 0 {
 		// xargs adds the words it reads to the command it runs (echo
 		// push | xargs git): words made at run time, after the last.
 		p.words = append(p.words, madeWord)
@@ -1300,14 +1298,11 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 // -c alias.NAME=…, --config-env=alias.NAME=…, or the GIT_CONFIG_* settings
 // (before the command, or given to env), which may name any key.
 func gitAliases(words []string, assigns []*syntax.Assign) bool {
-	if !slices.ContainsFunc(words, func(w string) bool { return path.Base(w) == "git" }) {
+	if wordRuns(words, "git") < 0 {
 		return false
 	}
-	gitConfig := func(name string) bool {
-		return gitConfigVar(name)
-	}
 	for _, a := range assigns {
-		if a.Name != nil && gitConfig(a.Name.Value) {
+		if a.Name != nil && gitConfigVar(a.Name.Value) {
 			return true
 		}
 	}
@@ -1315,7 +1310,7 @@ func gitAliases(words []string, assigns []*syntax.Assign) bool {
 		name, _, _ := strings.Cut(w, "=")
 		lower := strings.ToLower(w)
 		switch {
-		case gitConfig(name):
+		case gitConfigVar(name):
 			return true // env GIT_CONFIG_PARAMETERS=… git
 		case strings.HasPrefix(lower, "--config-env=") && gitAliasKey(lower[len("--config-env="):]) || gitAliasKey(lower) && i > 0 && (words[i-1] == "-c" || words[i-1] == "--config-env"):
 			return true
@@ -1324,6 +1319,12 @@ func gitAliases(words []string, assigns []*syntax.Assign) bool {
 		}
 	}
 	return false
+}
+
+// wordRuns is the index of the first word that names the command cmd,
+// as written or by its path (/usr/bin/git), -1 for none.
+func wordRuns(words []string, cmd string) int {
+	return slices.IndexFunc(words, func(w string) bool { return path.Base(w) == cmd })
 }
 
 // gitConfigVar says a variable of the environment gives git settings
@@ -1350,7 +1351,7 @@ func definesGitAliases(q part) bool {
 	if q.env && slices.Contains([]string{"export", "declare", "typeset", "local", "readonly"}, q.words[0]) {
 		return slices.ContainsFunc(q.words[1:], gitConfigVar)
 	}
-	i := slices.IndexFunc(q.words, func(w string) bool { return path.Base(w) == "git" })
+	i := wordRuns(q.words, "git")
 	return i >= 0 && slices.Contains(q.words[i:], "config") &&
 		slices.ContainsFunc(q.words[i:], func(w string) bool { return gitAliasKey(strings.ToLower(w)) })
 }
