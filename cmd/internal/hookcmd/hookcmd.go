@@ -36,7 +36,16 @@ const maxReport = 1<<20 - 4<<10
 // client's decision. Every failure (no server, a bad token, unreadable
 // input, no verdict in time) is that client's explicit deny, with a reason
 // the user can act on, because the clients run the tool when a hook fails.
-func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+//
+// A panic is a failure too: the process would end with exit 2 and nothing
+// on stdout, which Copilot CLI, reading no exit code, takes as leave to
+// run the tool. It is answered as for a client the hook cannot tell.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			code = anyDeny(stdout, stderr, fmt.Sprintf("gatehouse hook: internal error: %v", p))
+		}
+	}()
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") && hook.ClientNamed(args[0]) == "" {
 		// A client the hook does not know (copilot-cli, gemini-cli): no
 		// shape is known to be the right one, and Copilot CLI reads no exit
