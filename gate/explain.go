@@ -71,6 +71,10 @@ func Explain(routes []Route, d Defaults, in Submission, now time.Time) (Explanat
 			ex.Why = append(ex.Why, why+": a person is asked about it alone (no grant covers it, silence denies it, it cannot be approved for a while)")
 			break
 		}
+		if timeout, onTimeout := rs.waitOf(rt); onTimeout == VerdictAllow {
+			ex.Why = append(ex.Why, fmt.Sprintf("on_timeout: allow: with no verdict within %s (or the longer wait the agent asks for), the call is allowed, unless the policy in force then denies it",
+				text.Duration(timeout)))
+		}
 		if rt.Remember > 0 {
 			scope := "agent, tool and arguments, in the same directory (and MCP server)"
 			if rt.RememberAny {

@@ -210,6 +210,19 @@ func (rs *rules) route(name string) (Route, bool) {
 	return Route{}, false
 }
 
+// waitOf is how long a request on rt waits for a person, and what its
+// silence then means: the route's own, else the defaults'.
+func (rs *rules) waitOf(rt Route) (time.Duration, Verdict) {
+	timeout, onTimeout := rt.Timeout, rt.OnTimeout
+	if timeout <= 0 {
+		timeout = rs.defaults.Timeout
+	}
+	if onTimeout == "" {
+		onTimeout = rs.defaults.OnTimeout
+	}
+	return timeout, onTimeout
+}
+
 // approversOf is everyone the route named so may ever ask, as it is now:
 // its approvers and its escalations' (which a request's list gains as
 // they come due), or defaults.approvers for "default", the route of calls

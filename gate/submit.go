@@ -248,14 +248,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		return nil, false, err
 	}
 	rt := d.route
-	timeout := rt.Timeout
-	if timeout <= 0 {
-		timeout = rs.defaults.Timeout
-	}
-	onTimeout := rt.OnTimeout
-	if onTimeout == "" {
-		onTimeout = rs.defaults.OnTimeout
-	}
+	timeout, onTimeout := rs.waitOf(rt)
 	remember := rt.Remember
 	if d.askedAlone() != "" {
 		// A call the policy cannot read, or one its route's condition

@@ -102,6 +102,15 @@ func policyCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if in.AgentID == "" {
 		in.AgentID = *agent // as the server labels a call that names no agent_id
 	}
+	if len(tokenNames(cfg)) == 0 {
+		// Without tokens, no call comes with a token's name: the server
+		// routes on the agent_id the caller sends (a hook's, when it sends
+		// none, is "anonymous"), so --agent can only be that label.
+		in.Caller = ""
+		if in.AgentID == "" && *hookClient != "" {
+			in.AgentID = "anonymous"
+		}
+	}
 	if *session != "" {
 		in.SessionID = *session
 	}

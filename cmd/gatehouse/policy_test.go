@@ -103,8 +103,9 @@ func TestPolicyTest(t *testing.T) {
 			"other-bash", "allow", "route pushes does not match"},
 		{"agent globs match the token", []string{"--tool", "Bash", "--args", `{"command":"ls"}`, "--agent", "intern-7"},
 			"interns", "ask", "route interns matches"},
-		{"the agent_id an agent sends picks no route", []string{"--tool", "Bash", "--args", `{"command":"ls"}`, "--agent", "ci", "--agent-id", "intern-7"},
-			"other-bash", "allow", `agent "ci" does not match "intern-*"`},
+		// policyConfig has no tokens: the server routes on the agent_id sent.
+		{"without tokens, the agent_id an agent sends picks the route", []string{"--tool", "Bash", "--args", `{"command":"ls"}`, "--agent", "ci", "--agent-id", "intern-7"},
+			"interns", "ask", "route interns matches"},
 		{"no route: the defaults", []string{"--tool", "rm_everything"},
 			"default", "deny", "no route matches: defaults.action is deny"},
 		{"remembering routes say a grant could answer", []string{"--tool", "oa__purchase_pay", "--args", `{"amount":99999}`},
@@ -277,5 +278,77 @@ routes:
 	if code := run([]string{"policy", "test", "--config", path, "--tool", "x"}, strings.NewReader(""), &out, &errb); code == 0 ||
 		!strings.Contains(errb.String(), `route "r"`) || !strings.Contains(errb.String(), "1:9") {
 		t.Fatalf("a config whose condition does not compile: exit %d, %q", code, errb.String())
+	}
+}
+
+// TestPolicyTestTokenlessRoutesOnTheLabel: on a server without tokens no
+// call carries a token's name, and the gate routes on the agent_id sent
+// (a hook's is "anonymous" unless it names one). The dry run routed on
+// --agent instead, so --agent dev --agent-id prod-bot said allow where the
+// gate denies prod-bot's deploy, and the other way round.
+func TestPolicyTestTokenlessRoutesOnTheLabel(t *testing.T) {
+	const cfg = `defaults:
+  action: allow
+routes:
+  - name: prod-deploys
+    match: { tool: deploy, agent: "prod-*" }
+    action: deny
+  - name: anonymous-hooks
+    match: { tool: Bash, agent: anonymous }
+`
+	path := filepath.Join(t.TempDir(), "g.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range [][2]string{{"dev-bot", "prod-bot"}, {"prod-bot", "dev-bot"}} {
+		ex, stderr, code := policyTestOf(t, cfg, "", "--tool", "deploy", "--agent", tc[0], "--agent-id", tc[1])
+		body := web.SubmitBody{ToolName: "deploy", AgentID: tc[1]}
+		server, err := gate.Explain(routes(c), defaults(c), body.Submission(""), time.Now()) // "": no tokens
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code != 0 || ex.Route != server.Route || ex.Action != string(server.Action) {
+			t.Errorf("--agent %s --agent-id %s: exit %d %s, policy test says %s/%s; the server decides %s/%s",
+				tc[0], tc[1], code, stderr, ex.Route, ex.Action, server.Route, server.Action)
+		}
+	}
+	in := `{"hook_event_name":"PreToolUse","session_id":"s1","tool_name":"Bash","tool_use_id":"t1","cwd":"/repo","tool_input":{"command":"ls"}}`
+	if ex, stderr, code := policyTestOf(t, cfg, in, "--hook", "claude-code"); code != 0 || ex.Route != "anonymous-hooks" || ex.Hook != "ask" {
+		t.Errorf("a hook call on a server without tokens: exit %d %s: %+v; want route anonymous-hooks, as the server labels it", code, stderr, ex)
+	}
+}
+
+// TestPolicyTestSaysSilenceAllows: on a route whose on_timeout is allow
+// (its own, or the defaults'), the call is allowed when nobody answers in
+// time, which the live hook answers as allow; the dry run said "ask" and,
+// with --hook, only that the hook denies when its wait runs out.
+func TestPolicyTestSaysSilenceAllows(t *testing.T) {
+	const cfg = `defaults:
+  action: ask
+  on_timeout: allow
+  timeout: 5m
+routes:
+  - name: deploys
+    match: { tool: deploy }
+    timeout: 30s
+  - name: strict
+    match: { tool: drop_db }
+    on_timeout: deny
+`
+	for _, tc := range []struct{ tool, route, want string }{
+		{"deploy", "deploys", "with no verdict within 30s (or the longer wait the agent asks for), the call is allowed"},
+		{"other", "default", "with no verdict within 5m (or the longer wait the agent asks for), the call is allowed"},
+	} {
+		ex, stderr, code := policyTestOf(t, cfg, "", "--tool", tc.tool)
+		if code != 0 || ex.Route != tc.route || ex.Action != "ask" || !strings.Contains(strings.Join(ex.Why, "\n"), tc.want) {
+			t.Errorf("%s: exit %d %s: %+v; want route %s saying %q", tc.tool, code, stderr, ex, tc.route, tc.want)
+		}
+	}
+	if ex, _, _ := policyTestOf(t, cfg, "", "--tool", "drop_db"); strings.Contains(strings.Join(ex.Why, "\n"), "allowed") {
+		t.Errorf("a route whose silence denies: %+v", ex)
 	}
 }
