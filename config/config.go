@@ -268,19 +268,19 @@ type Route struct {
 	Message string `yaml:"message"`
 	// Confirm is the older form of action: true is ask, false lets the
 	// agent's requires_confirmation decide. Give one or the other.
-	Confirm   *bool    `yaml:"confirm"`
+	Confirm   *bool    `yaml:"confirm,omitempty"`
 	Channels  []string `yaml:"channels"`
 	Approvers []string `yaml:"approvers"`
 	Quorum    int      `yaml:"quorum"`
 	Timeout   Duration `yaml:"timeout"`
 	OnTimeout string   `yaml:"on_timeout"`
 	// Remember lets approvers "approve for D": a grant (see CONTRACT.md).
-	Remember *Remember `yaml:"remember"`
+	Remember *Remember `yaml:"remember,omitempty"`
 	// Rate limits the calls the route matches, across replicas.
-	Rate *Rate `yaml:"rate"`
+	Rate *Rate `yaml:"rate,omitempty"`
 	// Record false skips storing calls an allow route lets through (they
 	// are counted in the metrics only).
-	Record *bool `yaml:"record"`
+	Record *bool `yaml:"record,omitempty"`
 	// Label names the route for people, on its cards and pages
 	// ("Payments over ¥50,000").
 	Label string `yaml:"label"`

@@ -263,6 +263,30 @@ routes:
     action: allow
 `, []string{"routes[0].match.call: no pattern", "routes[1].match.call: no pattern", "routes[2].match.call: no pattern",
 			"routes[3].match.call[0]: empty: name a pattern", "routes[4].match.call[0]: empty: name a pattern"}},
+		// A setting of a route or of the defaults with no value read as
+		// one left out: the allow routes below allowed every tool, every
+		// agent, every amount, and the asks let anyone approve, at any rate.
+		{"policy settings given with no value", `
+defaults:
+  approvers:
+routes:
+  - {name: tool-blank, match: {tool: }, action: allow}
+  - {name: tool-null, match: {tool: ~}, action: allow}
+  - {name: agent-null, match: {tool: "oa__*", agent: null}, action: allow}
+  - name: when-blank
+    match:
+      tool: "oa__purchase_*"
+      when:
+    action: allow
+  - name: match-blank
+    match:
+    action: allow
+  - {name: approvers-blank, match: {tool: deploy}, approvers: , channels: [web]}
+  - {name: rate-blank, match: {tool: fetch}, action: allow, rate: ~}
+  -
+`, []string{"routes[0].match.tool: empty", "routes[1].match.tool: empty", "routes[2].match.agent: empty",
+			"routes[3].match.when: empty", "routes[4].match: empty", "routes[5].approvers: empty", "routes[6].rate: empty",
+			"routes[7]: empty", "defaults.approvers: empty"}},
 		{"a long connection on a Feishu app another channel uses", `
 channels:
   - {name: ops, type: feishu, mode: websocket, app_id: cli_a, app_secret: s, chat_id: oc_ops}

@@ -397,8 +397,15 @@ func (ck *checker) check(n *yaml.Node, t reflect.Type, path string) {
 			errs.add(path, "tagged !!null but holds a value")
 			return
 		}
-		if t == patternsType {
+		switch {
+		case t == patternsType:
 			errs.add(path, noPatterns)
+		case strings.HasPrefix(path, "routes[") || strings.HasPrefix(path, "defaults."):
+			// A setting of the policy given with no value reads as one
+			// left out, which widens a route: a match key then matches
+			// every call, approvers admit anyone, a rate limit is gone.
+			// A template that lost a value must not allow more.
+			errs.add(path, "empty: give a value, or leave %s out", lastKey(path))
 		}
 		return
 	}
