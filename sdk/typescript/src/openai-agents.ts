@@ -96,6 +96,23 @@ function parseArgs(s: string | undefined): unknown {
 }
 
 /**
+ * The call as the approver must see it and as policies, grants and edits
+ * compare it: a function call's arguments; for the SDK's other approval
+ * items (shell, apply_patch, computer, hosted MCP), which carry no
+ * `arguments` but an action, operation or providerData, the raw item
+ * without its per-call ids. Never {} for a call that does something.
+ */
+function inputOf(item: ApprovalItem): unknown {
+  const raw = item.rawItem as (Record<string, unknown> & { type?: unknown }) | undefined;
+  const args = item.arguments ?? item.rawItem?.arguments;
+  if (args !== undefined || raw === undefined || raw.type === "function_call") {
+    return parseArgs(args);
+  }
+  const { id: _id, callId: _callId, status: _status, ...call } = raw;
+  return call;
+}
+
+/**
  * Asks Gatehouse about every tool approval interruption of `result`, all
  * at once, and approves or rejects each on `result.state`; run the agent
  * again with that state to go on. A call is approved only when Gatehouse
@@ -110,7 +127,7 @@ export async function resolveInterruptions<I extends ApprovalItem, S extends App
   const verdicts = await Promise.all(
     items.map(async (item) => {
       const toolName = item.name ?? item.rawItem?.name ?? "unknown_tool";
-      const input = parseArgs(item.arguments ?? item.rawItem?.arguments);
+      const input = inputOf(item);
       const callId = item.rawItem?.callId ?? item.rawItem?.id;
       const res = await gate(
         {

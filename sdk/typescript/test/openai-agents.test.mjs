@@ -5,7 +5,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 
-import { Agent, Runner, tool } from "@openai/agents";
+import { Agent, Runner, shellTool, tool } from "@openai/agents";
 import { ScriptedModel, assistantMessage, functionCall } from "@openai/agents/testing";
 import { z } from "zod";
 
@@ -20,7 +20,7 @@ const run = (agent, input) => runner.run(agent, input);
 const runOf = (agent) => (input) => runner.run(agent, input);
 
 before(async () => {
-  gh = await startGatehouse({ routes: "routes:\n  - {name: edited, match: {tool: 'scale'}, channels: [relay, web]}\n" });
+  gh = await startGatehouse({ routes: "routes:\n  - {name: edited, match: {tool: 'scale'}, channels: [relay, web]}\n  - {name: shells, match: {tool: 'shell'}, channels: [relay, web], remember: 1h}\n" });
   client = new Gatehouse({ url: gh.url, token: TOKEN });
 });
 after(() => gh?.stop());
@@ -141,4 +141,46 @@ test("resolveInterruptions: asked again on the same result after an abort, a cal
   assert.deepEqual(seen, [card.request.id]);
   await run(agent, first.state);
   assert.deepEqual(ran, [{ env: "acme", replicas: null }]);
+});
+
+/** An agent whose model runs one shell command (a shell_call: no `arguments`, an action), then says "done". */
+function shellAgent(command, callId) {
+  const model = new ScriptedModel([
+    [{ type: "shell_call", callId, id: `sh_${callId}`, status: "completed", action: { commands: [command] } }],
+    [assistantMessage("done")],
+  ]);
+  const ran = [];
+  const shell = shellTool({
+    needsApproval: true,
+    shell: {
+      run: async (action) => {
+        ran.push(...action.commands);
+        return { output: [{ stdout: "", stderr: "", outcome: { type: "exit", exitCode: 0 } }] };
+      },
+    },
+  });
+  return { agent: new Agent({ name: "ops", instructions: "Operate carefully.", model, tools: [shell] }), ran };
+}
+
+test("a shell call is asked about with its commands: an approval for 1h of one never runs another", async () => {
+  // A shell_call carries its commands in action, not arguments: asked
+  // about as shell {}, the approver saw no command, and an "approve for
+  // 1h" of ls made a grant for every shell call, rm -rf included.
+  const one = shellAgent("ls /srv/data", "call_ls");
+  const looking = runWithGatehouse(runOf(one.agent), "Look at /srv/data", { client });
+  const card = await gh.card("shell");
+  assert.match(JSON.stringify(card.request.tool_args), /ls \/srv\/data/, "the approver is shown the command");
+  await gh.webDecide(card.request.id, "approve_for");
+  await looking;
+  assert.deepEqual(one.ran, ["ls /srv/data"]);
+
+  const two = shellAgent("rm -rf /srv/data", "call_rm");
+  const cleaning = runWithGatehouse(runOf(two.agent), "Clean up /srv/data", { client });
+  const another = gh.relay.next((m) => m.type === "card" && m.request.tool_name === "shell" && m.request.id !== card.request.id);
+  const next = await Promise.race([another, cleaning.then(() => ({ ran: [...two.ran] }))]);
+  assert.equal(next.ran, undefined, `ran with no person asked: ${JSON.stringify(next.ran)}`);
+  assert.match(JSON.stringify(next.request.tool_args), /rm -rf \/srv\/data/);
+  await gh.decide(next.request.id, "reject", "bob", "not the data");
+  await cleaning;
+  assert.deepEqual(two.ran, []);
 });
