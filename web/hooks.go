@@ -239,6 +239,18 @@ func (s *Server) hookReport(ctx context.Context, who gate.Caller, call hook.Call
 	if r.ToolName != call.ToolName {
 		return
 	}
+	// What ran must be what was approved: the approver's edit when there
+	// is one, else the call as asked. A report of other input (another
+	// hook's updatedInput, a client that ignored the edit) is not this
+	// approval's outcome.
+	approved := r.ToolArgs
+	if jsonx.Edited(r.ModifiedArgs, r.ToolArgs) {
+		approved = r.ModifiedArgs
+	}
+	if !jsonx.Same(call.Ask(0).ToolArgs, approved) {
+		s.log.Warn("what ran was not recorded: the client ran other arguments than were approved", "request_id", r.ID, "tool", call.ToolName)
+		return
+	}
 	rd := s.opts.Present.Redactor()
 	var detail string
 	if call.Ran.Failed {
