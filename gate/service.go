@@ -448,6 +448,9 @@ func (s *Service) Events(ctx context.Context, id string) ([]Event, error) {
 	return s.store.Events(ctx, id)
 }
 
+// Votes returns a request's approvals toward its quorum.
+func (s *Service) Votes(ctx context.Context, id string) (Votes, error) { return s.store.Votes(ctx, id) }
+
 // Cards returns the cards posted (or to be posted) for a request.
 func (s *Service) Cards(ctx context.Context, id string) ([]Card, error) {
 	return s.store.Cards(ctx, id)

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -22,7 +24,7 @@ import (
 var ExportColumns = []string{
 	"id", "status", "tool_name", "summary", "agent_id", "user_id", "session_id", "tool_call_id", "route",
 	"created_at", "expires_at", "decided_at", "decided_by", "decided_via", "waited_seconds", "reason",
-	"tool_args", "modified_args", "metadata", "edited", "caller",
+	"tool_args", "modified_args", "metadata", "edited", "caller", "approvals",
 }
 
 // exportPageSize is how many rows are read from the store at a time, so a
@@ -41,8 +43,21 @@ func (s *Server) exportCSV(c echo.Context) error {
 		return nil // the client went away
 	}
 	rd := s.opts.Present.Redactor()
-	err = s.eachRequest(c.Request().Context(), f, func(r *gate.Request) error {
-		return w.Write(csvRow(rd.Request(r), present.Edited(r)))
+	ctx := c.Request().Context()
+	err = s.eachRequest(ctx, f, func(r *gate.Request) error {
+		row := csvRow(rd.Request(r), present.Edited(r))
+		approvals := ""
+		if r.Quorum > 1 {
+			// decided_by names the vote that met the quorum; the others
+			// are in the trail's vote events.
+			v, err := s.svc.Votes(ctx, r.ID)
+			if err != nil {
+				return err
+			}
+			slices.Sort(v.Tappers)
+			approvals = defuseFormula(strings.Join(v.Tappers, " "))
+		}
+		return w.Write(append(row, approvals))
 	}, func() error { w.Flush(); c.Response().Flush(); return w.Error() })
 	return s.endDownload(err)
 }

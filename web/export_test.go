@@ -18,7 +18,7 @@ import (
 var documentedColumns = []string{
 	"id", "status", "tool_name", "summary", "agent_id", "user_id", "session_id", "tool_call_id", "route",
 	"created_at", "expires_at", "decided_at", "decided_by", "decided_via", "waited_seconds", "reason",
-	"tool_args", "modified_args", "metadata", "edited", "caller",
+	"tool_args", "modified_args", "metadata", "edited", "caller", "approvals",
 }
 
 func TestExportCSV(t *testing.T) {

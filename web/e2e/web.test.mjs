@@ -23,7 +23,7 @@ const PHONE = { width: 390, height: 844 };
 // The columns docs/web.md documents for the CSV export.
 const CSV_COLUMNS = ['id', 'status', 'tool_name', 'summary', 'agent_id', 'user_id', 'session_id', 'tool_call_id', 'route',
   'created_at', 'expires_at', 'decided_at', 'decided_by', 'decided_via', 'waited_seconds', 'reason',
-  'tool_args', 'modified_args', 'metadata', 'edited', 'caller'];
+  'tool_args', 'modified_args', 'metadata', 'edited', 'caller', 'approvals'];
 
 let dir, server, serverLog = '', base, context, page;
 const seeded = {};
