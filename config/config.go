@@ -325,10 +325,10 @@ const (
 
 // Match selects the tool calls a route covers; every given key must hold.
 type Match struct {
-	Tool  string   `yaml:"tool"`           // a glob over the tool name
-	Agent string   `yaml:"agent"`          // a glob over the authenticated agent (the token's name)
-	When  string   `yaml:"when"`           // a CEL condition over the call
-	Call  Patterns `yaml:"call,omitempty"` // Claude Code permission-rule patterns; any may match (omitted when none: an empty list is refused)
+	Tool  string   `yaml:"tool,omitempty"`  // a glob over the tool name
+	Agent string   `yaml:"agent,omitempty"` // a glob over the authenticated agent (the token's name)
+	When  string   `yaml:"when,omitempty"`  // a CEL condition over the call
+	Call  Patterns `yaml:"call,omitempty"`  // Claude Code permission-rule patterns; any may match (omitted when none: an empty list is refused)
 }
 
 // Patterns is one pattern or a list of them.

@@ -287,6 +287,20 @@ routes:
 `, []string{"routes[0].match.tool: empty", "routes[1].match.tool: empty", "routes[2].match.agent: empty",
 			"routes[3].match.when: empty", "routes[4].match: empty", "routes[5].approvers: empty", "routes[6].rate: empty",
 			"routes[7]: empty", "defaults.approvers: empty"}},
+		// The same settings given as an empty string: a template whose
+		// value was quoted ("{{ .Values.when }}") and came out empty, or
+		// a !!str with nothing after it. Each matched every call.
+		{"policy match keys given as an empty string", `
+log: {format: &e ""}
+routes:
+  - {name: tool-empty, match: {tool: ""}, action: allow}
+  - {name: when-empty, match: {tool: "oa__purchase_*", when: ""}, action: allow}
+  - {name: when-space, match: {tool: "oa__purchase_*", when: "  "}, action: allow}
+  - {name: agent-empty, match: {tool: "oa__*", agent: ''}, action: allow}
+  - {name: tool-str, match: {tool: !!str }, action: allow}
+  - {name: tool-alias, match: {tool: *e}, action: allow}
+`, []string{"routes[0].match.tool: empty", "routes[1].match.when: empty", "routes[2].match.when: empty",
+			"routes[3].match.agent: empty", "routes[4].match.tool: empty", "routes[5].match.tool: empty"}},
 		{"a long connection on a Feishu app another channel uses", `
 channels:
   - {name: ops, type: feishu, mode: websocket, app_id: cli_a, app_secret: s, chat_id: oc_ops}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -197,6 +198,15 @@ func init() {
 	}
 }
 
+// matchKey is a route's match key whose empty value matches every call.
+var matchKey = regexp.MustCompile(`^routes\[\d+\]\.match\.(tool|agent|when)$`)
+
+// widensWhenEmpty says v, written at path, is empty where empty reads as
+// left out: a match key with no text.
+func widensWhenEmpty(path, v string) bool {
+	return strings.TrimSpace(v) == "" && matchKey.MatchString(path)
+}
+
 // prepare rewrites the tree in place: <secret>_file keys become the secret
 // read from the file, and ${VAR} / ${VAR:-default} in values expand.
 func prepare(n *yaml.Node, path, dir string, lookup func(string) (string, bool), errs *Errors) {
@@ -254,7 +264,17 @@ func prepare(n *yaml.Node, path, dir string, lookup func(string) (string, bool),
 		for i, c := range n.Content {
 			prepare(c, fmt.Sprintf("%s[%d]", path, i), dir, lookup, errs)
 		}
+	case yaml.AliasNode:
+		if a := n.Alias; a != nil && a.Kind == yaml.ScalarNode && a.Tag != "!!null" && widensWhenEmpty(path, a.Value) {
+			errs.add(path, "empty: give a value, or leave %s out", lastKey(path))
+		}
 	case yaml.ScalarNode:
+		if n.Tag != "!!null" && widensWhenEmpty(path, n.Value) {
+			// Written empty ("" or !!str): read as left out, the key then
+			// matches every call, as with no value at all (see check).
+			// ${VAR:-}, empty on purpose, is not written empty.
+			errs.add(path, "empty: give a value, or leave %s out", lastKey(path))
+		}
 		if !strings.Contains(n.Value, "${") || path == "" { // a document that is one value is not a mapping, said once
 			return
 		}
