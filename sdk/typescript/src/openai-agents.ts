@@ -109,6 +109,12 @@ function inputOf(item: ApprovalItem): unknown {
     return parseArgs(args);
   }
   const { id: _id, callId: _callId, status: _status, ...call } = raw;
+  const pd = call.providerData;
+  if (pd !== null && typeof pd === "object" && !Array.isArray(pd)) {
+    // The Responses model keeps the item's id in providerData as well.
+    const { id: _pid, ...rest } = pd as Record<string, unknown>;
+    call.providerData = rest;
+  }
   return call;
 }
 

@@ -184,3 +184,34 @@ test("a shell call is asked about with its commands: an approval for 1h of one n
   await cleaning;
   assert.deepEqual(two.ran, []);
 });
+
+test("an approval for 1h of a shell command covers the same command again, as the Responses API gives it", async () => {
+  // The OpenAI Responses model's shell_call keeps its item id in
+  // providerData too (convertToOutputItem: {...providerData} = the rest of
+  // the item, id included): a per-call id left in the args.
+  const { createRequire } = await import("node:module");
+  const conv = createRequire(import.meta.url)("../node_modules/@openai/agents-openai/dist/openaiResponsesConverter.js");
+  const shellCall = (id) =>
+    conv.convertToOutputItem([{ type: "shell_call", id: `sh_${id}`, call_id: `call_${id}`, status: "completed", action: { commands: ["ls /srv/logs"] } }])[0];
+  const agentOf = (id) => {
+    const model = new ScriptedModel([[shellCall(id)], [assistantMessage("done")]]);
+    const ran = [];
+    const shell = shellTool({
+      needsApproval: true,
+      shell: { run: async (action) => { ran.push(...action.commands); return { output: [{ stdout: "", stderr: "", outcome: { type: "exit", exitCode: 0 } }] }; } },
+    });
+    return { agent: new Agent({ name: "ops", instructions: "Operate carefully.", model, tools: [shell] }), ran };
+  };
+  const one = agentOf("a1");
+  const looking = runWithGatehouse(runOf(one.agent), "Look at /srv/logs", { client });
+  const card = await gh.relay.next((m) => m.type === "card" && m.request.tool_name === "shell" && JSON.stringify(m.request.tool_args).includes("/srv/logs"));
+  await gh.webDecide(card.request.id, "approve_for");
+  await looking;
+  assert.deepEqual(one.ran, ["ls /srv/logs"]);
+
+  const two = agentOf("a2");
+  const again = gh.relay.next((m) => m.type === "card" && m.request.tool_name === "shell" && m.request.id !== card.request.id && JSON.stringify(m.request.tool_args).includes("/srv/logs"));
+  const next = await Promise.race([again.then((m) => ({ asked: m.request.tool_args })), runWithGatehouse(runOf(two.agent), "Look again", { client }).then(() => ({}))]);
+  assert.equal(next.asked, undefined, `asked again despite the grant: ${JSON.stringify(next.asked)}`);
+  assert.deepEqual(two.ran, ["ls /srv/logs"]);
+});
