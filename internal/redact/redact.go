@@ -19,6 +19,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -252,18 +253,49 @@ func restore(sub, shown, orig any) any {
 		o, _ := orig.([]any)
 		out := make([]any, len(s))
 		for i, v := range s {
-			var shi, oi any
-			if i < len(sh) {
-				shi = sh[i]
+			// A list's places are not names: an entry left as shown is
+			// the one shown so (deleting or moving an entry shifts the
+			// rest), its own place first; an entry changed stays at its
+			// place only in a list of the same length, else its marks
+			// are not put back (and the edit is refused for them).
+			same := len(s) == len(sh)
+			j := i
+			if !same || !reflect.DeepEqual(v, sh[i]) {
+				if j = shownAt(v, sh, o); j == -1 && same {
+					j = i
+				}
 			}
-			if i < len(o) {
-				oi = o[i]
+			var shi, oi any
+			if j >= 0 && j < len(sh) {
+				shi = sh[j]
+			}
+			if j >= 0 && j < len(o) {
+				oi = o[j]
 			}
 			out[i] = restore(v, shi, oi)
 		}
 		return out
 	}
 	return sub
+}
+
+// shownAt is the place in shown of an entry v left as shown there: -1
+// when none is, -2 when several are whose originals differ (which one the
+// approver kept cannot be told).
+func shownAt(v any, shown, orig []any) int {
+	at := -1
+	for j, sh := range shown {
+		if j >= len(orig) || !reflect.DeepEqual(v, sh) {
+			continue
+		}
+		if at >= 0 && !reflect.DeepEqual(orig[at], orig[j]) {
+			return -2
+		}
+		if at < 0 {
+			at = j
+		}
+	}
+	return at
 }
 
 // leftover reports a Mark in v that the agent's value at the same place
