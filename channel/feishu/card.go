@@ -74,7 +74,7 @@ func (c *Channel) renderCardFor(r *gate.Request, to string) ([]byte, error) {
 	}
 	budget := maxContent - encodedSize(base) - 600 // room for the truncation note
 	for {
-		shown, cut := clip(args, budget)
+		shown, cut := clipMiddle(args, budget)
 		note := ""
 		if cut {
 			note = fmt.Sprintf("Arguments truncated: showing %d of %d characters.", utf8.RuneCountInString(shown), utf8.RuneCountInString(args))
@@ -354,6 +354,27 @@ func clip(s string, budget int) (string, bool) {
 		}
 	}
 	return s, false
+}
+
+// clipMiddle is clip that takes what does not fit out of the middle
+// (textutil.Middle), so the arguments after a long one still show.
+func clipMiddle(s string, budget int) (string, bool) {
+	head, cut := clip(s, budget)
+	if !cut {
+		return s, false
+	}
+	for n := utf8.RuneCountInString(head); n > 0; n = n * 9 / 10 {
+		if m := textutil.Middle(s, n); fits(m, budget) {
+			return m, true
+		}
+	}
+	return head, true
+}
+
+// fits says s fits in budget as clip counts it.
+func fits(s string, budget int) bool {
+	_, cut := clip(s, budget)
+	return !cut
 }
 
 // jsonRuneLen is how many bytes encoding/json (without HTML escaping)

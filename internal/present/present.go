@@ -189,8 +189,14 @@ func (v View) RememberScope() string {
 	if v.RememberAnyArgs {
 		args = "any arguments"
 	}
-	return fmt.Sprintf("Approves this call, and for %s lets the same agent run %s with %s on route %s without asking anyone (revocable on the grants page).",
-		text.Duration(v.RememberFor()), v.ToolName, args, v.Route)
+	// A grant is the token's (gate.grantFor), not the agent_id's, which
+	// is a label any agent with the token may send.
+	who := "the same agent"
+	if v.Caller != "" {
+		who = "the same agent (anything using token " + text.RevealLine(v.Caller) + ")"
+	}
+	return fmt.Sprintf("Approves this call, and for %s lets %s run %s with %s on route %s without asking anyone (revocable on the grants page).",
+		text.Duration(v.RememberFor()), who, v.ToolName, args, v.Route)
 }
 
 // Left is the time left to decide, as people read it, or "" once final.
@@ -257,7 +263,7 @@ var (
 
 // big finds the value that carries the risk.
 func big(args map[string]any) (string, string) {
-	if c := str(args, commandKeys...); c != "" {
+	if c := command(args); c != "" {
 		return c, KindCommand
 	}
 	if a := amount(args); a != "" {
@@ -270,6 +276,37 @@ func big(args map[string]any) (string, string) {
 		return u, KindURL
 	}
 	return "", ""
+}
+
+// command is the command among the arguments: the first command key's
+// string, or any other value it holds as JSON ("command": ["rm", "-rf",
+// "~"] beside "cmd": "ls" must never show `ls`).
+func command(args map[string]any) string {
+	for _, k := range commandKeys {
+		switch v := get(args, k).(type) {
+		case nil:
+			continue
+		case string:
+			if c := strings.TrimSpace(v); c != "" {
+				return c
+			}
+		default:
+			b, _ := jsonx.Marshal(v)
+			return string(b)
+		}
+	}
+	return ""
+}
+
+// oneLine is a command on one line, its line breaks (which end a shell
+// command) written ⏎, not a space: "echo hi\nrm -rf ~" is not
+// "echo hi rm -rf ~".
+func oneLine(c string) string {
+	lines := strings.FieldsFunc(c, func(r rune) bool { return r == '\n' || r == '\r' || r == '\u2028' || r == '\u2029' })
+	for i, l := range lines {
+		lines[i] = strings.Join(strings.Fields(l), " ")
+	}
+	return strings.Join(slices.DeleteFunc(lines, func(l string) bool { return l == "" }), " ⏎ ")
 }
 
 // number is a decimal number as JSON writes it, exponent and all.
@@ -367,8 +404,8 @@ func thousands(n string) string {
 
 // sentence says what the call will do when the agent gave no summary.
 func sentence(tool string, args, meta map[string]any) string {
-	if c := str(args, commandKeys...); c != "" {
-		s := "Run `" + text.Ellipsis(strings.Join(strings.Fields(c), " "), 120) + "`"
+	if c := command(args); c != "" {
+		s := "Run `" + text.Ellipsis(oneLine(c), 120) + "`"
 		if dir := str(args, dirKeys...); dir != "" {
 			return s + " in " + dir
 		} else if dir := str(meta, "cwd"); dir != "" {
