@@ -249,28 +249,39 @@ func restore(sub, shown, orig any) any {
 		}
 		return out
 	case []any:
+		// A list's places are not names. An entry left as shown is the
+		// entry shown so, its own place first (deleting or moving entries
+		// shifts the rest). A changed entry keeps its place's value only
+		// when every other entry is the one shown at its place: else it
+		// may be another entry moved there, and the place's value
+		// another's. Otherwise its marks are not put back, and the edit
+		// is refused for them.
 		sh, _ := shown.([]any)
 		o, _ := orig.([]any)
+		inPlace := make([]bool, len(s))
+		moved := 0
+		for i, v := range s {
+			if inPlace[i] = len(s) == len(sh) && i < len(o) && reflect.DeepEqual(v, sh[i]); !inPlace[i] {
+				moved++
+			}
+		}
+		var places map[string]*shownAlike
 		out := make([]any, len(s))
 		for i, v := range s {
-			// A list's places are not names: an entry left as shown is
-			// the one shown so (deleting or moving an entry shifts the
-			// rest), its own place first; an entry changed stays at its
-			// place only in a list of the same length, else its marks
-			// are not put back (and the edit is refused for them).
-			same := len(s) == len(sh)
 			j := i
-			if !same || !reflect.DeepEqual(v, sh[i]) {
-				if j = shownAt(v, sh, o); j == -1 && same {
+			if !inPlace[i] {
+				if places == nil {
+					places = placesOf(sh, o, inPlace)
+				}
+				if p := places[key(v)]; p != nil {
+					j = p.take()
+				} else if j = -1; len(s) == len(sh) && moved == 1 {
 					j = i
 				}
 			}
 			var shi, oi any
-			if j >= 0 && j < len(sh) {
-				shi = sh[j]
-			}
-			if j >= 0 && j < len(o) {
-				oi = o[j]
+			if j >= 0 && j < len(sh) && j < len(o) {
+				shi, oi = sh[j], o[j]
 			}
 			out[i] = restore(v, shi, oi)
 		}
@@ -279,23 +290,56 @@ func restore(sub, shown, orig any) any {
 	return sub
 }
 
-// shownAt is the place in shown of an entry v left as shown there: -1
-// when none is, -2 when several are whose originals differ (which one the
-// approver kept cannot be told).
-func shownAt(v any, shown, orig []any) int {
-	at := -1
-	for j, sh := range shown {
-		if j >= len(orig) || !reflect.DeepEqual(v, sh) {
+// shownAlike are the places of a list's entries shown alike that no entry
+// left at its own place stands for, each to be taken once: a copy of an
+// entry is not that entry.
+type shownAlike struct {
+	at []int
+	// differ: their originals differ, so which one an approver kept
+	// cannot be told.
+	differ bool
+}
+
+// take is the next place, or -1 (none left) or -2 (differ).
+func (p *shownAlike) take() int {
+	switch {
+	case p.differ:
+		return -2
+	case len(p.at) == 0:
+		return -1
+	}
+	j := p.at[0]
+	p.at = p.at[1:]
+	return j
+}
+
+// placesOf maps the entries of shown by key to their places, but for the
+// places of entries left there (inPlace, by place in a list of the same
+// length).
+func placesOf(shown, orig []any, inPlace []bool) map[string]*shownAlike {
+	places := make(map[string]*shownAlike, len(shown))
+	for j := 0; j < len(shown) && j < len(orig); j++ {
+		if len(inPlace) == len(shown) && inPlace[j] {
 			continue
 		}
-		if at >= 0 && !reflect.DeepEqual(orig[at], orig[j]) {
-			return -2
+		k := key(shown[j])
+		p := places[k]
+		if p == nil {
+			p = &shownAlike{}
+			places[k] = p
+		} else if !reflect.DeepEqual(orig[p.at[0]], orig[j]) {
+			p.differ = true
 		}
-		if at < 0 {
-			at = j
-		}
+		p.at = append(p.at, j)
 	}
-	return at
+	return places
+}
+
+// key is a decoded JSON value written out, keys sorted: equal for values
+// reflect.DeepEqual finds equal.
+func key(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // leftover reports a Mark in v that the agent's value at the same place

@@ -42,4 +42,10 @@ func TestRestoreListEditKeepsTheEntryShown(t *testing.T) {
 	if got, err = r.Restore(edited, orig); err == nil {
 		t.Fatalf("one of two alike entries deleted: the tool runs %s", got)
 	}
+	// A copy of an entry is not that entry: its secret is not copied.
+	orig = json.RawMessage(`{"targets":[{"env":"prod","token":"PROD-SECRET"},{"env":"staging","token":"STAGING-SECRET"}]}`)
+	edited = json.RawMessage(`{"targets":[{"env":"prod","token":"[redacted]"},{"env":"prod","token":"[redacted]"},{"env":"staging","token":"[redacted]"}]}`)
+	if got, err = r.Restore(edited, orig); err == nil {
+		t.Fatalf("an entry copied: the tool runs %s", got)
+	}
 }
