@@ -359,22 +359,10 @@ func clip(s string, budget int) (string, bool) {
 // clipMiddle is clip that takes what does not fit out of the middle
 // (textutil.Middle), so the arguments after a long one still show.
 func clipMiddle(s string, budget int) (string, bool) {
-	head, cut := clip(s, budget)
-	if !cut {
-		return s, false
-	}
-	for n := utf8.RuneCountInString(head); n > 0; n = n * 9 / 10 {
-		if m := textutil.Middle(s, n); fits(m, budget) {
-			return m, true
-		}
-	}
-	return head, true
-}
-
-// fits says s fits in budget as clip counts it.
-func fits(s string, budget int) bool {
-	_, cut := clip(s, budget)
-	return !cut
+	return textutil.MiddleFit(s, func(m string) bool {
+		_, cut := clip(m, budget)
+		return !cut
+	})
 }
 
 // jsonRuneLen is how many bytes encoding/json (without HTML escaping)

@@ -250,10 +250,13 @@ func bigText(v present.View) *slack.TextBlockObject {
 		}
 		return md("*" + strings.ReplaceAll(s, "*", "∗") + "*")
 	case present.KindCommand:
-		s, cut := escLimit(unfence(v.Big), 1000)
-		if cut {
-			s += "…"
-		}
+		// Cut in the middle as escaped: a command padded with & (five
+		// characters escaped) must not push its end off the card.
+		s, _ := text.MiddleFit(unfence(v.Big), func(m string) bool {
+			_, cut := escLimit(m, 1000)
+			return !cut
+		})
+		s, _ = escLimit(s, 1000)
 		return md("```" + s + "```")
 	}
 	return md(codeSpan(v.Big, 1000))

@@ -25,8 +25,7 @@ func cardHead(t *testing.T, c *Channel, args string) (header, big string) {
 	return header, big
 }
 
-// The first command key decides what is shown as the command: an argv
-// list under "command" is what runs, not the "cmd" beside it.
+// An argv list under "command" is shown, not only the "cmd" beside it.
 func TestCardShowsTheCommandKeyThatIsNotAString(t *testing.T) {
 	c := newTestChannel(t, newFakeSlack(t), newFakeDecider(fixed(t0)), fixed(t0))
 	header, big := cardHead(t, c, `{"command":["bash","-c","rm -rf ~"],"cmd":"ls"}`)
@@ -58,5 +57,19 @@ func TestRememberDialogNamesTheToken(t *testing.T) {
 	i := strings.Index(s, `"approve_for:01JREQ"`)
 	if i < 0 || !strings.Contains(s[i:], "shared-ci") {
 		t.Fatalf("the grant dialog does not say the grant covers every call made with token shared-ci: %s", s[i:])
+	}
+}
+
+// A command's end stays on the card however it is padded: 480 zero-width
+// spaces are drawn as 3,840 characters of marks, and 300 ampersands are
+// escaped to 1,500, and the large type, cut at its end, lost "; rm -rf ~".
+// Found by a second reader.
+func TestCardKeepsTheEndOfAPaddedCommand(t *testing.T) {
+	c := newTestChannel(t, newFakeSlack(t), newFakeDecider(fixed(t0)), fixed(t0))
+	for _, pad := range []string{strings.Repeat("\u200b", 480), strings.Repeat("&", 300), strings.Repeat("<", 200) + strings.Repeat("\u202e", 100)} {
+		args, _ := json.Marshal(map[string]string{"command": "echo " + pad + "; rm -rf ~"})
+		if _, big := cardHead(t, c, string(args)); !strings.Contains(big, "rm -rf ~") {
+			t.Errorf("padded with %.20q…: the large type %.80q… lost the command's end", pad, big)
+		}
 	}
 }

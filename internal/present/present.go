@@ -86,8 +86,10 @@ func (p *Presenter) View(r *gate.Request) View {
 		v.Sentence = text.Ellipsis(sentence(v.ToolName, args, object(v.Metadata)), maxSentence)
 	}
 	// Cut in the middle: a command's or a URL's end is where an agent
-	// would put what it wants unread (ls -a -a … ; rm -rf ~).
-	v.Big = text.Middle(v.Big, maxBig)
+	// would put what it wants unread (ls -a -a … ; rm -rf ~). Cut as
+	// drawn, its hidden characters written as marks (below): 480
+	// zero-width spaces are 3,840 characters drawn.
+	v.Big = text.Middle(text.Reveal(v.Big), maxBig)
 	// What people read is what is there: hidden characters (bidirectional
 	// controls, zero-width ones) are written as visible marks, on a copy.
 	// Fields that are one line by nature have their line breaks and other
@@ -96,7 +98,7 @@ func (p *Presenter) View(r *gate.Request) View {
 	// made of the tool's name and argument values when there is no
 	// summary.
 	c := *v.Request
-	for _, s := range []*string{&v.Big, &c.Summary, &c.Reason} {
+	for _, s := range []*string{&c.Summary, &c.Reason} {
 		*s = text.Reveal(*s)
 	}
 	for _, s := range []*string{&v.Sentence, &c.ToolName, &c.AgentID, &c.UserID, &c.SessionID, &c.DecidedBy} {
@@ -278,24 +280,35 @@ func big(args map[string]any) (string, string) {
 	return "", ""
 }
 
-// command is the command among the arguments: the first command key's
-// string, or any other value it holds as JSON ("command": ["rm", "-rf",
-// "~"] beside "cmd": "ls" must never show `ls`).
+// command is the command among the arguments: the command key's string
+// (or any other value as JSON: "command": ["rm", "-rf", "~"]), or, when
+// several command keys hold something, each of them named ("command:
+// ["ls"] · cmd: rm -rf ~"): which one runs is the tool's to say, and the
+// card must never show the harmless one alone.
 func command(args map[string]any) string {
+	var found []string
+	var named []string
 	for _, k := range commandKeys {
-		switch v := get(args, k).(type) {
-		case nil:
-			continue
-		case string:
-			if c := strings.TrimSpace(v); c != "" {
-				return c
-			}
-		default:
+		v := get(args, k)
+		c, ok := v.(string)
+		if ok {
+			c = strings.TrimSpace(c)
+		} else if v != nil {
 			b, _ := jsonx.Marshal(v)
-			return string(b)
+			c = string(b)
+		}
+		if c != "" {
+			found = append(found, c)
+			named = append(named, k+": "+c)
 		}
 	}
-	return ""
+	switch len(found) {
+	case 0:
+		return ""
+	case 1:
+		return found[0]
+	}
+	return strings.Join(named, " · ")
 }
 
 // oneLine is a command on one line, its line breaks (which end a shell

@@ -164,7 +164,7 @@ func TestKeysInAnotherCaseAreShown(t *testing.T) {
 	if v := (*Presenter)(nil).View(req("oa__purchase_pay", `{"vendor":"ACME","Amount":6000000,"price":10,"currency":"CNY"}`, "")); v.Big != "¥6,000,000" {
 		t.Errorf("Amount: shown %q / %q, want ¥6,000,000", v.Sentence, v.Big)
 	}
-	if v := (*Presenter)(nil).View(req("shell_exec", `{"Command":"rm -rf /","cmd":"ls"}`, "")); v.Big != "rm -rf /" {
+	if v := (*Presenter)(nil).View(req("shell_exec", `{"Command":"rm -rf /","cmd":"ls"}`, "")); !strings.Contains(v.Big, "rm -rf /") {
 		t.Errorf("Command: shown %q / %q, want rm -rf /", v.Sentence, v.Big)
 	}
 }

@@ -88,6 +88,21 @@ func Middle(s string, n int) string {
 	return head + mark + string(r[len(r)-(keep-keep*2/3):])
 }
 
+// MiddleFit is s cut in the middle (Middle) to the most that fits, as fits
+// measures it (escaped, encoded), a tenth shorter at each try; it reports
+// whether it cut, and is "" when no cut fits.
+func MiddleFit(s string, fits func(string) bool) (string, bool) {
+	if fits(s) {
+		return s, false
+	}
+	for n := utf8.RuneCountInString(s) * 9 / 10; n > 0; n = n * 9 / 10 {
+		if m := Middle(s, n); fits(m) {
+			return m, true
+		}
+	}
+	return "", true
+}
+
 // EllipsisBytes cuts s to at most n bytes, ending in "…" when anything was
 // cut, on a character boundary.
 func EllipsisBytes(s string, n int) string {
