@@ -48,7 +48,12 @@ func (es *Errors) add(path, format string, args ...any) {
 }
 
 // Load reads, parses and validates a config file. An empty path gives the
-// built-in default. The error, when there is one, lists every problem.
+// built-in default. A file named that holds no settings (empty, or comments
+// only) is refused rather than read as the built-in default, which has no
+// routes, tokens or users: it is more often a file caught half-written (an
+// editor that empties it first) than a config meant to drop them all, at a
+// start as at a reload, and check-config says so too. The error, when
+// there is one, lists every problem.
 func Load(path string) (*Config, error) {
 	if path == "" {
 		c := Default()
@@ -58,26 +63,10 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return Parse(data, filepath.Dir(path), os.LookupEnv)
-}
-
-// Reload is Load for a server running on another config: a file that holds
-// no settings (empty, or comments only) is refused rather than read as the
-// built-in default, which has no routes, tokens or users. It is more often
-// a file caught half-written (an editor that empties it first) than a
-// config meant to drop them all.
-func Reload(path string) (*Config, error) {
-	if path == "" {
-		return Load(path)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
 	var doc yaml.Node
 	if yaml.Unmarshal(data, &doc) == nil && (len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" ||
 		doc.Content[0].Kind == yaml.MappingNode && len(doc.Content[0].Content) == 0) {
-		return nil, Errors{{Msg: "the file holds no settings (empty, or comments only): write the config there in full"}}
+		return nil, Errors{{Msg: "the file holds no settings (empty, or comments only): write the config there in full, or run without --config for the built-in default"}}
 	}
 	return Parse(data, filepath.Dir(path), os.LookupEnv)
 }

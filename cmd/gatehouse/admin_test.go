@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,5 +50,27 @@ func TestCheckConfigWarnsAsServeDoes(t *testing.T) {
 				t.Errorf("check-config printed:\n%s\nserve logs:\n%s", errb.String(), want.String())
 			}
 		})
+	}
+}
+
+// A config file that holds no settings (empty, comments only) is refused at
+// check-config and at a start as at a reload: read as the built-in default,
+// it dropped every route, token and user, and check-config said ok before a
+// reload that then refused it. Found by a docs reader.
+func TestAConfigWithNoSettingsIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for i, body := range []string{"", "\n\n", "# being edited\n", "---\n", "{}\n"} {
+		path := filepath.Join(dir, fmt.Sprintf("g%d.yaml", i))
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out, errb bytes.Buffer
+		if code := run([]string{"check-config", "--config", path}, strings.NewReader(""), &out, &errb); code == 0 || !strings.Contains(errb.String(), "holds no settings") {
+			t.Errorf("check-config of %q: exit %d\n%s%s", body, code, out.String(), errb.String())
+		}
+		// What serve (and every other command) reads a config with.
+		if _, err := config.Load(path); err == nil || !strings.Contains(err.Error(), "holds no settings") {
+			t.Errorf("config.Load of %q: %v, want it refused", body, err)
+		}
 	}
 }

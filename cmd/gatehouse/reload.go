@@ -33,7 +33,7 @@ type reloader struct {
 
 // reload reads the file and puts what it may change in force, or refuses.
 func (r *reloader) reload() error {
-	next, err := config.Reload(r.path)
+	next, err := config.Load(r.path)
 	if err != nil {
 		return fmt.Errorf("the config does not validate, so the running one stays:\n%s", indent(err))
 	}
