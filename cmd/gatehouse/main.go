@@ -29,8 +29,9 @@ const usage = `gatehouse: human-in-the-loop approvals for AI agents
 Usage:
   gatehouse serve [--config FILE]            run the server
   gatehouse request --tool NAME [--args JSON] [--summary TEXT] [--route NAME] [--timeout 10m]
-                                             ask for approval and wait (exit 0 approved, 1 rejected,
-                                             2 expired or cancelled, 3 error)
+                                             ask for approval and wait (exit 0 allowed, 1 rejected,
+                                             2 expired or cancelled, 3 error, 4 approved only with
+                                             edited arguments); see gatehouse request --help
   gatehouse hook CLIENT [--wait 590s] [--event NAME]
                                              a command hook for claude-code, codex, cursor, gemini or
                                              copilot: reads the client's hook JSON on stdin, asks the
