@@ -22,6 +22,10 @@ type Store interface {
 	// ByKey returns the request a caller made under an idempotency key, or
 	// an ENOTFOUND error.
 	ByKey(ctx context.Context, caller, key string) (*Request, error)
+	// KeyStates returns, for those of keys the caller has used, where the
+	// request under each stands: one read for a hook's walk along a call's
+	// keys (hook.Call.Key), however long the walk.
+	KeyStates(ctx context.Context, caller string, keys []string) (map[string]KeyState, error)
 	// List returns requests newest first and the cursor of the next page ("" at the end).
 	List(ctx context.Context, f Filter) ([]*Request, string, error)
 	// Transition applies t in one transaction; see Transition.

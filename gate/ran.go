@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/jsonx"
 	"github.com/gatehouse-dev/gatehouse/internal/text"
@@ -33,6 +34,20 @@ func (s *Service) ByCall(ctx context.Context, c Caller, session, callID string) 
 // key, or ENOTFOUND.
 func (s *Service) ByKey(ctx context.Context, c Caller, key string) (*Request, error) {
 	return s.store.ByKey(ctx, c.Name, key)
+}
+
+// KeyState is where the request under an idempotency key stands, as a
+// hook's walk along a call's keys reads it.
+type KeyState struct {
+	Status     Status
+	DecidedAt  *time.Time
+	ToolCallID string
+}
+
+// KeyStates returns where the caller's requests under keys stand, by key;
+// a key the caller has not used is absent.
+func (s *Service) KeyStates(ctx context.Context, c Caller, keys []string) (map[string]KeyState, error) {
+	return s.store.KeyStates(ctx, c.Name, keys)
 }
 
 // Ran appends what became of an approved call to its request's trail:

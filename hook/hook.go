@@ -523,7 +523,27 @@ func normalizeInput(raw json.RawMessage) (json.RawMessage, error) {
 // server restart all land on one request: one card, one verdict. A later
 // identical call finds that request settled and stale (see Reusable) and
 // moves on to Key(1), and so on.
-func (c Call) Key(n int) string {
+func (c Call) Key(n int) string { return chainKey(c.firstKey(), n) }
+
+// Keys are the call's first m keys, Key(0) to Key(m-1), its input read once.
+func (c Call) Keys(m int) []string {
+	first := c.firstKey()
+	keys := make([]string, m)
+	for n := range keys {
+		keys[n] = chainKey(first, n)
+	}
+	return keys
+}
+
+func chainKey(first string, n int) string {
+	if n > 0 {
+		return first + "-" + strconv.Itoa(n)
+	}
+	return first
+}
+
+// firstKey is Key(0).
+func (c Call) firstKey() string {
 	canon, err := jsonx.Canonical(c.ToolInput)
 	if err != nil {
 		canon = c.ToolInput
@@ -541,11 +561,7 @@ func (c Call) Key(n int) string {
 		h.Write([]byte{':'})
 		h.Write(part)
 	}
-	key := "hook-" + hex.EncodeToString(h.Sum(nil))[:40]
-	if n > 0 {
-		key += "-" + strconv.Itoa(n)
-	}
-	return key
+	return "hook-" + hex.EncodeToString(h.Sum(nil))[:40]
 }
 
 // Ask is what a hook asks the gate: the request for the call's n-th key.

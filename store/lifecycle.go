@@ -396,6 +396,38 @@ func (s *DB) ByKey(ctx context.Context, caller, key string) (*gate.Request, erro
 	return row.toRequest(), nil
 }
 
+// KeyStates: see gate.Store. It reads on the read pool, as ByKey does, and
+// only the columns the walk reads: the requests along one call's keys hold
+// the same arguments, up to 1 MiB each.
+func (s *DB) KeyStates(ctx context.Context, caller string, keys []string) (map[string]gate.KeyState, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	out := make(map[string]gate.KeyState, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		IdempotencyKey string
+		Status         string
+		DecidedAt      *time.Time
+		ToolCallID     string
+	}
+	err := s.rdb.WithContext(ctx).Model(&requestRow{}).Select("idempotency_key", "status", "decided_at", "tool_call_id").
+		Where("caller = ? AND idempotency_key IN ?", caller, keys).Scan(&rows).Error
+	if err != nil {
+		return nil, wrap("read requests by idempotency key", err)
+	}
+	for _, r := range rows {
+		ks := gate.KeyState{Status: gate.Status(r.Status), ToolCallID: r.ToolCallID}
+		if r.DecidedAt != nil {
+			t := r.DecidedAt.UTC()
+			ks.DecidedAt = &t
+		}
+		out[r.IdempotencyKey] = ks
+	}
+	return out, nil
+}
+
 // Get returns one request.
 func (s *DB) Get(ctx context.Context, id string) (*gate.Request, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)

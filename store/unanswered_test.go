@@ -146,6 +146,7 @@ func TestPostgresThatStopsAnsweringFailsInTime(t *testing.T) {
 		}},
 		{"get", func() error { _, err := db.Get(ctx, "01JBEFORE"); return err }},
 		{"by key", func() error { _, err := db.ByKey(ctx, "bot", "k1"); return err }},
+		{"key states", func() error { _, err := db.KeyStates(ctx, "bot", []string{"k1", "k1-1"}); return err }},
 		{"grant", func() error { _, err := db.FindGrant(ctx, "default", "bot", "deploy", "", now); return err }},
 		{"rate", func() error { _, err := db.CountCall(ctx, "r", now, now); return err }},
 		{"list", func() error { _, _, err := db.List(ctx, gate.Filter{Limit: 10}); return err }},

@@ -130,22 +130,27 @@ func (s *Server) hookCall(c echo.Context) (err error) {
 // reads; the one submission is for the request that answers this call, new
 // or found.
 func (s *Server) hookSettle(ctx context.Context, call hook.Call, agent, caller string, deadline time.Time) (hook.Outcome, error) {
+	// Where the requests along the keys stand, in one read: a call its
+	// session has made 64 times over would otherwise walk 64 reads.
+	keys := call.Keys(hook.MaxChain)
+	used, err := s.svc.KeyStates(ctx, gate.Caller{Name: caller}, keys)
+	if err != nil {
+		return hook.Outcome{}, err
+	}
 	for n := 0; ; n++ {
+		last := n >= len(keys)
+		if !last {
+			prev, ok := used[keys[n]]
+			if ok && !call.Reusable(hook.Outcome{Status: string(prev.Status), DecidedAt: prev.DecidedAt, ToolCallID: prev.ToolCallID}, s.now()) {
+				continue // an earlier identical call's request
+			}
+		}
 		sub := HookSubmission(call.Ask(n))
 		sub.AgentID, sub.Caller = agent, caller
-		last := n >= hook.MaxChain
 		if last {
 			// This exact call has been made over and over; give this one a
 			// request of its own rather than walk further.
 			sub.IdempotencyKey += "-" + strconv.FormatInt(s.now().UnixNano(), 36)
-		} else {
-			prev, err := s.svc.ByKey(ctx, gate.Caller{Name: caller}, sub.IdempotencyKey)
-			switch {
-			case err == nil && !call.Reusable(outcomeOf(prev, s.now()), s.now()):
-				continue // an earlier identical call's request
-			case err != nil && gate.ErrorCode(err) != gate.ENOTFOUND:
-				return hook.Outcome{}, err
-			}
 		}
 		// Creates the request, or attaches to the one found (or made
 		// meanwhile by a concurrent hook call), checking it is this call.
@@ -269,21 +274,22 @@ func (s *Server) hookReport(ctx context.Context, who gate.Caller, call hook.Call
 // reportByKey finds the newest request along the call's keys (see
 // hook.Call.Key), one that no other call id claims.
 func (s *Server) reportByKey(ctx context.Context, who gate.Caller, call hook.Call) (*gate.Request, error) {
-	var last *gate.Request
-	for n := 0; n < hook.MaxChain; n++ {
-		r, err := s.svc.ByKey(ctx, who, call.Key(n))
-		if gate.ErrorCode(err) == gate.ENOTFOUND {
+	keys := call.Keys(hook.MaxChain)
+	used, err := s.svc.KeyStates(ctx, who, keys)
+	if err != nil {
+		return nil, err
+	}
+	last := ""
+	for _, k := range keys {
+		if _, ok := used[k]; !ok {
 			break
 		}
-		if err != nil {
-			return nil, err
-		}
-		last = r
+		last = k
 	}
-	if last == nil || (last.ToolCallID != "" && last.ToolCallID != call.ToolUseID) {
+	if last == "" || (used[last].ToolCallID != "" && used[last].ToolCallID != call.ToolUseID) {
 		return nil, gate.Errorf(gate.ENOTFOUND, "no request for this call")
 	}
-	return last, nil
+	return s.svc.ByKey(ctx, who, last)
 }
 
 // outcomeText is a tool's output as the trail keeps it: a string as its

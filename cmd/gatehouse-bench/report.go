@@ -181,9 +181,17 @@ func (r *report) hooks(n int, hs []hookTimes, err error) {
 	if len(hs) < 2 {
 		return
 	}
-	over := percentile(hs[1].took, .5) - percentile(hs[0].took, .5)
-	r.add("  gatehouse-hook p50 over the minimal program's: %s; target ≤ 3 ms: %s; no errors: %s",
-		ms(over), r.verdict(len(hs[1].took) > 0 && over <= 3*time.Millisecond), r.verdict(slices.IndexFunc(hs, func(h hookTimes) bool { return h.errors > 0 }) < 0))
+	// The target holds for a new command and for one the session has run
+	// over and over (the server then finds its place past the earlier ones).
+	for _, k := range []int{1, 3} {
+		if k >= len(hs) {
+			continue
+		}
+		over := percentile(hs[k].took, .5) - percentile(hs[0].took, .5)
+		r.add("  %s: p50 over the minimal program's %s; target ≤ 3 ms: %s",
+			hs[k].name, ms(over), r.verdict(len(hs[k].took) > 0 && over <= 3*time.Millisecond))
+	}
+	r.add("  hook processes: no errors: %s", r.verdict(slices.IndexFunc(hs, func(h hookTimes) bool { return h.errors > 0 }) < 0))
 }
 
 func (r *report) print(w io.Writer) {
