@@ -59,9 +59,10 @@ func (c *Channel) handleEvent(ctx context.Context, env *callbackEnvelope, sentAt
 	if err := json.Unmarshal(env.Event, &ev); err != nil || len(env.Event) == 0 {
 		return nil, &refusal{http.StatusBadRequest, "no event in the callback"}
 	}
-	if ev.Operator.TenantKey != "" && ev.Operator.TenantKey != env.Header.TenantKey {
+	if ev.Operator.TenantKey == "" || ev.Operator.TenantKey != env.Header.TenantKey {
 		// A user_id is the tenant's own: an operator of another tenant
-		// (an external chat) may carry an approver's user_id.
+		// (an external chat), or of a tenant the callback does not name,
+		// may carry an approver's user_id.
 		ev.Operator.UserID = ""
 	}
 	var v actionValue

@@ -372,30 +372,40 @@ func TestTapInASharedChatKeepsItsChannel(t *testing.T) {
 // (Feishu's Slack Connect), a member of another tenant may carry the same
 // user_id as an approver here. Their tap must not decide as that approver:
 // the gate is given feishu:user:<user_id> only for an operator of the
-// app's own tenant (header.tenant_key).
+// app's own tenant (header.tenant_key). An operator that names no tenant
+// (the SDK's Operator has tenant_key as optional) is not known to be of
+// the app's tenant either.
 func TestUserIDOfAnotherTenantIsNotAnApprover(t *testing.T) {
-	e := newTestEnv(t)
-	approvers := []string{"feishu:user:u_alice"}
-	e.decider.decide = func(d gate.Decision) (*gate.Request, error) {
-		// What gate.Decide asks of the tapper (decide.go, Admit).
-		if !gate.MayDecide(approvers, append([]string{d.Actor}, d.Identities...)...) {
-			return nil, gate.Errorf(gate.EFORBIDDEN, "%s is not an approver of this request", d.Actor)
-		}
-		r := sampleRequest()
-		r.Approvers, r.Status, r.DecidedBy = approvers, gate.StatusApproved, d.Actor
-		return r, nil
-	}
-	p := feishutest.CardAction(feishutest.Tap{
-		EventID: "ev_x", Token: "v-token", AppID: "cli_test", TenantKey: "tk_1", At: testNow,
-		OpenID: "ou_mallory", UserID: "u_alice", UnionID: "on_mallory", // another person, another tenant
-		RequestID: reqID, Choice: "approve", MessageID: "om_1", ChatID: "oc_chat",
-	})
-	p["event"].(map[string]any)["operator"].(map[string]any)["tenant_key"] = "tk_other"
-	code, a, raw := serve(t, NewCallbackHandler([]*Channel{e.ch}), feishuRequest(t, p, "e-key", testNow))
-	if code != 200 {
-		t.Fatalf("status %d: %s", code, raw)
-	}
-	if a.Toast == nil || a.Toast.Type == "success" {
-		t.Errorf("a member of tenant tk_other with user_id u_alice approved as feishu:user:u_alice: toast %+v, decisions %+v", a.Toast, e.decider.Decisions())
+	for name, tenant := range map[string]any{"another tenant": "tk_other", "no tenant named": nil} {
+		t.Run(name, func(t *testing.T) {
+			e := newTestEnv(t)
+			approvers := []string{"feishu:user:u_alice"}
+			e.decider.decide = func(d gate.Decision) (*gate.Request, error) {
+				// What gate.Decide asks of the tapper (decide.go, Admit).
+				if !gate.MayDecide(approvers, append([]string{d.Actor}, d.Identities...)...) {
+					return nil, gate.Errorf(gate.EFORBIDDEN, "%s is not an approver of this request", d.Actor)
+				}
+				r := sampleRequest()
+				r.Approvers, r.Status, r.DecidedBy = approvers, gate.StatusApproved, d.Actor
+				return r, nil
+			}
+			p := feishutest.CardAction(feishutest.Tap{
+				EventID: "ev_x", Token: "v-token", AppID: "cli_test", TenantKey: "tk_1", At: testNow,
+				OpenID: "ou_mallory", UserID: "u_alice", UnionID: "on_mallory", // another person
+				RequestID: reqID, Choice: "approve", MessageID: "om_1", ChatID: "oc_chat",
+			})
+			op := p["event"].(map[string]any)["operator"].(map[string]any)
+			if op["tenant_key"] = tenant; tenant == nil {
+				delete(op, "tenant_key")
+			}
+			code, a, raw := serve(t, NewCallbackHandler([]*Channel{e.ch}), feishuRequest(t, p, "e-key", testNow))
+			if code != 200 {
+				t.Fatalf("status %d: %s", code, raw)
+			}
+			if a.Toast == nil || a.Toast.Type == "success" {
+				t.Errorf("an operator (tenant %v) with user_id u_alice approved as feishu:user:u_alice: toast %+v, decisions %+v",
+					tenant, a.Toast, e.decider.Decisions())
+			}
+		})
 	}
 }
