@@ -2104,3 +2104,27 @@ func TestGitAliasesDefinedOtherwise(t *testing.T) {
 	})
 	otherShellRuns(t, []string{"git config user.name x && git commit -m y", "git -c core.pager=cat log"})
 }
+
+// TestScriptsTheCommandWritesAreUnreadable: a command that writes a file
+// by a redirection and then runs it as shell code (bash FILE, source
+// FILE, ./FILE) runs code the reader saw only as text: echo's argument,
+// a here-document's lines. Such a run is unreadable to ask and deny
+// rules; a script the command does not write stays an ordinary command.
+func TestScriptsTheCommandWritesAreUnreadable(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		"echo 'git push --force' > x.sh; bash x.sh",
+		"echo 'git push --force' > x.sh && . ./x.sh",
+		"echo 'git push --force' >> /tmp/x.sh; source /tmp/x.sh",
+		"printf '%s\\n' 'git push --force' >| y; sh -e ./y",
+		"cat > z.sh <<'E'\ngit push --force\nE\nbash z.sh",
+		"echo 'git push --force' > \"$F\"; bash run.sh",
+		"echo 'git push --force' > run.sh; ./run.sh",
+		"echo 'git push --force' > run.sh; sudo ./run.sh",
+	})
+	otherShellRuns(t, []string{
+		"bash scripts/build.sh",
+		"npm run build > build.log && bash scripts/deploy.sh",
+		"./run.sh > out.txt",
+		"source .venv/bin/activate && pytest > report.txt",
+	})
+}

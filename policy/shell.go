@@ -48,6 +48,10 @@ type shellCmd struct {
 	// declare -a x, mapfile x, read -a x): declare x=$v on one expands a
 	// value that reads (…) again, as code.
 	arrays map[string]bool
+	// written are the files the command's redirections write (madeWord
+	// for a name made at run time): a script it runs that may be one of
+	// them runs code the reader saw only as text (echo 'cmd' > x; bash x).
+	written []string
 }
 
 // subst is a substitution the walk is in: its node's level, and what
@@ -97,6 +101,9 @@ type part struct {
 	// readShell drops it when nothing it reads is made, so echo $((n+1))
 	// is the one part echo.
 	check bool
+	// scripts are the files the part runs as code (bash FILE, source
+	// FILE, ./FILE): unreadable when the command writes one of them.
+	scripts []string
 }
 
 // madeWord stands in a part's words for a word whose value is made when
@@ -133,7 +140,8 @@ func readShell(cmd string) *shellCmd {
 	}
 	kept := s.parts[:0]
 	for _, q := range s.parts {
-		if q.onStdin && s.feeds || slices.ContainsFunc(q.reads, s.isMade) || slices.ContainsFunc(q.declares, func(v string) bool { return s.arrays[v] }) {
+		if q.onStdin && s.feeds || slices.ContainsFunc(q.reads, s.isMade) || slices.ContainsFunc(q.declares, func(v string) bool { return s.arrays[v] }) ||
+			slices.ContainsFunc(q.scripts, s.writes) {
 			q.unreadable = true
 		}
 		if q.check && !q.unreadable {
@@ -199,6 +207,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 		s.survey(n)
 		switch x := n.(type) {
 		case *syntax.Stmt:
+			s.noteWritten(x.Redirs)
 			if c, isCall := x.Cmd.(*syntax.CallExpr); isCall {
 				s.call(c, x, depth)
 			} else if writesFile(x.Redirs) {
@@ -433,6 +442,34 @@ func (s *shellCmd) survey(n syntax.Node) {
 			s.mark(x.Param.Value)
 		}
 	}
+}
+
+// noteWritten notes the files redirections write (not /dev/null, nor a
+// descriptor moved or closed).
+func (s *shellCmd) noteWritten(redirs []*syntax.Redirect) {
+	for _, r := range redirs {
+		if !writesFile([]*syntax.Redirect{r}) || r.Word == nil {
+			continue
+		}
+		switch r.Op {
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.AppClob,
+			syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut, syntax.DplOut:
+			t, ok := literal(r.Word)
+			if !ok {
+				t = madeWord
+			}
+			s.written = append(s.written, t)
+		}
+	}
+}
+
+// writes says the command may write the file script, which a part runs:
+// a file its redirections name by the same name (in any directory: a cd
+// between them may make ./x and ../x one file), or one named at run time.
+func (s *shellCmd) writes(script string) bool {
+	return slices.ContainsFunc(s.written, func(t string) bool {
+		return t == madeWord || script == madeWord || path.Base(path.Clean(t)) == path.Base(path.Clean(script))
+	})
 }
 
 // markArray notes that the command makes name an array.
@@ -1151,6 +1188,9 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 	}
 	for i, w := range p.words {
 		name := path.Base(w)
+		if runs(i) && strings.Contains(w, "/") {
+			p.scripts = append(p.scripts, w) // ./run.sh, sudo ./run.sh: a file, maybe one the command writes
+		}
 		switch {
 		case interpreters[name]:
 			// A shell anywhere in the words (sudo bash -c …, xargs sh -c
@@ -1170,6 +1210,8 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 				p.unreadable = true
 			} else if fedCode(p.words[file], c.Args[file], true) {
 				p.onStdin = true // source stderr in /dev: what the command feeds
+			} else {
+				p.scripts = append(p.scripts, p.words[file])
 			}
 		case name == "eval" && runs(i):
 			if dynamic || !s.read(strings.Join(p.words[i+1:], " "), depth+1) {
@@ -1568,6 +1610,7 @@ func (s *shellCmd) shell(p *part, i int, args []*syntax.Word, runs bool, stdin *
 		if fedCode(words[operand], args[i+1+operand], true) {
 			p.onStdin = true // bash /dev/stdin, bash 3 in /dev/fd: what the command feeds
 		}
+		p.scripts = append(p.scripts, words[operand]) // unreadable if the command writes it
 		return !fedCode(words[operand], args[i+1+operand], false)
 	case stdin != nil:
 		// Its code is the here-document, which is read for what it runs;
