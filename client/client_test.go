@@ -258,3 +258,32 @@ func TestGateVerdictIsForItsCall(t *testing.T) {
 		t.Fatalf("asked about toolu_B, answered about toolu_B: %+v %v", res, err)
 	}
 }
+
+// TestHookVerdictIsForItsRequest: a command hook's long polls re-post the
+// call, and once the server has named the call's request (a pending
+// answer), an answer about another request (a cache in the way, a server
+// that made the call a new request) is no verdict on this call. Gate
+// refused such an answer; Hook took the other request's approval, and the
+// hook printed its allow.
+func TestHookVerdictIsForItsRequest(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			w.Header().Set("Gatehouse-Status", "pending")
+			w.Header().Set("Gatehouse-Request-Id", "A")
+			fmt.Fprint(w, `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"still waiting"}}`)
+			return
+		}
+		w.Header().Set("Gatehouse-Status", "approved")
+		w.Header().Set("Gatehouse-Request-Id", "B")
+		fmt.Fprint(w, `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"approved"}}`)
+	}))
+	defer srv.Close()
+	ans, err := (&Client{URL: srv.URL}).Hook(context.Background(), "claude-code", []byte(`{}`), HookOptions{})
+	if err == nil || ans.Status == "approved" || strings.Contains(string(ans.Body), "allow") {
+		t.Fatalf("pending as A, then approved as B: %+v %v", ans, err)
+	}
+	if !strings.Contains(err.Error(), `about request "B", not "A"`) {
+		t.Errorf("error: %v", err)
+	}
+}

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
 // HookAnswer is the server's answer to a hook call: the client's JSON
@@ -46,8 +49,18 @@ func (c *Client) Hook(ctx context.Context, client string, input []byte, o HookOp
 	var ans, last HookAnswer
 	err := c.exchange(ctx, func() (bool, error) {
 		var err error
-		if ans, err = c.postHook(ctx, target, input, wait+15*time.Second); err != nil || ans.Status != "pending" {
+		if ans, err = c.postHook(ctx, target, input, wait+15*time.Second); err != nil {
 			return false, err
+		}
+		if last.RequestID != "" && ans.RequestID != last.RequestID {
+			// The server named the call's request on a pending answer: an
+			// answer about another (a cache in the way, another caller's)
+			// is no verdict on this call, as for Gate.
+			return false, &APIError{Status: http.StatusOK, Code: "bad_answer",
+				Message: fmt.Sprintf("the answer is about request %q, not %q", text.EllipsisBytes(ans.RequestID, 100), last.RequestID)}
+		}
+		if ans.Status != "pending" {
+			return false, nil
 		}
 		last = ans
 		return true, nil

@@ -592,8 +592,24 @@ func (c Call) Ask(n int) Ask {
 		args = c.ToolInput
 	}
 	return Ask{ToolName: c.ToolName, ToolArgs: args, Summary: c.Summary(), SessionID: text.EllipsisBytes(c.SessionID, 256),
-		ToolCallID: text.EllipsisBytes(c.ToolUseID, 256), Metadata: meta, IdempotencyKey: c.Key(n),
+		ToolCallID: c.CallID(), Metadata: meta, IdempotencyKey: c.Key(n),
 		MCPServer: c.Client == Cursor && c.Event == BeforeMCPExecution}
+}
+
+// maxCallID is the longest call id a request keeps.
+const maxCallID = 256
+
+// CallID is the call id as its request keeps it: the client's, or for one
+// too long to keep, its first part and a digest of the whole, so that it
+// still names this call and no other (Reusable compares it).
+func (c Call) CallID() string {
+	if len(c.ToolUseID) <= maxCallID {
+		return c.ToolUseID
+	}
+	sum := sha256.Sum256([]byte(c.ToolUseID))
+	tail := "…" + hex.EncodeToString(sum[:16])
+	cut, _ := text.CutBytes(c.ToolUseID, maxCallID-len(tail))
+	return cut + tail
 }
 
 // Summary is the card's one line: the client, and the command or file when
@@ -669,7 +685,7 @@ func edits(raw json.RawMessage) json.RawMessage {
 // old one a previous identical call: the caller moves on to the next key.
 func (c Call) Reusable(o Outcome, now time.Time) bool {
 	if c.ToolUseID != "" && o.ToolCallID != "" {
-		return c.ToolUseID == o.ToolCallID
+		return c.CallID() == o.ToolCallID
 	}
 	if o.Status == Pending {
 		return true

@@ -259,3 +259,45 @@ func TestHookWaitCountsFromTheCall(t *testing.T) {
 		t.Fatal("the hook still waits 15 s on, though its 30 s were spent by the server's clock before the request was made")
 	}
 }
+
+// TestHookLongCallIDOneRequest: a call id over the 256 bytes a request
+// keeps is stored cut short, so the hook never knew the request it had
+// just made for the call as this call's, and walked on, making a request
+// (and a card) under every key of the chain: one call asked 65 times, 64
+// cards whose approval let nothing run.
+func TestHookLongCallIDOneRequest(t *testing.T) {
+	e := newEnvWith(t, []gate.Route{{Name: "shell", Tool: "Bash", Channels: []string{gate.WebChannel}, Timeout: time.Hour}}, nil)
+	id := "toolu_" + strings.Repeat("x", 300)
+	body := `{"hook_event_name":"PreToolUse","session_id":"s1","cwd":"/proj","tool_name":"Bash","tool_input":{"command":"make deploy"},"tool_use_id":"` + id + `"}`
+	for range 2 { // the call, and a hook that runs it again
+		res, err := http.Post(e.srv.URL+"/hooks/claude-code?wait=0s", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if !strings.Contains(string(b), `"permissionDecision":"deny"`) {
+			t.Fatalf("pending call: %s", b)
+		}
+	}
+	ctx := context.Background()
+	rs, _, err := e.svc.List(ctx, gate.Filter{Limit: 200})
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("%d requests (%v) for one call, want 1", len(rs), err)
+	}
+	// What ran is still found by the call's id, as its request keeps it.
+	if _, err := e.svc.Decide(ctx, gate.Decision{RequestID: rs[0].ID, Approve: true, Actor: "web:alice", Via: gate.WebChannel}); err != nil {
+		t.Fatal(err)
+	}
+	report := strings.Replace(body, `"PreToolUse"`, `"PostToolUse"`, 1)
+	report = strings.Replace(report, `"tool_use_id"`, `"tool_response":{"stdout":"deployed"},"tool_use_id"`, 1)
+	res, err := http.Post(e.srv.URL+"/hooks/claude-code", "application/json", strings.NewReader(report))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	evs, err := e.svc.Events(ctx, rs[0].ID)
+	if err != nil || evs[len(evs)-1].Type != gate.EventToolRan {
+		t.Fatalf("what ran was not recorded on the call's request: %v %+v", err, evs)
+	}
+}

@@ -286,7 +286,7 @@ func (s *Server) reportByKey(ctx context.Context, who gate.Caller, call hook.Cal
 		}
 		last = k
 	}
-	if last == "" || (used[last].ToolCallID != "" && used[last].ToolCallID != call.ToolUseID) {
+	if last == "" || (used[last].ToolCallID != "" && used[last].ToolCallID != call.CallID()) {
 		return nil, gate.Errorf(gate.ENOTFOUND, "no request for this call")
 	}
 	return s.svc.ByKey(ctx, who, last)
