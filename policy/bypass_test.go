@@ -2128,3 +2128,36 @@ func TestScriptsTheCommandWritesAreUnreadable(t *testing.T) {
 		"source .venv/bin/activate && pytest > report.txt",
 	})
 }
+
+// TestScriptsTheCommandWritesAndRunsOtherwise: a file the command writes
+// by a redirection runs as code in more ways than bash FILE, source FILE
+// and ./FILE: as the start-up file of an interactive or login shell or of
+// any zsh (~/.bashrc, ~/.profile, ~/.zshenv, --rcfile FILE), by a bare
+// name found on PATH, by a name in another case (one file on macOS), and
+// by find -exec. Each is unreadable to ask and deny rules; a write that is
+// not such a file leaves the command readable.
+func TestScriptsTheCommandWritesAndRunsOtherwise(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		"echo 'git push --force' >> ~/.bashrc; bash -ic true",
+		"echo 'git push --force' >> ~/.bash_profile; bash -lc true",
+		"echo 'git push --force' >> ~/.profile; sh --login -c true",
+		"echo 'git push --force' >> ~/.zshenv; zsh -c true",
+		"echo 'git push --force' > x.sh; bash --rcfile x.sh -i",
+		"echo 'git push --force' > x.sh; bash --init-file ./x.sh -ic true",
+		"echo 'git push --force' > x; chmod +x x; PATH=.:$PATH x",
+		"echo 'git push --force' > ~/.local/bin/ll; chmod +x ~/.local/bin/ll; ll",
+		"echo 'git push --force' > X.SH; bash x.sh",
+		"echo 'git push --force' > Run.sh; ./run.sh",
+		"echo 'git push --force' > x.sh; find . -name x.sh -exec bash {} \\;",
+	})
+	otherShellRuns(t, []string{
+		"npm test > \"$LOG\" 2>&1",
+		"make > make.log 2>&1 && ls",
+		"bash -c 'npm test' > \"$OUT\"",
+		"bash -lc 'make' > build.log",
+		"zsh -c ls > out.txt",
+		"timeout 10 pytest > out.txt",
+		"grep bash script.sh > matches.txt",
+		"exec {fd}>/dev/null; echo hi >&$fd",
+	})
+}

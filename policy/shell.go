@@ -104,6 +104,9 @@ type part struct {
 	// scripts are the files the part runs as code (bash FILE, source
 	// FILE, ./FILE): unreadable when the command writes one of them.
 	scripts []string
+	// commands are the bare names the part runs, found on PATH:
+	// unreadable when the command writes a file by one of those names.
+	commands []string
 }
 
 // madeWord stands in a part's words for a word whose value is made when
@@ -141,7 +144,7 @@ func readShell(cmd string) *shellCmd {
 	kept := s.parts[:0]
 	for _, q := range s.parts {
 		if q.onStdin && s.feeds || slices.ContainsFunc(q.reads, s.isMade) || slices.ContainsFunc(q.declares, func(v string) bool { return s.arrays[v] }) ||
-			slices.ContainsFunc(q.scripts, s.writes) {
+			slices.ContainsFunc(q.scripts, s.writes) || slices.ContainsFunc(q.commands, s.writesNamed) {
 			q.unreadable = true
 		}
 		if q.check && !q.unreadable {
@@ -468,9 +471,27 @@ func (s *shellCmd) noteWritten(redirs []*syntax.Redirect) {
 // between them may make ./x and ../x one file), or one named at run time.
 func (s *shellCmd) writes(script string) bool {
 	return slices.ContainsFunc(s.written, func(t string) bool {
-		return t == madeWord || script == madeWord || path.Base(path.Clean(t)) == path.Base(path.Clean(script))
+		// EqualFold: macOS's and Windows' file systems take X.SH and x.sh
+		// for one file.
+		return t == madeWord || script == madeWord || strings.EqualFold(path.Base(path.Clean(t)), path.Base(path.Clean(script)))
 	})
 }
+
+// writesNamed says the command's redirections write a file named name, in
+// some directory (a name made at run time is not taken for every name:
+// npm test > "$LOG" runs npm).
+func (s *shellCmd) writesNamed(name string) bool {
+	return slices.ContainsFunc(s.written, func(t string) bool {
+		return t != madeWord && strings.EqualFold(path.Base(path.Clean(t)), name)
+	})
+}
+
+// startupFiles are the files a shell runs before its own code, as it
+// starts (bash -i reads .bashrc, bash -l .profile, zsh .zshenv always):
+// a command that writes one and starts a shell runs what it wrote.
+var startupFiles = []string{".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout", "profile", "bash.bashrc",
+	".zshenv", ".zprofile", ".zshrc", ".zlogin", ".zlogout", "zshenv", "zprofile", "zshrc", "zlogin", "zlogout",
+	".kshrc", ".mkshrc", ".cshrc", ".tcshrc", ".login", ".logout", "config.fish"}
 
 // markArray notes that the command makes name an array.
 func (s *shellCmd) markArray(name string) {
@@ -1190,6 +1211,11 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 		name := path.Base(w)
 		if runs(i) && strings.Contains(w, "/") {
 			p.scripts = append(p.scripts, w) // ./run.sh, sudo ./run.sh: a file, maybe one the command writes
+		} else if runs(i) && w != madeWord {
+			// A bare name is found in a directory on PATH, which may hold
+			// a file the command writes by that name (PATH=.:$PATH x, a
+			// file written to ~/.local/bin).
+			p.commands = append(p.commands, w)
 		}
 		switch {
 		case interpreters[name]:
@@ -1591,7 +1617,13 @@ func (s *shellCmd) shell(p *part, i int, args []*syntax.Word, runs bool, stdin *
 				return false
 			}
 			p.onStdin = p.onStdin || fedCode(words[j+1], args[i+2+j], true)
+			p.scripts = append(p.scripts, words[j+1]) // unreadable if the command writes it
 		}
+	}
+	if runs && (startsUp(words) || path.Base(p.words[i]) == "zsh") {
+		// echo '…' >> ~/.bashrc; bash -ic true: an interactive or login
+		// shell, and zsh always (.zshenv), runs its start-up files first.
+		p.scripts = append(p.scripts, startupFiles...)
 	}
 	switch {
 	case inline:
@@ -1603,7 +1635,13 @@ func (s *shellCmd) shell(p *part, i int, args []*syntax.Word, runs bool, stdin *
 	case !runs && stdin != nil:
 		return false // a here-document fed to a shell after a command we do not know
 	case !runs:
-		return true // a shell's name as an argument (grep bash)
+		// A shell's name as an argument (grep bash), or one find -exec
+		// runs (find . -name x.sh -exec bash {} \;): its file may be one
+		// the command writes.
+		if operand >= 0 && !fromStdin {
+			p.scripts = append(p.scripts, words[operand])
+		}
+		return true
 	case operand >= 0 && !fromStdin:
 		// bash script.sh runs a file, an ordinary command; but not a
 		// file that is standard input or a substitution (bash <(curl …)).
@@ -1630,6 +1668,35 @@ func (s *shellCmd) shell(p *part, i int, args []*syntax.Word, runs bool, stdin *
 	// nothing, the agent's own standard input (readShell decides).
 	p.onStdin = true
 	return true
+}
+
+// startsUp says a shell's options make it read start-up files: -i, -l,
+// --login, --rcfile or --init-file before its first operand.
+func startsUp(words []string) bool {
+	for j := 0; j < len(words); j++ {
+		w := words[j]
+		switch {
+		case w == "--" || w == "-":
+			return false
+		case w == "--login" || w == "--rcfile" || w == "--init-file":
+			return true
+		case strings.HasPrefix(w, "--"):
+		case len(w) > 1 && w[0] == '-':
+			if strings.ContainsAny(w[1:], "il") {
+				return true
+			}
+			if strings.ContainsAny(w[1:], "oO") {
+				j++ // takes an option's name
+			}
+		case len(w) > 1 && w[0] == '+':
+			if strings.ContainsAny(w[1:], "oO") {
+				j++
+			}
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // shellArgs reads a shell's arguments as bash does: options (-e, +x, -ec,
