@@ -287,3 +287,26 @@ func TestHookVerdictIsForItsRequest(t *testing.T) {
 		t.Errorf("error: %v", err)
 	}
 }
+
+// TestHookServerFailureAfterPendingSaysWhatFailed: the server's own failure
+// while the hook asks again (a database error) is a deny that names no
+// request; it is printed as the server wrote it, saying what failed, not
+// refused as an answer about another request.
+func TestHookServerFailureAfterPendingSaysWhatFailed(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			w.Header().Set("Gatehouse-Status", "pending")
+			w.Header().Set("Gatehouse-Request-Id", "A")
+			fmt.Fprint(w, `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"still waiting"}}`)
+			return
+		}
+		w.Header().Set("Gatehouse-Status", "error")
+		fmt.Fprint(w, `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"gatehouse: database error"}}`)
+	}))
+	defer srv.Close()
+	ans, err := (&Client{URL: srv.URL}).Hook(context.Background(), "claude-code", []byte(`{}`), HookOptions{})
+	if err != nil || ans.Status != "error" || !strings.Contains(string(ans.Body), "database error") {
+		t.Fatalf("a failure after pending: %+v %v", ans, err)
+	}
+}

@@ -52,10 +52,11 @@ func (c *Client) Hook(ctx context.Context, client string, input []byte, o HookOp
 		if ans, err = c.postHook(ctx, target, input, wait+15*time.Second); err != nil {
 			return false, err
 		}
-		if last.RequestID != "" && ans.RequestID != last.RequestID {
+		if last.RequestID != "" && ans.RequestID != last.RequestID && ans.Status != hookError {
 			// The server named the call's request on a pending answer: an
 			// answer about another (a cache in the way, another caller's)
-			// is no verdict on this call, as for Gate.
+			// is no verdict on this call, as for Gate. (The server's own
+			// failure, a deny that names no request, says what failed.)
 			return false, &APIError{Status: http.StatusOK, Code: "bad_answer",
 				Message: fmt.Sprintf("the answer is about request %q, not %q", text.EllipsisBytes(ans.RequestID, 100), last.RequestID)}
 		}
@@ -71,8 +72,12 @@ func (c *Client) Hook(ctx context.Context, client string, input []byte, o HookOp
 	return ans, nil
 }
 
-// hookStatus is the header naming the request's status on a hook answer.
-const hookStatus = "Gatehouse-Status"
+// hookStatus is the header naming the request's status on a hook answer;
+// hookError is its value on the server's failure, whose body denies.
+const (
+	hookStatus = "Gatehouse-Status"
+	hookError  = "error"
+)
 
 func (c *Client) postHook(ctx context.Context, target string, input []byte, timeout time.Duration) (HookAnswer, error) {
 	h, data, err := c.send(ctx, target, input, timeout)

@@ -6,12 +6,14 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/hook"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/web"
 )
@@ -300,5 +302,42 @@ func TestHookLongCallIDOneRequest(t *testing.T) {
 	evs, err := e.svc.Events(ctx, rs[0].ID)
 	if err != nil || !slices.ContainsFunc(evs, func(ev gate.Event) bool { return ev.Type == gate.EventToolRan }) {
 		t.Fatalf("what ran was not recorded on the call's request: %v %+v", err, evs)
+	}
+}
+
+// TestHookPastTheKeysReattaches: a call its session made more times than
+// the chain has keys gets a request of its own; the command hook asks
+// again every 55 s while the request is pending, and each ask made another
+// request and another card (and the hook, which now refuses an answer
+// about another request than the one named for the call, denied the call
+// at the second ask). An ask again for the same call (its tool_use_id)
+// finds the call's own request.
+func TestHookPastTheKeysReattaches(t *testing.T) {
+	e := newEnvWith(t, []gate.Route{{Name: "shell", Tool: "Bash", Channels: []string{gate.WebChannel}, Timeout: time.Hour}}, nil)
+	ask := func(i int) string {
+		t.Helper()
+		body := `{"hook_event_name":"PreToolUse","session_id":"s1","cwd":"/proj","tool_name":"Bash","tool_input":{"command":"make deploy"},` +
+			`"tool_use_id":"toolu_` + strconv.Itoa(i) + `"}`
+		res, err := http.Post(e.srv.URL+"/hooks/claude-code?wait=0s", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.Header.Get(web.HookStatusHeader) != "pending" || !strings.Contains(string(b), `"permissionDecision":"deny"`) {
+			t.Fatalf("call %d: %s %s", i, res.Header.Get(web.HookStatusHeader), b)
+		}
+		return res.Header.Get("Gatehouse-Request-Id")
+	}
+	for i := range hook.MaxChain {
+		ask(i) // earlier calls, each pending on a key of the chain
+	}
+	first, again := ask(hook.MaxChain), ask(hook.MaxChain)
+	if first == "" || again != first {
+		t.Fatalf("the call's second ask is answered about request %q, its first about %q", again, first)
+	}
+	rs, _, err := e.svc.List(context.Background(), gate.Filter{Limit: 200})
+	if err != nil || len(rs) != hook.MaxChain+1 {
+		t.Fatalf("%d requests (%v), want one per call: %d", len(rs), err, hook.MaxChain+1)
 	}
 }
