@@ -125,6 +125,13 @@ func ExpiryReason(waited time.Duration, onTimeout string) string {
 
 func expiryTail(onTimeout string) string { return "on timeout: " + onTimeout }
 
+// ExpiryAgrees says a row's verdict and on_timeout agree: an expiry's
+// reason names the on_timeout its allow is read from. False for an
+// expired row whose on_timeout was changed after its expiry was sealed.
+func ExpiryAgrees(v Verdict, onTimeout string) bool {
+	return v.Status != "expired" || strings.HasSuffix(v.Reason, expiryTail(onTimeout))
+}
+
 // VerdictMark introduces a verdict's digest in an event's detail.
 const VerdictMark = "verdict sha256:"
 

@@ -265,7 +265,7 @@ func (v *verifier) checkCalls(ctx context.Context, src Source) error {
 			v.fail(m.seq, "request %s: its row no longer holds the call this event sealed (its tool, arguments, summary, agent, user, session, metadata, caller, route or time was changed)", m.request)
 		case m.verdict && c.Verdict.Digest() != m.digest:
 			v.fail(m.seq, "request %s: its row no longer holds the verdict this event sealed (its status, who or when decided, through which channel, the reason or the edited arguments were changed)", m.request)
-		case m.verdict && c.Verdict.Status == "expired" && !strings.HasSuffix(c.Verdict.Reason, expiryTail(c.OnTimeout)):
+		case m.verdict && !ExpiryAgrees(c.Verdict, c.OnTimeout):
 			v.fail(m.seq, "request %s: its row's on_timeout (%q) is not the one its sealed expiry names (%q): whether the expiry allows was changed", m.request, c.OnTimeout, c.Verdict.Reason)
 		}
 	}

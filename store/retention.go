@@ -101,7 +101,9 @@ func inList(ids []string) (string, []any) {
 
 // untouched keeps the requests whose trails and rows still check out:
 // every event's link hashes to its hash, and the row holds the call
-// (created_at included) and the verdict the trail sealed. Retention picks
+// (created_at included) and the verdict the trail sealed, with the
+// on_timeout its sealed expiry names; and no event of the trail lies
+// outside the chain (a seq below 1). Retention picks
 // requests by their rows' created_at and status, which the chain does not
 // link; it must not be the way a row changed in the database (backdated,
 // or given a verdict) and its trail disappear with a signed record of the
@@ -138,8 +140,10 @@ func (c *chainTx) untouched(ids []string) (keep []string, held int, err error) {
 	for _, l := range links {
 		r := rowOf[l.RequestID]
 		call, verdict := audit.Sealed(l.Type, l.Detail)
-		if r == nil || audit.Hash(l.PrevHash, l.Canonical()) != l.Hash || call != "" && call != r.Call().Digest() ||
-			verdict != "" && verdict != r.Verdict().Digest() {
+		// A seq below 1 is no link of the chain (verify's walk never reads
+		// it): an event written outside it, which verify reports.
+		if r == nil || l.Seq < 1 || audit.Hash(l.PrevHash, l.Canonical()) != l.Hash || call != "" && call != r.Call().Digest() ||
+			verdict != "" && (verdict != r.Verdict().Digest() || !audit.ExpiryAgrees(r.Verdict(), string(r.OnTimeout))) {
 			bad[l.RequestID] = true
 		}
 		callSealed[l.RequestID] = callSealed[l.RequestID] || call != ""

@@ -309,3 +309,88 @@ func TestVerifyFindsAVerdictNoEventRecorded(t *testing.T) {
 		}
 	})
 }
+
+// TestRetentionLeavesAFlippedTimeout: a writer of the database flips an
+// old expired request's on_timeout from deny to allow, so that its row
+// (and an agent re-attaching under its key) says silence allowed the call.
+// The verdict's digest does not hold on_timeout; verify finds the flip by
+// the sealed expiry's reason. Retention must leave that request for verify
+// to report, as it does a row whose call or verdict changed, rather than
+// cut it and sign a record that makes the chain whole again.
+func TestRetentionLeavesAFlippedTimeout(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		_, key, _ := ed25519.GenerateKey(rand.Reader)
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		at := now.Add(-500 * 24 * time.Hour)
+		sealedRequest(t, db, "flipped", at)
+		reason := audit.ExpiryReason(time.Hour, string(gate.VerdictDeny))
+		if _, err := db.Transition(ctx, gate.Transition{ID: "flipped", To: gate.StatusExpired, Kind: gate.AfterDeadline, At: at.Add(time.Hour),
+			By: gate.ActorSystem, Via: "timeout", Reason: reason,
+			Event: gate.Event{RequestID: "flipped", At: at.Add(time.Hour), Type: gate.EventExpired, Actor: gate.ActorSystem, Detail: reason}}); err != nil {
+			t.Fatal(err)
+		}
+		sealAll(t, db)
+		if err := db.Gorm().Exec(`UPDATE requests SET on_timeout = 'allow' WHERE id = 'flipped'`).Error; err != nil {
+			t.Fatal(err)
+		}
+		if r, err := db.Get(ctx, "flipped"); err != nil || !r.Allowed() {
+			t.Fatalf("the flipped row: %+v, %v; want an expiry that allows", r, err)
+		}
+		cut, err := db.Prune(ctx, now.Add(-400*24*time.Hour), now, 100, key)
+		if err != nil || cut.Requests != 0 || cut.Held != 1 {
+			t.Fatalf("retention: %+v %v; want the flipped request held, not cut", cut, err)
+		}
+		var b *audit.Broken
+		if _, err := audit.Verify(ctx, db, nil, key.Public().(ed25519.PublicKey)); !errors.As(err, &b) || !strings.Contains(b.Reason, "request flipped") {
+			t.Fatalf("verify after retention: %v; want the flipped request reported", err)
+		}
+	})
+}
+
+// TestRetentionLeavesAnEventOutsideTheChain: a writer of the database adds
+// to an old request's trail an event that the walk never reads (seq 0,
+// with hashes computed as the sealer would), say a vote by web:cfo; verify
+// reports it as written outside the chain. Retention must leave that
+// request for verify to report, not cut it (and its forged event's "link")
+// under a signed record, after which verify says the chain is whole.
+func TestRetentionLeavesAnEventOutsideTheChain(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		_, key, _ := ed25519.GenerateKey(rand.Reader)
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		at := now.Add(-500 * 24 * time.Hour)
+		sealedRequest(t, db, "forged", at)
+		if _, err := db.Transition(ctx, gate.Transition{ID: "forged", To: gate.StatusRejected, At: at.Add(time.Minute), By: "web:alice", Via: "web", Reason: "no",
+			Event: gate.Event{RequestID: "forged", At: at.Add(time.Minute), Type: gate.EventDecided, Actor: "web:alice", Channel: "web", Detail: "rejected: no"}}); err != nil {
+			t.Fatal(err)
+		}
+		sealAll(t, db)
+		then := at.Add(30 * time.Second)
+		if err := db.Gorm().Exec(`INSERT INTO events (request_id, at, type, actor, channel, detail, seq, prev_hash, hash)
+			VALUES ('forged', ?, 'voted', 'web:cfo', 'web', 'approved: checked with finance', 0, ?, 'x')`, then, audit.Genesis).Error; err != nil {
+			t.Fatal(err)
+		}
+		var id int64
+		if err := db.Gorm().Raw(`SELECT id FROM events WHERE seq = 0`).Scan(&id).Error; err != nil {
+			t.Fatal(err)
+		}
+		r := audit.Record{Kind: audit.KindEvent, ID: id, RequestID: "forged", At: then, Type: "voted", Actor: "web:cfo", Channel: "web",
+			Detail: "approved: checked with finance", PrevHash: audit.Genesis}
+		if err := db.Gorm().Exec(`UPDATE events SET hash = ? WHERE id = ?`, audit.Hash(r.PrevHash, r.Canonical()), id).Error; err != nil {
+			t.Fatal(err)
+		}
+		pub := key.Public().(ed25519.PublicKey)
+		var b *audit.Broken
+		if _, err := audit.Verify(ctx, db, nil, pub); !errors.As(err, &b) || !strings.Contains(b.Reason, "outside the chain") {
+			t.Fatalf("verify before retention: %v; want the forged event reported", err)
+		}
+		cut, err := db.Prune(ctx, now.Add(-400*24*time.Hour), now, 100, key)
+		if err != nil || cut.Requests != 0 || cut.Held != 1 {
+			t.Fatalf("retention: %+v %v; want the request with the forged event held, not cut", cut, err)
+		}
+		if _, err := audit.Verify(ctx, db, nil, pub); !errors.As(err, &b) || !strings.Contains(b.Reason, "outside the chain") {
+			t.Fatalf("verify after retention: %v; want the forged event still reported", err)
+		}
+	})
+}
