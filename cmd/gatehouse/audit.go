@@ -28,7 +28,7 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	path := fs.String("config", os.Getenv("GATEHOUSE_CONFIG"), "config file (its database is verified)")
 	cpPath := fs.String("checkpoint", "", "a checkpoint file the chain must still hold (written by the server, or fetched from GET /api/v1/audit/checkpoint)")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(args[1:]); err != nil || strayArgs("audit verify", fs, stderr) {
 		return 2
 	}
 	cfg, err := config.Load(*path)

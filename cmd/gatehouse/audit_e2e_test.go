@@ -269,3 +269,48 @@ func TestRetentionThroughTheBinary(t *testing.T) {
 		t.Fatalf("the record of the cut: %q %v", detail, err)
 	}
 }
+
+// TestCommandsRefuseAConfigGivenAsAnArgument: `gatehouse audit verify
+// prod.yaml` (the file written where check-config takes it, without
+// --config) must not verify the built-in config's database, ./gatehouse.db,
+// and say "audit chain whole" of a database that is not the one asked
+// about; nor may `migrate prod.yaml` migrate that one and print the
+// schema's version, nor `policy test --tool deploy prod.yaml` judge the
+// call by the built-in policy. Each refuses the stray argument, exits non-zero, and
+// touches no database.
+func TestCommandsRefuseAConfigGivenAsAnArgument(t *testing.T) {
+	dir := t.TempDir()
+	run := func(args ...string) (int, string) {
+		cmd := exec.Command(binPath, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GATEHOUSE_CONFIG=")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), out.String()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, out.String()
+	}
+	// The built-in config's database, whole, where the operator stands.
+	if code, out := run("migrate"); code != 0 {
+		t.Fatalf("migrate of the built-in database: %d\n%s", code, out)
+	}
+	prod := filepath.Join(dir, "prod.yaml")
+	if err := os.WriteFile(prod, []byte("database:\n  driver: sqlite\n  dsn: "+filepath.Join(dir, "prod.db")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"audit", "verify", "prod.yaml"}, {"migrate", "prod.yaml"}, {"policy", "test", "--tool", "deploy", "prod.yaml"}} {
+		code, out := run(args...)
+		if code == 0 || strings.Contains(out, "whole") || strings.Contains(out, "schema at version") || strings.Contains(out, `"action"`) ||
+			!strings.Contains(out, "prod.yaml") {
+			t.Errorf("gatehouse %s: exit %d, want a refusal naming the argument:\n%s", strings.Join(args, " "), code, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "prod.db")); !os.IsNotExist(err) {
+		t.Errorf("prod.db was made by a refused command: %v", err)
+	}
+}

@@ -45,7 +45,7 @@ func policyCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		confirm = &b
 		return err
 	})
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(args[1:]); err != nil || strayArgs("policy test", fs, stderr) {
 		return 2
 	}
 	cfg, err := config.Load(*path)

@@ -37,12 +37,26 @@ func loadConfig(name string, args []string, stderr io.Writer) (*config.Config, s
 	if err := fs.Parse(args); err != nil {
 		return nil, "", false
 	}
+	if strayArgs(name, fs, stderr) {
+		return nil, "", false
+	}
 	cfg, err := config.Load(*path)
 	if err != nil {
 		fmt.Fprintf(stderr, "gatehouse: invalid config:\n%s\n", indent(err))
 		return nil, "", false
 	}
 	return cfg, *path, true
+}
+
+// strayArgs refuses arguments after the flags: a config file named there
+// instead of with --config would be ignored, and the command would run on
+// the built-in config (its ./gatehouse.db) and report on that.
+func strayArgs(name string, fs *flag.FlagSet, stderr io.Writer) bool {
+	if fs.NArg() == 0 {
+		return false
+	}
+	fmt.Fprintf(stderr, "gatehouse %s: unexpected argument %q (give a config file with --config)\n", name, fs.Arg(0))
+	return true
 }
 
 func serve(args []string, stderr io.Writer) int {
