@@ -558,6 +558,9 @@ func TestRequestExitCodes(t *testing.T) {
 			[]string{"--tool", "deploy", "--args", `'{"env":"prod"}'`}, 0},
 		{"bad args", nil, []string{"--tool", "deploy", "--args", "'{nope'"}, 3},
 		{"no tool", nil, []string{"--args", "'{}'"}, 3},
+		// Flags stop at "prod": the request would ask about {} and
+		// expire (exit 2), or be approved as something else.
+		{"a stray argument", nil, []string{"--tool", "deploy", "--timeout", "1s", "--summary", "Deploy", "prod", "--args", `'{"env":"prod"}'`}, 3},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

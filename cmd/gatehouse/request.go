@@ -42,6 +42,13 @@ func request(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return exitError
 	}
+	if fs.NArg() > 0 {
+		// Flag parsing stops at the first other word: in --summary Deploy
+		// prod --args '{"env":"prod"}', the approver would be asked about
+		// empty arguments, and the script would run as if prod were approved.
+		fmt.Fprintf(stderr, "gatehouse request: unexpected argument %q: the flags after it would be ignored (quote a value that has spaces)\n", fs.Arg(0))
+		return exitError
+	}
 	if *tool == "" {
 		fmt.Fprintln(stderr, "gatehouse request: --tool is required")
 		return exitError
