@@ -736,3 +736,25 @@ func TestUnsetVariableInSecretFileIsAnError(t *testing.T) {
 		t.Fatalf("with SECRETS set: %v", err)
 	}
 }
+
+// A route's match keys must all hold: tool: deploy with call: Bash(git
+// push:*) matches no call, and a deny written so denies nothing.
+func TestWarningWhenToolAndCallNeverBothHold(t *testing.T) {
+	c, err := Parse([]byte(`defaults: { action: ask }
+routes:
+  - name: no-force-push
+    match: { tool: deploy, call: "Bash(git push --force:*)" }
+    action: deny
+  - name: shell-push
+    match: { tool: Bash, call: "Bash(git push:*)" }
+  - name: cursor-shell
+    match: { tool: Shell, call: "Bash(git push:*)" }
+`), t.TempDir(), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := c.Warnings()
+	if len(ws) != 1 || !strings.Contains(ws[0], `routes[0] (no-force-push): match.tool "deploy" names none of the tools`) {
+		t.Fatalf("warnings %q", ws)
+	}
+}

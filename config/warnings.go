@@ -1,6 +1,10 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gatehouse-dev/gatehouse/policy"
+)
 
 // Warnings are findings that do not stop the server but that an operator
 // should see: check-config prints them and serve logs them at start.
@@ -12,6 +16,11 @@ func (c *Config) Warnings() []string {
 			`other call, set defaults.action: ask (or end the routes with one that matches every tool)`)
 	}
 	for i, r := range c.Routes {
+		if policy.NeverBoth(r.Match.Tool, r.Match.Call) {
+			// All of match must hold: a deny written so denies nothing.
+			out = append(out, fmt.Sprintf("routes[%d] (%s): match.tool %q names none of the tools its match.call patterns apply to, "+
+				"so the route matches no call; a pattern names its tool already (Bash(…) every client's shell), so drop match.tool", i, r.Name, r.Match.Tool))
+		}
 		if (r.Severity != "" || r.Label != "") && (r.Action == ActionAllow || r.Action == ActionDeny) {
 			out = append(out, fmt.Sprintf("routes[%d] (%s): label and severity show on the cards of calls a person decides, "+
 				"and this route (action: %s) asks nobody, so they only name it in the history", i, r.Name, r.Action))

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -48,6 +49,10 @@ func shellTool(tool string) bool {
 	}
 	return unreadShell(tool)
 }
+
+// shellTools are the names shellTool takes (TestShellToolsListed), for
+// NeverBoth.
+var shellTools = []string{"Bash", "Shell", "bash", "run_shell_command", "powershell", "write_bash", "write_powershell"}
 
 // clientTool says a tool name is one of the agent clients' own tools that
 // rules read the arguments of: a shell, a file tool or WebFetch.
@@ -212,6 +217,47 @@ func parsePattern(s string) (pattern, error) {
 		p.arg = strings.ToLower(d)
 	}
 	return p, nil
+}
+
+// tools are the tool names the pattern applies to, as match reads them,
+// and false when it names them by a glob (a bare mcp__docs__*).
+func (p *pattern) tools() ([]string, bool) {
+	if p.bare && strings.ContainsAny(p.tool, "*?") {
+		return nil, false
+	}
+	names := []string{p.tool}
+	if p.tool == "Bash" {
+		names = append(names, shellTools...)
+	}
+	if !p.bare && p.broad != "" {
+		for t, ft := range fileTools {
+			if ft.coveredBy(p.tool, t) {
+				names = append(names, t)
+			}
+		}
+	}
+	return names, true
+}
+
+// NeverBoth says no call can match both a route's tool glob and one of its
+// call patterns: each pattern names its tools exactly, and the glob matches
+// none of them (tool: deploy with call: Bash(git push:*)), so the route
+// matches nothing. Patterns that do not parse are left to CheckCall.
+func NeverBoth(toolGlob string, calls []string) bool {
+	if toolGlob == "" || len(calls) == 0 {
+		return false
+	}
+	for _, c := range calls {
+		p, err := parsePattern(c)
+		if err != nil {
+			return false
+		}
+		names, exact := p.tools()
+		if !exact || slices.ContainsFunc(names, func(n string) bool { return globMatch(toolGlob, n) }) {
+			return false
+		}
+	}
+	return true
 }
 
 // fit is how a pattern stands to a call.

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -397,6 +398,45 @@ func TestBashPatternsCoverEveryClientsShell(t *testing.T) {
 		args, _ := json.Marshal(map[string]string{"command": tc.cmd})
 		if got := p.Evaluate(call(tc.tool, string(args)), false).Route; got != tc.route {
 			t.Errorf("%s %q: route %d, want %d", tc.tool, tc.cmd, got, tc.route)
+		}
+	}
+}
+
+// TestShellToolsListed: the list NeverBoth reads names the tools
+// shellTool takes.
+func TestShellToolsListed(t *testing.T) {
+	for _, n := range append(slices.Clone(shellTools), "Bash", "Shell", "bash", "run_shell_command", "powershell", "write_bash", "write_powershell") {
+		if !shellTool(n) || !slices.Contains(shellTools, n) {
+			t.Errorf("%s: shellTool %v, listed %v", n, shellTool(n), slices.Contains(shellTools, n))
+		}
+	}
+}
+
+// TestNeverBoth: a route whose tool glob names none of the tools its call
+// patterns apply to matches nothing (a deny that denies nothing).
+func TestNeverBoth(t *testing.T) {
+	for _, tc := range []struct {
+		tool  string
+		calls []string
+		never bool
+	}{
+		{"deploy", []string{"Bash(git push:*)"}, true},
+		{"Bash", []string{"Bash(git push:*)"}, false},
+		{"Shell", []string{"Bash(git push:*)"}, false}, // Cursor's shell
+		{"run_*", []string{"Bash(git push:*)"}, false}, // Gemini CLI's
+		{"svc*", []string{"Bash(git push:*)"}, true},
+		{"Write", []string{"Edit(/etc/**)"}, false}, // an Edit rule covers Write
+		{"Grep", []string{"Read(/etc/**)"}, false},
+		{"Grep", []string{"Edit(/etc/**)"}, true},
+		{"mcp__docs__*", []string{"mcp__docs__search"}, false},
+		{"deploy", []string{"mcp__docs__*"}, false}, // a glob of names: not told
+		{"deploy", []string{"Bash(ls)", "deploy(prod*)"}, false},
+		{"deploy", []string{"WebFetch(domain:example.com)"}, true},
+		{"", []string{"Bash(ls)"}, false},
+		{"deploy", []string{"Bash("}, false}, // left to CheckCall
+	} {
+		if got := NeverBoth(tc.tool, tc.calls); got != tc.never {
+			t.Errorf("NeverBoth(%q, %q) = %v, want %v", tc.tool, tc.calls, got, tc.never)
 		}
 	}
 }
