@@ -380,8 +380,11 @@ func TestCallbackAckWaitsBriefly(t *testing.T) {
 		start := time.Now()
 		code := post(NewCallbackHandler([]*Channel{c}), body, slacktest.Sign(secret, t0, body))
 		took := time.Since(start)
-		if code != http.StatusOK || took < ackWait || took > ackWait+time.Second {
-			t.Fatalf("status %d after %s; want 200 after about %s", code, took, ackWait)
+		// The bound that matters is Slack's: an ack later than 3 s is an
+		// error shown to the approver (a tighter one failed on a saturated
+		// machine).
+		if code != http.StatusOK || took < ackWait || took >= 3*time.Second {
+			t.Fatalf("status %d after %s; want 200 after about %s, within Slack's 3 s", code, took, ackWait)
 		}
 		close(d.release)
 		c.Flush()
