@@ -2161,3 +2161,97 @@ func TestScriptsTheCommandWritesAndRunsOtherwise(t *testing.T) {
 		"exec {fd}>/dev/null; echo hi >&$fd",
 	})
 }
+
+// A fresh reader (helper 136, this stop): arithmetic over pieces of code
+// joined at run time, over names of files, and git config written by the
+// command.
+// narrowAllows allows four commands and asks about the rest.
+var narrowAllows = []Route{{Name: "narrow", Calls: []string{"Bash(ls:*)", "Bash(echo:*)", "Bash(cat:*)", "Bash(npm test:*)"}, Action: Allow}, {Name: "rest", Action: Ask}}
+
+// neverAllowedNarrowly checks that no command is allowed by narrowAllows.
+func neverAllowedNarrowly(t *testing.T, cmds []string) {
+	t.Helper()
+	for _, cmd := range cmds {
+		if got := routeOf(t, narrowAllows, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got == "narrow" {
+			t.Errorf("%q runs git push --force, and is allowed by %s", cmd, got)
+		}
+	}
+}
+
+// TestArithmeticOverPiecesOfCode: arithmetic evaluates the text its
+// expansions make, and bash expands the subscript of that text: a value
+// that holds a piece of $(…) ('a[$', joined to '(cmd)]'), a value an
+// expansion turns into code (${x/X/\$}, ${x@E}), or an escaped or quoted
+// $ in the arithmetic itself, joined to a value, runs cmd. Every part is
+// an echo, ls or cat. Each was run in bash 5.2 with a stub git.
+func TestArithmeticOverPiecesOfCode(t *testing.T) {
+	cmds := []string{
+		`for x in 'a[$'; do for y in '(git push --force)]'; do echo $(( $x$y )); done; done`,
+		`x='a[$'; y='(git push --force)]'; echo $(( $x$y ))`,
+		`for x in 'a[$'; do echo $(( $x"(git push --force)]" )); done`,
+		`for x in 'a[$\(git push --force)]'; do echo $(( ${x/\\/} )); done`,
+		`for x in 'a[$X(git push --force)]'; do echo $(( ${x/X} )); done`,
+		`for x in 'a[\x24(git push --force)]'; do echo $(( ${x@E} )); done`,
+		`for x in 'a[X(git push --force)]'; do echo $(( ${x/X/\$} )); done`,
+		`for x in 'a['; do echo $(( $x\$"(git push --force)]" )); done`,
+		`for x in 'a['; do echo $(( ${x}${y:-\$}"(git push --force)]" )); done`,
+		`for x in 'a['; do let $x\$"(git push --force)]"; echo; done`,
+		`for x in 'a['; do for (( ; $x\$"(git push --force)]" ; )); do echo; done; done`,
+		`for x in 'a['; do ls ${z[$x\$"(git push --force)]"]}; done`,
+		`for x in 'a[$'; do for y in '(git push --force)]'; do ls ${z[$x$y]}; done; done`,
+		`for x in 'a[$'; do [[ $x'(git push --force)]' -eq 0 ]]; echo; done`,
+		`for x in 'a['; do [[ $x\$"(git push --force)]" -eq 0 ]]; echo; done`,
+		`for x in 'a['; do [[ -v $x\$"(git push --force)]" ]]; echo; done`,
+		`for x in {'a[$',b}; do for y in {'(git push --force)]',c}; do echo $(( $x$y )); done; done`,
+		// Text [[ … ]] does not read as arithmetic (bash evaluates the
+		// subscript before it finds the error).
+		`[[ 'a[$'"(git push --force)] 1" -eq 0 ]]; echo`,
+		`echo; [[ 'a[$'"(git push --force)]+" -eq 0 ]]`,
+	}
+	forcePushesNeverAllowed(t, cmds)
+	neverAllowedNarrowly(t, cmds)
+	// A [[ … ]] read eight evals deep, where the reader cannot read its
+	// operand as arithmetic any more.
+	deep := `[[ 'a[$'"(git push --force)]" -eq 0 ]]; echo`
+	for range 8 {
+		deep = "eval '" + strings.ReplaceAll(deep, "'", `'\''`) + "'"
+	}
+	forcePushesNeverAllowed(t, []string{deep})
+	// What stays readable.
+	otherShellRuns(t, []string{`for i in 1 2 3; do echo $((i + 1)); done`, `n=5; echo $(( n * 2 ))`, `echo $(( ${#x} + 1 ))`,
+		`price='$5'; echo "$price"`, `for i in {1..3}; do echo $((i*2)); done`, `[[ $x == '$5' ]] && echo`})
+	for _, cmd := range []string{`for i in 1 2 3; do echo $((i + 1)); done`, `for i in {1..3}; do echo $((i*2)); done`, `for f in *.go; do echo $f; done`} {
+		if got := routeOf(t, narrowAllows, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "narrow" {
+			t.Errorf("%q: route %s, want narrow", cmd, got)
+		}
+	}
+}
+
+// TestArithmeticOverNamesOfFiles: a glob's words and a tilde expansion
+// (~+ is $PWD) are made at run time, from names of files the command (or
+// the repository) may have made: touch 'a[$(cmd)]'; for x in a*; do echo
+// $((x)); done runs cmd. So does arithmetic through an unquoted a[y].
+func TestArithmeticOverNamesOfFiles(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`touch 'a[$(git push --force)]'; for x in a*; do echo $(( x )); done`,
+		`mkdir 'a[$(git push --force)]' && cd 'a[$(git push --force)]' && x=~+ && echo $(( ${x##*/} ))`,
+		`mkdir 'a[$(git push --force)]' && cd 'a[$(git push --force)]' && for x in ~+; do echo $(( ${x##*/} )); done`,
+		`y=$(echo 'b[$(git push --force)]'); x=a[y]; echo $((x))`,
+	})
+	// With a file so named in the repository, every part is an echo.
+	neverAllowedNarrowly(t, []string{`for x in a*; do echo $(( x )); done`})
+}
+
+// TestGitConfigWrittenByTheCommand: a git alias the command defines by
+// writing git's own config file (.git/config, ~/.gitconfig under HOME=.,
+// $XDG_CONFIG_HOME/git/config), or help.autocorrect (git pusj runs git
+// push), makes its git parts unreadable, as git config alias.p does.
+func TestGitConfigWrittenByTheCommand(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`printf '[alias]\n\tp = push --force\n' >> .git/config; git p`,
+		`printf '[alias]\n\tp = push --force\n' > .gitconfig; HOME=. git p`,
+		`mkdir -p x/git; printf '[alias]\n\tp = push --force\n' > x/git/config; XDG_CONFIG_HOME=x git p`,
+		`git -c help.autocorrect=immediate pusj --force`,
+	})
+	otherShellRuns(t, []string{`git log > log.txt; git status`, `echo x > notes.md && git diff`})
+}

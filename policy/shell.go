@@ -134,7 +134,7 @@ func readShell(cmd string) *shellCmd {
 	}
 	// export GIT_CONFIG_COUNT=1 …; git p, git config alias.p push; git p:
 	// a git part after them may run any command.
-	if slices.ContainsFunc(s.parts, definesGitAliases) {
+	if slices.ContainsFunc(s.parts, definesGitAliases) || slices.ContainsFunc(s.written, gitConfigFile) {
 		for i, q := range s.parts {
 			if wordRuns(q.words, "git") >= 0 {
 				s.parts[i].runsMade = true
@@ -337,8 +337,8 @@ func (s *shellCmd) read(code string, depth int) bool {
 				s.parts = append(s.parts, part{words: []string{"${@P}"}, unreadable: true})
 			}
 			// ${a[i]} and ${x:off:len} evaluate arithmetic.
-			if x.Index != nil && hidesCode(x.Index) || x.Slice != nil && (x.Slice.Offset != nil && hidesCode(x.Slice.Offset) ||
-				x.Slice.Length != nil && hidesCode(x.Slice.Length)) {
+			if x.Index != nil && arithHides(x.Index) || x.Slice != nil && (x.Slice.Offset != nil && arithHides(x.Slice.Offset) ||
+				x.Slice.Length != nil && arithHides(x.Slice.Length)) {
 				s.parts = append(s.parts, part{words: []string{"${ }"}, unreadable: true})
 			}
 			if x.Index != nil {
@@ -373,7 +373,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// of [[ … ]]) expands the subscripts of quoted names as it
 			// evaluates them: let 'x[$(cmd)]=1' runs cmd, which the parse
 			// shows as text. So does $_ (the last argument) read there.
-			if hidesCode(n) || readsLastArg(n) {
+			if hidesCode(n) || arithHides(n) || readsLastArg(n) {
 				s.parts = append(s.parts, part{words: []string{"(( ))"}, unreadable: true})
 			} else {
 				s.arithPart(n, "(( ))")
@@ -578,37 +578,87 @@ var setByBash = map[string]bool{"_": true, "@": true, "*": true, "BASH_EXECUTION
 // value that names variables (x=y, x='a[y]') is a reference (refs).
 func madeValue(w *syntax.Word) bool {
 	if lit, ok := literal(w); ok {
-		return codeSyntax(lit) // '$(cmd)', which a word may put in a subscript ("a[$y]")
+		// '$(cmd)', which a word may put in a subscript ("a[$y]"), and
+		// any part of such code: 'a[$' joined to '(cmd)]' ($x$y), or
+		// made by an expansion (${x/X/\$}, ${x@E} of '\x24').
+		return codeSyntax(lit) || strings.ContainsAny(lit, "$`\\") || tilde(w)
 	}
-	return madeParts(w.Parts)
+	return tilde(w) || strings.ContainsAny(wordText(w), "$`\\") || madeParts(w.Parts) // {'a[$',b}
+}
+
+// tilde says a word starts with a tilde expansion (~+ is $PWD, ~- is
+// $OLDPWD, ~user a home directory): a value made at run time, which may
+// name a directory the command made ('a[$(cmd)]').
+func tilde(w *syntax.Word) bool {
+	if len(w.Parts) == 0 {
+		return false
+	}
+	lit, ok := w.Parts[0].(*syntax.Lit)
+	return ok && strings.HasPrefix(lit.Value, "~")
 }
 
 func madeParts(parts []syntax.WordPart) bool {
 	for _, wp := range parts {
 		switch x := wp.(type) {
-		case *syntax.Lit, *syntax.ArithmExp:
+		case *syntax.Lit:
+			// A glob's words are file names, which the command may have
+			// made (touch 'a[$(cmd)]'; for x in a*): made at run time.
+			// (Inside double quotes no Lit globs: DblQuoted is read apart.)
+			if globs(x.Value) {
+				return true
+			}
+		case *syntax.ArithmExp:
 		case *syntax.SglQuoted:
 			if x.Dollar && strings.Contains(x.Value, "\\") {
 				return true // $'a[\x24(cmd)]'
 			}
 		case *syntax.DblQuoted:
-			if madeParts(x.Parts) {
+			if madeQuoted(x.Parts) {
 				return true
 			}
 		case *syntax.ParamExp:
-			switch {
-			case x.Length && x.Exp == nil:
-				// ${#x}: a length
-			case x.Excl && x.Param != nil && x.Exp == nil && x.Index != nil && (arithName(x.Index) == "@" || arithName(x.Index) == "*") && !setByBash[x.Param.Value]:
-				// ${!arr[@]}: an array's indices (an associative array's
-				// keys are written in the command, or set through a
-				// subscript that is read as arithmetic itself)
-			case x.Param == nil || x.Exp != nil || x.Index != nil || x.Slice != nil || x.Excl || len(x.Param.Value) != 1 || !strings.Contains("#?$!", x.Param.Value):
+			if madeParam(x) {
 				return true
 			}
 		default:
 			return true
 		}
+	}
+	return false
+}
+
+// madeQuoted is madeParts inside double quotes, where nothing globs.
+func madeQuoted(parts []syntax.WordPart) bool {
+	for _, wp := range parts {
+		switch x := wp.(type) {
+		case *syntax.Lit, *syntax.ArithmExp:
+		case *syntax.ParamExp:
+			if madeParam(x) {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// globs says unquoted text is a glob (*, ?, […]), whose words are names
+// of files.
+func globs(v string) bool { return expandsAs(v, false) }
+
+// madeParam says a parameter expansion's value is made at run time: all
+// but a length, an array's indices and $#, $?, $$, $!.
+func madeParam(x *syntax.ParamExp) bool {
+	switch {
+	case x.Length && x.Exp == nil:
+		// ${#x}: a length
+	case x.Excl && x.Param != nil && x.Exp == nil && x.Index != nil && (arithName(x.Index) == "@" || arithName(x.Index) == "*") && !setByBash[x.Param.Value]:
+		// ${!arr[@]}: an array's indices (an associative array's
+		// keys are written in the command, or set through a
+		// subscript that is read as arithmetic itself)
+	case x.Param == nil || x.Exp != nil || x.Index != nil || x.Slice != nil || x.Excl || len(x.Param.Value) != 1 || !strings.Contains("#?$!", x.Param.Value):
+		return true
 	}
 	return false
 }
@@ -791,6 +841,49 @@ func hidesCode(n syntax.Node) bool {
 		case *syntax.SglQuoted:
 			// $'\x24(…)' is $(…) once decoded.
 			hides = hides || codeSyntax(x.Value) || x.Dollar && strings.Contains(x.Value, "\\")
+		}
+		return !hides
+	})
+	return hides
+}
+
+// arithHides says arithmetic n holds text that is a piece of code once
+// joined to what comes before or after it: a $ or a backquote that is
+// not an expansion (\$, "$", '`'), which bash's evaluation of the joined
+// text (a[$x\$"(cmd)]" with x='a[') expands in a subscript. Of [[ … ]]
+// only the arithmetic operands count.
+func arithHides(n syntax.Node) bool {
+	hides := false
+	check := func(m syntax.Node) bool {
+		walkOwn(m, func(m syntax.Node) bool {
+			switch x := m.(type) {
+			case *syntax.Lit:
+				hides = hides || strings.ContainsAny(x.Value, "$`")
+			case *syntax.SglQuoted:
+				hides = hides || strings.ContainsAny(x.Value, "$`") || x.Dollar && strings.Contains(x.Value, "\\")
+			}
+			return !hides
+		})
+		return hides
+	}
+	t, isTest := n.(*syntax.TestClause)
+	if !isTest {
+		return check(n)
+	}
+	walkOwn(t, func(m syntax.Node) bool {
+		switch b := m.(type) {
+		case *syntax.BinaryTest:
+			switch b.Op {
+			case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
+				check(b.X)
+				check(b.Y)
+				return false
+			}
+		case *syntax.UnaryTest:
+			if b.Op == syntax.TsVarSet {
+				check(b.X)
+				return false
+			}
 		}
 		return !hides
 	})
@@ -1406,7 +1499,16 @@ func gitConfigVar(name string) bool {
 // alias.NAME, or a file to include, which may (include.path,
 // includeIf.COND.path).
 func gitAliasKey(kv string) bool {
-	return strings.HasPrefix(kv, "alias.") || strings.HasPrefix(kv, "include.") || strings.HasPrefix(kv, "includeif.")
+	return strings.HasPrefix(kv, "alias.") || strings.HasPrefix(kv, "include.") || strings.HasPrefix(kv, "includeif.") ||
+		strings.HasPrefix(kv, "help.autocorrect") // git pusj runs git push
+}
+
+// gitConfigFile says a file a redirection writes may be one git reads its
+// settings from (.git/config, ~/.gitconfig, $XDG_CONFIG_HOME/git/config,
+// /etc/gitconfig), and so define aliases for the git commands after it.
+func gitConfigFile(t string) bool {
+	base := strings.ToLower(path.Base(path.Clean(t)))
+	return base == "config" || strings.HasSuffix(base, "gitconfig")
 }
 
 // definesGitAliases says a part sets git aliases for the git commands
@@ -1842,7 +1944,10 @@ func static(parts []syntax.WordPart, quoted bool) bool {
 
 // expands says unquoted text changes before it runs: a glob (*, ?, […])
 // or a brace expansion ({a,b}, {1..3}). Escaped characters (\*) stay.
-func expands(v string) bool {
+func expands(v string) bool { return expandsAs(v, true) }
+
+// expandsAs is expands, of braces too or of globs alone.
+func expandsAs(v string, braces bool) bool {
 	for i := 0; i < len(v); i++ {
 		switch v[i] {
 		case '\\':
@@ -1854,7 +1959,7 @@ func expands(v string) bool {
 				return true
 			}
 		case '{':
-			if end := strings.IndexByte(v[i+1:], '}'); end >= 0 {
+			if end := strings.IndexByte(v[i+1:], '}'); braces && end >= 0 {
 				inner := v[i+1 : i+1+end]
 				if strings.Contains(inner, ",") || strings.Contains(inner, "..") {
 					return true
