@@ -49,10 +49,12 @@ type Request struct {
 // Result is the gate's verdict. Allow is true only for an approval (or a
 // route whose timeout verdict is allow).
 type Result struct {
-	RequestID    string          `json:"request_id"`
-	Status       string          `json:"status"`
-	Allow        bool            `json:"allow"`
-	Error        string          `json:"error"`
+	RequestID string `json:"request_id"`
+	Status    string `json:"status"`
+	Allow     bool   `json:"allow"`
+	Error     string `json:"error"`
+	// ModifiedArgs are the approver's edited arguments, to run the call
+	// with instead of its own; nil when there are none.
 	ModifiedArgs json.RawMessage `json:"modified_args"`
 	SideEffects  []string        `json:"side_effects"`
 	// When and how the request was decided, and its tool call id: what a
@@ -288,6 +290,13 @@ func (c *Client) post(ctx context.Context, target string, body []byte, timeout t
 	var res Result
 	if err := json.Unmarshal(data, &res); err != nil {
 		return Result{}, fmt.Errorf("gatehouse: unreadable answer: %w", err)
+	}
+	if string(bytes.TrimSpace(res.ModifiedArgs)) == "null" {
+		// No edit: the server writes null, which json.RawMessage keeps as
+		// the four bytes "null". ModifiedArgs is nil unless the approver
+		// edited the arguments, so that code that runs the call with it
+		// when it is not nil never runs it with null.
+		res.ModifiedArgs = nil
 	}
 	if res.Allow && res.Status != "approved" && res.Status != "expired" {
 		// Only an approval (or an expiry its route lets through) allows:

@@ -310,3 +310,26 @@ func TestHookServerFailureAfterPendingSaysWhatFailed(t *testing.T) {
 		t.Fatalf("a failure after pending: %+v %v", ans, err)
 	}
 }
+
+// TestModifiedArgsAreNilWithoutAnEdit: an approval without edits comes with
+// "modified_args": null, as the server writes it. The docs' Go example
+// (docs/sdks.md) runs the call with res.ModifiedArgs when it is not nil:
+// the call must then run with its own arguments, not with null.
+func TestModifiedArgsAreNilWithoutAnEdit(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The real server's answer (gatehouse serve, a route allowing deploy).
+		w.Write([]byte(`{"request_id":"01M87Q2AJWA1Q49774KCRKNA7C","status":"approved","allow":true,"error":"","modified_args":null,"side_effects":["gatehouse: allowed by route ok"],"decided_at":"2026-11-24T21:23:24.380823Z","decided_by":"gatehouse","decided_via":"policy"}`))
+	}))
+	defer srv.Close()
+	args := json.RawMessage(`{"env":"staging","dry_run":true}`)
+	res, err := (&Client{URL: srv.URL}).Gate(context.Background(), Request{ToolName: "deploy", ToolArgs: args})
+	if err != nil || !res.Allow {
+		t.Fatalf("res %+v err %v", res, err)
+	}
+	if res.ModifiedArgs != nil { // docs/sdks.md, "Go"
+		args = res.ModifiedArgs // the approver's edits
+	}
+	if string(args) != `{"env":"staging","dry_run":true}` {
+		t.Fatalf("an approval without edits has ModifiedArgs %q: the documented code runs the call with %s, not with the approved arguments", res.ModifiedArgs, args)
+	}
+}

@@ -6,7 +6,7 @@ Standard library only, Python 3.9 or later::
 
     result = gate("deploy", {"env": "prod"}, summary="Deploy prod")
     if result.allow:
-        deploy(**(result.modified_args or {"env": "prod"}))
+        deploy(**(result.modified_args if result.args_edited else {"env": "prod"}))
 
     @require_approval(summary=lambda amount, vendor: f"Pay {vendor} {amount}")
     def pay(amount: int, vendor: str) -> None: ...

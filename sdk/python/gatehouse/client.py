@@ -37,6 +37,8 @@ class HookResult:
     side_effects: List[str] = field(default_factory=list)
     url: str = ""
     """The request's page on the web UI, when the server has a public_url."""
+    tool_call_id: str = ""
+    """The tool call the request is about, when it named one."""
 
     @property
     def args_edited(self) -> bool:
@@ -115,7 +117,7 @@ class Gatehouse:
             data = json.dumps(body, default=str).encode("utf-8")
         except (TypeError, ValueError) as e:
             return _failure("", "the request is not JSON: %s" % e)
-        return self._loop(data, deadline, cancel)
+        return self._loop(data, deadline, cancel, tool_call_id or "")
 
     async def agate(self, tool_name: str, tool_args: Any = None, **kwargs: Any) -> HookResult:
         """``gate`` for asyncio: waits in a worker thread; cancelling the
@@ -126,7 +128,8 @@ class Gatehouse:
         finally:
             cancel.set()
 
-    def _loop(self, data: bytes, deadline: Optional[float], cancel: Optional[threading.Event]) -> HookResult:
+    def _loop(self, data: bytes, deadline: Optional[float], cancel: Optional[threading.Event],
+              tool_call_id: str = "") -> HookResult:
         target = "%s/api/v1/gate?wait=%s" % (self.url, urllib.parse.quote("%gs" % self.wait))
         end = time.monotonic() + deadline if deadline is not None else None
         request_id = ""
@@ -150,6 +153,10 @@ class Gatehouse:
                     # The key holds one request: an answer about another (a
                     # cache in the way, another caller's) is no verdict on it.
                     return _failure(request_id, "the answer is about request %r, not %r" % (res.request_id[:100], request_id))
+                if tool_call_id and res.tool_call_id and res.tool_call_id != tool_call_id:
+                    # The answer names another tool call: no verdict on this
+                    # one, even as the first answer, before a request id is known.
+                    return _failure(request_id, "the answer is about call %r, not %r" % (res.tool_call_id[:100], tool_call_id))
                 request_id = res.request_id or request_id
                 if res.status != "pending":
                     return res
@@ -223,10 +230,11 @@ def _hook_result(d: Any) -> Optional[HookResult]:
     effects = d.get("side_effects")
     request_id = d.get("request_id")
     url = d.get("url")
+    call = d.get("tool_call_id")
     return HookResult(request_id=request_id if isinstance(request_id, str) else "", status=status, allow=allow,
                       error=error, modified_args=d.get("modified_args"),
                       side_effects=[s for s in effects if isinstance(s, str)] if isinstance(effects, list) else [],
-                      url=url if isinstance(url, str) else "")
+                      url=url if isinstance(url, str) else "", tool_call_id=call if isinstance(call, str) else "")
 
 
 def _error_message(status: int, answer: Any, text: bytes) -> str:

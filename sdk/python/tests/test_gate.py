@@ -284,20 +284,7 @@ class FakeAnswers(unittest.TestCase):
     def test_a_verdict_is_for_its_own_request(self) -> None:
         """Pending as A, then approved as B (a cache in the way): no verdict
         on A. Found by a tenth reader."""
-        answers = [b'{"request_id":"A","status":"pending","allow":false}', b'{"request_id":"B","status":"approved","allow":true}']
-
-        class H(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.end_headers()
-                self.wfile.write(answers.pop(0) if len(answers) > 1 else answers[0])
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        srv = _serve(H)
+        srv = _answering(b'{"request_id":"A","status":"pending","allow":false}', b'{"request_id":"B","status":"approved","allow":true}')
         try:
             res = Gatehouse("http://127.0.0.1:%d" % srv.server_address[1], "t", retry_for=0.3).gate("deploy")
             self.assertIs(res.allow, False, res)
@@ -305,6 +292,39 @@ class FakeAnswers(unittest.TestCase):
         finally:
             srv.shutdown()
             srv.server_close()
+
+    def test_a_verdict_is_for_its_own_call(self) -> None:
+        """Asked about call toolu_A, the first answer approves toolu_B: no
+        verdict on toolu_A, as for the Go client (TestGateVerdictIsForItsCall)."""
+        srv = _answering(b'{"request_id":"B","status":"approved","allow":true,"tool_call_id":"toolu_B"}')
+        try:
+            c = Gatehouse("http://127.0.0.1:%d" % srv.server_address[1], "t", retry_for=0.3)
+            res = c.gate("Bash", {"command": "rm -rf build"}, tool_call_id="toolu_A", idempotency_key="toolu_A")
+            self.assertIs(res.allow, False, res)
+            self.assertIn("about call 'toolu_B', not 'toolu_A'", res.error)
+            self.assertIs(c.gate("Bash", tool_call_id="toolu_B").allow, True)
+        finally:
+            srv.shutdown()
+            srv.server_close()
+
+
+def _answering(*answers: bytes) -> http.server.ThreadingHTTPServer:
+    """A fake gate answering each call with the next of answers, the last
+    one again and again."""
+    queue = list(answers)
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(queue.pop(0) if len(queue) > 1 else queue[0])
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    return _serve(H)
 
 
 def _serve(handler: Any) -> http.server.ThreadingHTTPServer:

@@ -45,6 +45,8 @@ export interface HookResult {
   side_effects: string[];
   /** The request's page on the web UI, when the server has a public_url. */
   url?: string;
+  /** The tool call the request is about, when it named one. */
+  tool_call_id?: string;
 }
 
 /** How to reach the server. */
@@ -171,6 +173,11 @@ export class Gatehouse {
         // the way, another caller's) is no verdict on it.
         return failure(requestId, `the answer is about request ${JSON.stringify(res.request_id.slice(0, 100))}, not ${JSON.stringify(requestId)}`);
       }
+      if (request.tool_call_id && res.tool_call_id && res.tool_call_id !== request.tool_call_id) {
+        // The answer names another tool call: no verdict on this one, even
+        // as the first answer, before a request id is known.
+        return failure(requestId, `the answer is about call ${JSON.stringify(res.tool_call_id.slice(0, 100))}, not ${JSON.stringify(request.tool_call_id)}`);
+      }
       requestId = res.request_id || requestId;
       if (res.status !== "pending") {
         return res;
@@ -242,6 +249,7 @@ function hookResult(data: unknown): HookResult | undefined {
     modified_args: d.modified_args ?? null,
     side_effects: Array.isArray(d.side_effects) ? d.side_effects.filter((s): s is string => typeof s === "string") : [],
     ...(typeof d.url === "string" ? { url: d.url } : {}),
+    ...(typeof d.tool_call_id === "string" ? { tool_call_id: d.tool_call_id } : {}),
   };
 }
 

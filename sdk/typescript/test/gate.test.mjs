@@ -165,6 +165,26 @@ test("a verdict is for its own request", async () => {
   }
 });
 
+test("a verdict is for its own call", async () => {
+  // Asked about call toolu_A, the first answer approves toolu_B: no verdict
+  // on toolu_A, as for the Go client (TestGateVerdictIsForItsCall).
+  const fake = createServer((req, res) => {
+    req.resume();
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end('{"request_id":"B","status":"approved","allow":true,"tool_call_id":"toolu_B"}');
+  });
+  await new Promise((r) => fake.listen(0, "127.0.0.1", r));
+  try {
+    const c = new Gatehouse({ url: `http://127.0.0.1:${fake.address().port}`, retryForSeconds: 0.3 });
+    const res = await c.gate({ tool_name: "Bash", tool_args: { command: "rm -rf build" }, tool_call_id: "toolu_A", idempotency_key: "toolu_A" });
+    assert.equal(res.allow, false, JSON.stringify(res));
+    assert.match(res.error, /about call "toolu_B", not "toolu_A"/);
+    assert.equal((await c.gate({ tool_name: "Bash", tool_call_id: "toolu_B" })).allow, true);
+  } finally {
+    await new Promise((r) => fake.close(r));
+  }
+});
+
 test("a restart of the server in the middle re-attaches to the same request", async () => {
   const own = await startGatehouse();
   try {
