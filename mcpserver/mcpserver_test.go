@@ -184,12 +184,23 @@ func TestRequestApproval(t *testing.T) {
 	}
 
 	g.res, g.err = mcpserver.Result{RequestID: "r2", Status: "approved", Allow: true}, errors.New("server unreachable")
-	res, out = call(t, cs, "request_approval", map[string]any{"tool_name": "deploy", "idempotency_key": "k-1"}, false)
+	const issued = "mcp-0123456789abcdef0123456789abcdef"
+	res, out = call(t, cs, "request_approval", map[string]any{"tool_name": "deploy", "idempotency_key": issued}, false)
 	if !res.IsError || out["allow"] != false || out["status"] != "error" || !strings.Contains(out["error"].(string), "server unreachable") {
 		t.Fatalf("a failed gate answered %v (isError %v)", out, res.IsError)
 	}
-	if g.asked[1].IdempotencyKey != "k-1" || out["idempotency_key"] != "k-1" {
+	if g.asked[1].IdempotencyKey != issued || out["idempotency_key"] != issued {
 		t.Fatalf("the caller's key was not used: %+v / %v", g.asked[1], out)
+	}
+	// A key the model made up (the same name for the same payment in the
+	// next conversation would re-attach to this one's approval) is not
+	// used; nor is one that only looks issued.
+	for _, made := range []string{"pay-acme-60000", "mcp-0123456789ABCDEF0123456789ABCDEF", "mcp-0123456789abcdef", "k-1"} {
+		n := len(g.asked)
+		_, out = call(t, cs, "request_approval", map[string]any{"tool_name": "deploy", "idempotency_key": made}, false)
+		if k := g.asked[n].IdempotencyKey; k == made || !strings.HasPrefix(k, "mcp-") || out["idempotency_key"] != k {
+			t.Fatalf("key %q: asked with %q, answered %v", made, k, out["idempotency_key"])
+		}
 	}
 
 	g.res, g.err = mcpserver.Result{RequestID: "r3", Status: "pending"}, nil

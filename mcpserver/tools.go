@@ -24,7 +24,11 @@ type ApprovalInput struct {
 	Summary  string         `json:"summary,omitempty" jsonschema:"one line for the approver: what the call does and why"`
 	// IdempotencyKey is not in the contract's three fields; it is how a
 	// client re-attaches to a request whose wait it lost.
-	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"optional: the same key re-attaches to the same request (to keep waiting after a pending answer)"`
+	// Only a key of the form request_approval gives (issuedKey) is used:
+	// a model fills optional fields with names of its own (pay-acme-60000),
+	// and the same name for the same call in another conversation would
+	// re-attach to the first one's approval, with nobody asked.
+	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"optional: only the idempotency_key an earlier pending answer gave, to keep waiting on that request; any other value is not used, and a new request is made"`
 }
 
 // ApprovalOutput is request_approval's result: the gate's hook result and
@@ -42,7 +46,7 @@ type ApprovalOutput struct {
 func (t *tools) requestApproval(ctx context.Context, req *mcp.CallToolRequest, in ApprovalInput) (*mcp.CallToolResult, ApprovalOutput, error) {
 	a := Ask{ToolName: strings.TrimSpace(in.ToolName), Summary: in.Summary, IdempotencyKey: in.IdempotencyKey,
 		Metadata: json.RawMessage(`{"mcp_tool":"request_approval"}`)}
-	if a.IdempotencyKey == "" {
+	if !issuedKey(a.IdempotencyKey) {
 		a.IdempotencyKey = newKey()
 	}
 	out := ApprovalOutput{IdempotencyKey: a.IdempotencyKey, SideEffects: []string{}}
@@ -155,4 +159,15 @@ func newKey() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return "mcp-" + hex.EncodeToString(b)
+}
+
+// issuedKey says a key has newKey's form: mcp- and 32 lower-case hex digits
+// (a program may make its own so, to re-attach after losing the first answer).
+func issuedKey(k string) bool {
+	h, ok := strings.CutPrefix(k, "mcp-")
+	if !ok || len(h) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil && strings.ToLower(h) == h
 }

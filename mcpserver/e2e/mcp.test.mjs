@@ -173,7 +173,7 @@ test("http: each token asks as itself, and cannot borrow another's approval by i
   const a = await connect(transports.http(TOKEN));
   const b = await connect(transports.http(OTHER_TOKEN));
   try {
-    const args = { tool_name: "transfer", tool_args: { amount: 5 }, idempotency_key: "shared-key" };
+    const args = { tool_name: "transfer", tool_args: { amount: 5 }, idempotency_key: "mcp-5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a" };
     const first = a.callTool({ name: "request_approval", arguments: args });
     const card = await gh.card("transfer");
     await gh.decide(card.request.id, "approve");
@@ -210,7 +210,7 @@ async function eventually(cond, what) {
 
 test("http: a client that hangs up stops waiting; its key re-attaches later", async () => {
   const first = await connect(transports.http());
-  const call = first.callTool({ name: "request_approval", arguments: { tool_name: "hangup", idempotency_key: "k-hangup" } }).catch(() => "closed");
+  const call = first.callTool({ name: "request_approval", arguments: { tool_name: "hangup", idempotency_key: "mcp-0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f" } }).catch(() => "closed");
   const card = await gh.card("hangup");
   await eventually(async () => (await waiters()) === 1, "one call waiting");
   await first.close();
@@ -219,7 +219,7 @@ test("http: a client that hangs up stops waiting; its key re-attaches later", as
 
   const second = await connect(transports.http());
   try {
-    const again = second.callTool({ name: "request_approval", arguments: { tool_name: "hangup", idempotency_key: "k-hangup" } });
+    const again = second.callTool({ name: "request_approval", arguments: { tool_name: "hangup", idempotency_key: "mcp-0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f" } });
     await eventually(async () => (await waiters()) === 1, "the second call waiting");
     await gh.decide(card.request.id, "approve");
     const res = (await again).structuredContent;
