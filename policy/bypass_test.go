@@ -2255,3 +2255,57 @@ func TestGitConfigWrittenByTheCommand(t *testing.T) {
 	})
 	otherShellRuns(t, []string{`git log > log.txt; git status`, `echo x > notes.md && git diff`})
 }
+
+// A second reader of the fix above: near variants of arithmetic over
+// pieces of code, and of git config written by the command, each run in
+// bash 5.2 with a stub git (the git config ones with a real git whose
+// alias runs a stub): every one ran git push --force.
+func TestArithmeticOverPiecesOfCodeNearVariants(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		// IFS joins an array's elements (or keys) with its first character.
+		`arr[0]='a['; arr[1]='(git push --force)]'; IFS='$'; echo $(( "${arr[*]}" ))`,
+		`arr[0]='a['; arr[1]='(git push --force)]'; IFS='$'; echo $(( ${arr[*]} ))`,
+		`arr[0]='a['; arr[1]='(git push --force)]'; IFS='$'; [[ "${arr[*]}" -eq 0 ]]; echo`,
+		`arr[0]='a['; arr[1]='(git push --force)]'; IFS='$'; echo ${z["${arr[*]}"]}`,
+		// Tilde expansion after : or = in an assignment, and after = in a word.
+		`mkdir 'a[$(git push --force)]' && cd 'a[$(git push --force)]' && x=:~+ && echo $(( ${x##*/} ))`,
+		`mkdir 'a[$(git push --force)]' && cd 'a[$(git push --force)]' && x=b; x+=:~+; echo $(( ${x##*/} ))`,
+		`mkdir 'a[$(git push --force)]' && cd 'a[$(git push --force)]' && export x=k:~+; echo $(( ${x##*/} ))`,
+		`mkdir 'a[$(git push --force)]' && cd 'a[$(git push --force)]' && for x in q=~+; do echo $(( ${x##*/} )); done`,
+		// A brace expansion's letter range {Z..a} holds [ \ ] ^ _ and a backquote.
+		`for q in {Z..a}; do for x in 'a['; do ( echo $(( $x$q"git push --force"$q"]" )) ); done; done 2>/dev/null`,
+		`x='a['; for q in {Z..a}; do ( echo $(( $x$q"git push --force"$q"]" )) ); done 2>/dev/null`,
+		`arr[0]='a['; arr[1]='git push --force'; arr[2]=']'; for IFS in {Z..a}; do ( echo $(( "${arr[*]}" )) ); done 2>/dev/null`,
+		// A name test -v evaluates, joined from a value and a quoted $.
+		`x='a['; test -v "$x"'$(git push --force)]'; echo`,
+		`x='a['; [ -v "$x"'$(git push --force)]' ]; echo`,
+		`x='a['; test -v $x\$"(git push --force)]"; echo`,
+	})
+	neverAllowedNarrowly(t, []string{
+		`for q in {Z..a}; do for x in 'a['; do ( echo $(( $x$q"git push --force"$q"]" )) ); done; done 2>/dev/null`,
+	})
+	// A length is a number, whatever the value: still readable.
+	otherShellRuns(t, []string{`for f in *.csv; do [[ ${#f} -gt 10 ]] && echo $f; done`, `for f in *.go; do echo $(( ${#f} > 3 )); done`,
+		`s=~/x; echo $(( ${#s} - 1 ))`, `for i in {1..3}; do echo $((i*2)); done`, `for c in {a..e}; do echo $c; done`})
+	for _, cmd := range []string{`for f in *.ts; do echo $(( ${#f} + 1 )); done`, `for i in {1..3}; do echo $((i*2)); done`} {
+		if got := routeOf(t, narrowAllows, "Bash", map[string]string{"command": cmd}, `{"cwd":"/repo"}`); got != "narrow" {
+			t.Errorf("%q: route %s, want narrow", cmd, got)
+		}
+	}
+}
+
+func TestGitConfigWrittenByTheCommandNearVariants(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		`printf '[alias]\n\tp = push --force\n' >> "$HOME/.gitconfig"; git p`,
+		`f=.git/config; printf '[alias]\n\tp = push --force\n' >> "$f"; git p`,
+		`d=.git; printf '[alias]\n\tp = push --force\n' >> $d/config; git p`,
+		`printf '[alias]\n\tp = push --force\n' > "$(git rev-parse --git-dir)/config"; git p`,
+		`printf '[alias]\n\tp = push --force\n' >> .git/c*g; git p`,
+		`printf '[alias]\n\tp = push --force\n' >> .git/C*G; git p`,
+		`h=~/; printf '[alias]\n\tp = push --force\n' >> "$h".gitconfig; git p`,
+		`d=.git/con; printf '[alias]\n\tp = push --force\n' >> "$d"fig; git p`,
+		`k=alias.p; git config "$k" 'push --force'; git p`,
+		`git config $(echo alias.p) 'push --force'; git p`,
+	})
+	otherShellRuns(t, []string{`git log > log.txt; git status`, `git diff > "$OUT".patch; git status`, `echo x > notes.md && git diff`})
+}

@@ -52,6 +52,9 @@ type shellCmd struct {
 	// for a name made at run time): a script it runs that may be one of
 	// them runs code the reader saw only as text (echo 'cmd' > x; bash x).
 	written []string
+	// gitConfig says a redirection writes a file named at run time that
+	// may be git's config file ("$HOME/.gitconfig", "$f", .git/c*g).
+	gitConfig bool
 }
 
 // subst is a substitution the walk is in: its node's level, and what
@@ -134,7 +137,7 @@ func readShell(cmd string) *shellCmd {
 	}
 	// export GIT_CONFIG_COUNT=1 …; git p, git config alias.p push; git p:
 	// a git part after them may run any command.
-	if slices.ContainsFunc(s.parts, definesGitAliases) || slices.ContainsFunc(s.written, gitConfigFile) {
+	if slices.ContainsFunc(s.parts, definesGitAliases) || slices.ContainsFunc(s.written, gitConfigFile) || s.gitConfig {
 		for i, q := range s.parts {
 			if wordRuns(q.words, "git") >= 0 {
 				s.parts[i].runsMade = true
@@ -460,6 +463,7 @@ func (s *shellCmd) noteWritten(redirs []*syntax.Redirect) {
 			t, ok := literal(r.Word)
 			if !ok {
 				t = madeWord
+				s.gitConfig = s.gitConfig || mayNameGitConfig(r.Word)
 			}
 			s.written = append(s.written, t)
 		}
@@ -590,11 +594,41 @@ func madeValue(w *syntax.Word) bool {
 // $OLDPWD, ~user a home directory): a value made at run time, which may
 // name a directory the command made ('a[$(cmd)]').
 func tilde(w *syntax.Word) bool {
-	if len(w.Parts) == 0 {
-		return false
+	// Bash expands a tilde after the = or a : of an assignment (x=:~+,
+	// export x=a:~+) and after the = of a word (for x in q=~+), too: any
+	// unquoted tilde counts.
+	for _, wp := range w.Parts {
+		if lit, ok := wp.(*syntax.Lit); ok && strings.Contains(lit.Value, "~") {
+			return true
+		}
 	}
-	lit, ok := w.Parts[0].(*syntax.Lit)
-	return ok && strings.HasPrefix(lit.Value, "~")
+	return false
+}
+
+// letterRange says unquoted text holds a brace expansion over letters
+// ({Z..a}), whose words include [ \ ] ^ _ and a backquote.
+func letterRange(v string) bool {
+	for i := strings.IndexByte(v, '{'); i >= 0; {
+		end := strings.IndexByte(v[i:], '}')
+		if end < 0 {
+			return false
+		}
+		if lo, hi, ok := strings.Cut(v[i+1:i+end], ".."); ok {
+			hi, _, _ = strings.Cut(hi, "..")
+			if _, err := strconv.Atoi(lo); err != nil {
+				return true
+			}
+			if _, err := strconv.Atoi(hi); err != nil {
+				return true
+			}
+		}
+		next := strings.IndexByte(v[i+1:], '{')
+		if next < 0 {
+			return false
+		}
+		i += 1 + next
+	}
+	return false
 }
 
 func madeParts(parts []syntax.WordPart) bool {
@@ -604,7 +638,7 @@ func madeParts(parts []syntax.WordPart) bool {
 			// A glob's words are file names, which the command may have
 			// made (touch 'a[$(cmd)]'; for x in a*): made at run time.
 			// (Inside double quotes no Lit globs: DblQuoted is read apart.)
-			if globs(x.Value) {
+			if globs(x.Value) || letterRange(x.Value) {
 				return true
 			}
 		case *syntax.ArithmExp:
@@ -704,6 +738,7 @@ func arithReads(n syntax.Node) (names []string, subst bool) {
 		})
 		return names, subst
 	}
+	var params map[*syntax.Lit]bool // the names of parameter expansions, read above
 	syntax.Walk(n, func(n syntax.Node) bool {
 		switch x := n.(type) {
 		case *syntax.CmdSubst, *syntax.ProcSubst:
@@ -717,7 +752,21 @@ func arithReads(n syntax.Node) (names []string, subst bool) {
 			if x.Param != nil && !x.Length { // ${#x} is a length, not x's value
 				names = append(names, x.Param.Value)
 			}
+			if x.Param != nil {
+				if params == nil {
+					params = map[*syntax.Lit]bool{}
+				}
+				params[x.Param] = true
+			}
+			// ${a[*]}, ${!a[*]} and $* join their words with IFS's first
+			// character: IFS='$' joins 'a[' and '(cmd)]' into a[$(cmd)].
+			if !x.Length && (x.Param != nil && x.Param.Value == "*" || x.Index != nil && arithName(x.Index) == "*") {
+				names = append(names, "IFS")
+			}
 		case *syntax.Lit:
+			if params[x] {
+				return true
+			}
 			names = append(names, identifiers(x.Value)...)
 		case *syntax.SglQuoted:
 			names = append(names, identifiers(x.Value)...)
@@ -1254,7 +1303,10 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 			}
 			if !ok {
 				reads, subst := arithReads(w)
-				p.unreadable = p.unreadable || subst
+				// "$x"'$(cmd)]' with x='a[': a $ or backquote the name's
+				// own text holds, joined to a value, is code in its
+				// subscript (as arithHides in arithmetic).
+				p.unreadable = p.unreadable || subst || arithHides(w)
 				p.reads = append(p.reads, reads...)
 			}
 		}
@@ -1511,6 +1563,43 @@ func gitConfigFile(t string) bool {
 	return base == "config" || strings.HasSuffix(base, "gitconfig")
 }
 
+// mayNameGitConfig says a redirection's word, made at run time, may name
+// a file git reads settings from (gitConfigFile): all but a name whose
+// written end rules it out ("$LOG".txt, "$d"/notes.md). A glob or a brace
+// in that end (.git/c*g) may be any name.
+func mayNameGitConfig(w *syntax.Word) bool {
+	var tail strings.Builder // the text after the last expansion
+	whole := true            // no expansion at all
+	var add func(parts []syntax.WordPart)
+	add = func(parts []syntax.WordPart) {
+		for _, p := range parts {
+			switch x := p.(type) {
+			case *syntax.Lit:
+				tail.WriteString(unescape(x.Value))
+			case *syntax.SglQuoted:
+				tail.WriteString(x.Value)
+			case *syntax.DblQuoted:
+				add(x.Parts)
+			default:
+				tail.Reset()
+				whole = false
+			}
+		}
+	}
+	add(w.Parts)
+	t := tail.String()
+	switch {
+	case expands(t):
+		return true
+	case whole || strings.Contains(t, "/"):
+		return gitConfigFile(t) // the base name is written whole
+	}
+	// The base name is something made, then t: config or …gitconfig if t
+	// ends one of them, or ends with gitconfig itself.
+	lt := strings.ToLower(t)
+	return strings.HasSuffix("gitconfig", lt) || strings.HasSuffix(lt, "gitconfig")
+}
+
 // definesGitAliases says a part sets git aliases for the git commands
 // after it: it exports a GIT_CONFIG_* variable, or runs git config with an
 // alias or include key.
@@ -1522,8 +1611,9 @@ func definesGitAliases(q part) bool {
 		return slices.ContainsFunc(q.words[1:], gitConfigVar)
 	}
 	i := wordRuns(q.words, "git")
+	// git config "$k" …: a key made at run time may be alias.p.
 	return i >= 0 && slices.Contains(q.words[i:], "config") &&
-		slices.ContainsFunc(q.words[i:], func(w string) bool { return gitAliasKey(strings.ToLower(w)) })
+		slices.ContainsFunc(q.words[i:], func(w string) bool { return w == madeWord || gitAliasKey(strings.ToLower(w)) })
 }
 
 // xargsReplace is the string xargs' options (args) have it replace with
