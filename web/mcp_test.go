@@ -135,7 +135,7 @@ func TestMCPNeedsAToken(t *testing.T) {
 func TestMCPTokensSeeTheirOwn(t *testing.T) {
 	svc, base := mcpEnv(t)
 	a, b := mcpSession(t, base, tokenA), mcpSession(t, base, tokenB)
-	args := map[string]any{"tool_name": "deploy", "tool_args": map[string]any{"env": "prod"}, "idempotency_key": "shared-key"}
+	args := map[string]any{"tool_name": "deploy", "tool_args": map[string]any{"env": "prod"}, "idempotency_key": "mcp-5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a"}
 
 	done := make(chan map[string]any, 1)
 	go func() { out, _ := askMCP(context.Background(), a, args); done <- out }()
@@ -167,14 +167,14 @@ func TestMCPShutdownLeavesThePending(t *testing.T) {
 	a := mcpSession(t, base, tokenA)
 	done := make(chan map[string]any, 1)
 	go func() {
-		out, _ := askMCP(context.Background(), a, map[string]any{"tool_name": "deploy", "idempotency_key": "k-stop"})
+		out, _ := askMCP(context.Background(), a, map[string]any{"tool_name": "deploy", "idempotency_key": "mcp-00112233445566778899aabbccddeeff"})
 		done <- out
 	}()
 	r := pendingOf(t, svc, "agent-a")
 	svc.Stop()
 	select {
 	case out := <-done:
-		if out["status"] != "pending" || out["allow"] != false || out["request_id"] != r.ID || out["idempotency_key"] != "k-stop" {
+		if out["status"] != "pending" || out["allow"] != false || out["request_id"] != r.ID || out["idempotency_key"] != "mcp-00112233445566778899aabbccddeeff" {
 			t.Fatalf("answered %v", out)
 		}
 	case <-time.After(10 * time.Second):
