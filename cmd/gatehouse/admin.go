@@ -25,7 +25,19 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *path == "" && fs.NArg() == 1 {
+	// The file may be named as the argument; a file named there wins over
+	// GATEHOUSE_CONFIG. Any other argument is refused: ignored, it would
+	// leave check-config saying ok about a file it never read.
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "config" })
+	switch {
+	case fs.NArg() > 1:
+		fmt.Fprintf(stderr, "gatehouse check-config: %d arguments: check one config file at a time (unexpected %q)\n", fs.NArg(), fs.Arg(1))
+		return 2
+	case fs.NArg() == 1 && given:
+		fmt.Fprintf(stderr, "gatehouse check-config: unexpected argument %q: the file is named with --config (%s)\n", fs.Arg(0), *path)
+		return 2
+	case fs.NArg() == 1:
 		*path = fs.Arg(0)
 	}
 	cfg, err := config.Load(*path)
