@@ -205,9 +205,15 @@ func (s *DB) List(ctx context.Context, f gate.Filter) ([]*gate.Request, string, 
 		q = q.Where("decided_via = ?", gate.ViaPolicy)
 	}
 	if f.Tool != "" {
-		if strings.ContainsAny(f.Tool, "*?") {
+		switch {
+		case strings.ContainsAny(f.Tool, "*?") && s.driver == SQLite:
+			// SQLite's LIKE folds ASCII case; GLOB keeps it, as a route's
+			// tool glob and PostgreSQL's LIKE do ([ is its one other
+			// special character, written [[] to stand for itself).
+			q = q.Where("tool_name GLOB ?", strings.ReplaceAll(f.Tool, "[", "[[]"))
+		case strings.ContainsAny(f.Tool, "*?"):
 			q = q.Where("tool_name LIKE ? ESCAPE '\\'", globToLike(f.Tool))
-		} else {
+		default:
 			q = q.Where("tool_name = ?", f.Tool)
 		}
 	}
