@@ -183,15 +183,18 @@ func (s *Server) routes() {
 		e.GET("/metrics", echo.WrapHandler(s.opts.Metrics))
 	}
 	e.GET("/api/v1/openapi.json", s.openapi)
-	api := e.Group("/api/v1", s.requireToken)
-	api.POST("/approvals", s.createApproval)
-	api.GET("/approvals", s.listApprovals)
-	api.GET("/approvals/:id", s.getApproval)
-	api.POST("/approvals/:id/cancel", s.cancelApproval)
-	api.GET("/approvals/:id/events", s.approvalEvents)
-	api.POST("/gate", s.gate)
-	api.GET("/grants", s.listGrants)
-	api.GET("/audit/checkpoint", s.auditCheckpoint)
+	// The token check is each route's, not the group's: echo gives a group
+	// with middleware a catch-all route, which answers a known path asked
+	// with another method 404 instead of 405.
+	api := e.Group("/api/v1")
+	api.POST("/approvals", s.createApproval, s.requireToken)
+	api.GET("/approvals", s.listApprovals, s.requireToken)
+	api.GET("/approvals/:id", s.getApproval, s.requireToken)
+	api.POST("/approvals/:id/cancel", s.cancelApproval, s.requireToken)
+	api.GET("/approvals/:id/events", s.approvalEvents, s.requireToken)
+	api.POST("/gate", s.gate, s.requireToken)
+	api.GET("/grants", s.listGrants, s.requireToken)
+	api.GET("/audit/checkpoint", s.auditCheckpoint, s.requireToken)
 	s.hookRoutes(e) // POST /hooks/{client}: bearer token checked, every failure a 200 deny (web/hooks.go)
 	s.mcpRoute(e)   // POST /mcp: MCP streamable HTTP, the API's bearer tokens (web/mcp.go)
 	for key, h := range s.opts.Callbacks {
