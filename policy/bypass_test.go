@@ -2309,3 +2309,74 @@ func TestGitConfigWrittenByTheCommandNearVariants(t *testing.T) {
 	})
 	otherShellRuns(t, []string{`git log > log.txt; git status`, `git diff > "$OUT".patch; git status`, `echo x > notes.md && git diff`})
 }
+
+// A third reader of fbde396 and a257df7: near variants each run in bash
+// 5.2.15 with a stub git that logs its arguments (the git ones with a
+// real git 2.39 and a local bare remote, GIT_TRACE=1 showing the alias
+// expansion, or the forced update): every one ran git push --force.
+func TestAssignmentsTheSurveyDidNotSee(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		// declare's quoted assignments ('x=…'), and declare run through
+		// command or builtin (x=… is then a word), set x as x=… does.
+		`declare -x 'x=a[$'; y='(git push --force)]'; echo $(( $x$y ))`,
+		`declare 'x=a[$'; echo $(( $x"(git push --force)]" ))`,
+		`readonly 'x=a[$'; echo $(( $x"(git push --force)]" ))`,
+		`typeset -- 'x=a[$'; echo $(( $x"(git push --force)]" ))`,
+		`declare "x=a[\$"; echo $(( $x"(git push --force)]" ))`,
+		`y=$(echo 'a[$(git push --force)]'); declare 'x=y'; echo $(( x ))`,
+		`y=$(echo 'a[$(git push --force)]'); export 'x=y'; echo $(( x ))`,
+		`command declare x='a[$'; y='(git push --force)]'; echo $(( $x$y ))`,
+		`builtin export x='a[$'; y='(git push --force)]'; echo $(( $x$y ))`,
+		`command export x='a[$'; echo $(( $x"(git push --force)]" ))`,
+		`y=$(echo 'a[$(git push --force)]'); command declare x=y; echo $(( x ))`,
+		// declare -n through a wrapper: r='a[$' sets x.
+		`command declare -n r=x; r='a[$'; y='(git push --force)]'; echo $(( $x$y ))`,
+		`builtin declare -n r=x; r='a[$'; y='(git push --force)]'; echo $(( $x$y ))`,
+		// An associative array's keys are any text: ${!m[@]} is not a list
+		// of numbers.
+		`declare -A m=(['a[$']=1); x=${!m[@]}; y='(git push --force)]'; echo $(( $x$y ))`,
+		`declare -A m; m['a[$']=1; x=${!m[@]}; y='(git push --force)]'; echo $(( $x$y ))`,
+		`declare -A m; m['a[$']=1; for x in "${!m[@]}"; do echo $(( $x"(git push --force)]" )); done`,
+		`declare -A m; m['a[$']=1; echo $(( ${!m[@]}"(git push --force)]" ))`,
+		`declare -A m; m['a[$']=1; echo ${z[${!m[@]}"(git push --force)]"]}`,
+		`typeset -A m; m['a[$']=1; for x in "${!m[*]}"; do echo $(( $x"(git push --force)]" )); done`,
+		`command declare -A m; m['a[$']=1; x=${!m[@]}; y='(git push --force)]'; echo $(( $x$y ))`,
+		`f() { local 'x=a[$'; echo $(( $x"(git push --force)]" )); }; f`,
+		// A compound assignment's [index] is arithmetic too.
+		`x=$(echo 'a[$(git push --force)]'); z=([x]=1); echo`,
+		`x=$(echo 'a[$(git push --force)]'); z=([$x]=1); echo`,
+		`x=$(echo 'a[$(git push --force)]'); declare -a z=([x]=1); echo`,
+		`x=$(echo 'a[$(git push --force)]'); z+=([x]=1); echo`,
+	})
+	// What stays readable.
+	otherShellRuns(t, []string{`declare -x 'FOO=bar'; echo $(( 1 ))`, `command export PATH="$PATH:/x"; ls`,
+		`arr=(a b c); for i in "${!arr[@]}"; do echo ${arr[$i]}; done`, `z=([0]=a [1]=b); echo ${z[1]}`})
+}
+
+func TestGitConfigAndCommandsWrittenNearVariants(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		// $'…' in the written end of a name made at run time.
+		`d=.git; printf '[alias]\n\tp = push --force\n' >> "$d"/$'\x63onfig'; git p`,
+		`d=.git/; printf '[alias]\n\tp = push --force\n' >> "$d"$'\x63onfig'; git p`,
+		// git p runs git-p, from PATH or --exec-path: a file the command wrote.
+		`printf '#!/bin/sh\nexec git push --force\n' > git-p; chmod +x git-p; PATH=$PWD:$PATH git p`,
+		`printf '#!/bin/sh\nexec git push --force\n' > git-p; chmod +x git-p; git --exec-path=. p`,
+	})
+	otherShellRuns(t, []string{`git diff > "$OUT"$'.patch'; git status`, `git log > git-log.txt; git status`})
+}
+
+func TestGitConfigSetInWaysThePartsDoNotShow(t *testing.T) {
+	forcePushesNeverAllowed(t, []string{
+		// --rename-section names the section, not a key.
+		`git config sec.p 'push --force'; git config --rename-section sec alias; git p`,
+		// GIT_CONFIG_* exported by set -a, or by export run through a
+		// wrapper or quoted.
+		`set -a; GIT_CONFIG_PARAMETERS="'alias.p'='push --force'"; git p`,
+		`set -o allexport; GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0='push --force'; git p`,
+		`command export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0='push --force'; git p`,
+		`builtin export GIT_CONFIG_PARAMETERS="'alias.p'='push --force'"; git p`,
+		`\export GIT_CONFIG_PARAMETERS="'alias.p'='push --force'"; git p`,
+		`declare -x 'GIT_CONFIG_PARAMETERS='"'alias.p'='push --force'"; git p`,
+	})
+	otherShellRuns(t, []string{`git config user.name x && git status`, `set -a; FOO=1; git status`, `git config --rename-section old new; git status`})
+}

@@ -53,8 +53,16 @@ type shellCmd struct {
 	// them runs code the reader saw only as text (echo 'cmd' > x; bash x).
 	written []string
 	// gitConfig says a redirection writes a file named at run time that
-	// may be git's config file ("$HOME/.gitconfig", "$f", .git/c*g).
+	// may be git's config file ("$HOME/.gitconfig", "$f", .git/c*g), or
+	// the command sets a GIT_CONFIG_* variable in a way the parts do not
+	// show as an export (set -a; GIT_CONFIG_PARAMETERS=…, command export
+	// GIT_CONFIG_…=…, declare -x 'GIT_CONFIG_…=…').
 	gitConfig bool
+	// keys are the arrays whose keys a variable's value lists (x=${!m[@]}),
+	// and assoc the associative arrays the command declares (declare -A
+	// m): a list of an associative array's keys is made at run time.
+	keys  map[string][]string
+	assoc map[string]bool
 }
 
 // subst is a substitution the walk is in: its node's level, and what
@@ -124,6 +132,11 @@ func readShell(cmd string) *shellCmd {
 	s := &shellCmd{budget: 4*len(cmd) + 1024}
 	if !s.read(cmd, 0) {
 		s.parts, s.unreadable = nil, true
+	}
+	for v, arrays := range s.keys {
+		if slices.ContainsFunc(arrays, func(a string) bool { return s.assoc[a] }) {
+			s.mark(v)
+		}
 	}
 	// A variable whose written value names a made one is made too.
 	for changed := len(s.refs) > 0; changed; {
@@ -225,10 +238,11 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// export / declare / local / readonly change the environment of
 			// what follows: a part no allow pattern lets through.
 			p := part{words: []string{x.Variant.Value}, env: true, unreadable: hidesCode(x)}
-			arrays := false // declare -a, local -A, export -a …
+			arrays, assoc := false, false // declare -a, local -A, export -a …
 			for _, a := range x.Args {
 				if lit, ok := literal(a.Value); ok && a.Naked && strings.HasPrefix(lit, "-") && strings.ContainsAny(lit, "aA") {
 					arrays = true
+					assoc = assoc || strings.Contains(lit, "A")
 				}
 			}
 			for _, a := range x.Args {
@@ -249,11 +263,16 @@ func (s *shellCmd) read(code string, depth int) bool {
 					if arrays {
 						s.markArray(name)
 					}
+					if assoc {
+						s.markAssoc(name) // an associative array's keys are any text: ${!m[@]}
+					}
 				case a.Naked && ok && strings.Contains(lit, "="):
 					// declare -x "BASH_ENV=…": the name, quoted.
 					name, value, _ := strings.Cut(lit, "=")
 					name, _, _ = strings.Cut(name, "[")
 					p.unreadable = p.unreadable || codeVar(name) || intVar(name) && codeSyntax(value)
+					// declare 'x=a[$' sets x as x='a[$' does.
+					s.assignText(strings.TrimSuffix(name, "+"), value)
 				case a.Naked && a.Value != nil && !ok:
 					p.unreadable = true // declare "$n=…": a name made at run time
 				case a.Naked && strings.HasPrefix(lit, "-") && strings.ContainsAny(lit, "ni"):
@@ -300,8 +319,11 @@ func (s *shellCmd) read(code string, depth int) bool {
 				s.parts = append(s.parts, part{words: []string{"[ ]="}, unreadable: true})
 			}
 		case *syntax.ArrayElem:
-			if x.Index != nil && subscriptHidesCode(x.Index) {
+			if x.Index != nil && (subscriptHidesCode(x.Index) || arithHides(x.Index)) {
 				s.parts = append(s.parts, part{words: []string{"([ ]=)"}, unreadable: true}) // a=(['$(cmd)']=1)
+			} else if x.Index != nil {
+				// a=([x]=1) evaluates x as a[x]=1 does.
+				s.arithPart(x.Index, "([ ]=)")
 			}
 		case *syntax.ExtGlob:
 			// zsh, which Claude Code's Bash tool runs where it is the
@@ -418,19 +440,25 @@ func (s *shellCmd) survey(n syntax.Node) {
 		if x.Name != nil && (x.Array != nil || x.Index != nil) {
 			s.markArray(x.Name.Value) // x=(…), x[i]=…
 		}
+		if x.Name != nil && gitConfigVar(x.Name.Value) {
+			s.gitConfig = true // set -a exports it
+		}
 		switch {
 		case x.Name == nil:
 		case x.Array != nil || x.Value != nil && madeValue(x.Value):
 			s.mark(x.Name.Value) // x=$(…), x=(…)
 		case x.Value != nil:
 			s.refer(x.Name.Value, x.Value) // x=y, x='a[y]': arithmetic over x evaluates y
+			s.referKeys(x.Name.Value, x.Value)
 		}
 	case *syntax.ForClause:
 		if it, ok := x.Loop.(*syntax.WordIter); ok && it.Name != nil {
+			s.gitConfig = s.gitConfig || gitConfigVar(it.Name.Value)
 			made := !it.InPos.IsValid() || x.Select // for x; do: the arguments; select: what is typed
 			for _, w := range it.Items {
 				made = made || madeValue(w)
 				s.refer(it.Name.Value, w)
+				s.referKeys(it.Name.Value, w)
 			}
 			if made {
 				s.mark(it.Name.Value)
@@ -446,6 +474,7 @@ func (s *shellCmd) survey(n syntax.Node) {
 	case *syntax.ParamExp:
 		if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && x.Param != nil {
 			s.mark(x.Param.Value)
+			s.gitConfig = s.gitConfig || gitConfigVar(x.Param.Value)
 		}
 	}
 }
@@ -523,6 +552,70 @@ func (s *shellCmd) refer(name string, w *syntax.Word) {
 			}
 			s.refs[name] = append(s.refs[name], names...)
 		}
+	}
+}
+
+// referKeys notes the arrays whose keys a value lists (x=${!m[@]}, for x
+// in "${!m[@]}"): numbers for an indexed array, any text for an
+// associative one, which readShell marks made.
+func (s *shellCmd) referKeys(name string, w *syntax.Word) {
+	syntax.Walk(w, func(n syntax.Node) bool {
+		if x, ok := n.(*syntax.ParamExp); ok && x.Excl && x.Param != nil && x.Index != nil && (arithName(x.Index) == "@" || arithName(x.Index) == "*") {
+			if s.keys == nil {
+				s.keys = map[string][]string{}
+			}
+			s.keys[name] = append(s.keys[name], x.Param.Value)
+		}
+		return true
+	})
+}
+
+// markAssoc notes that the command makes name an associative array, whose
+// keys are any text: made, as is what lists them (keys).
+func (s *shellCmd) markAssoc(name string) {
+	if s.assoc == nil {
+		s.assoc = map[string]bool{}
+	}
+	s.assoc[name] = true
+	s.mark(name)
+}
+
+// plainSetting says word w of the declaration builtin taker sets a name
+// written whole, with no subscript (command export PATH="$PATH:/x"): the
+// builtin evaluates nothing in it, and what it sets is noted as for x=….
+func plainSetting(taker string, w *syntax.Word) bool {
+	switch taker {
+	case "declare", "typeset", "local", "export", "readonly":
+	default:
+		return false
+	}
+	if len(w.Parts) == 0 {
+		return false
+	}
+	lit, ok := w.Parts[0].(*syntax.Lit)
+	if !ok {
+		return false
+	}
+	name, _, found := strings.Cut(lit.Value, "=")
+	name = strings.TrimSuffix(name, "+")
+	return found && name != "" && len(identifiers(name)) == 1 && identifiers(name)[0] == name
+}
+
+// assignText notes an assignment of text written in the command that the
+// parse does not show as one (declare 'x=…', command declare x=…), as
+// survey notes x=…: made when the text holds a piece of code, a reference
+// when it names variables.
+func (s *shellCmd) assignText(name, value string) {
+	s.gitConfig = s.gitConfig || gitConfigVar(name)
+	if codeSyntax(value) || strings.ContainsAny(value, "$`\\~") {
+		s.mark(name)
+		return
+	}
+	if names := identifiers(value); len(names) > 0 {
+		if s.refs == nil {
+			s.refs = map[string][]string{}
+		}
+		s.refs[name] = append(s.refs[name], names...)
 	}
 }
 
@@ -1301,7 +1394,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 				p.unreadable = p.unreadable || codeSyntax(sub) || escaped(w)
 				p.reads = append(p.reads, identifiers(sub)...)
 			}
-			if !ok {
+			if !ok && !plainSetting(taker, w) {
 				reads, subst := arithReads(w)
 				// "$x"'$(cmd)]' with x='a[': a $ or backquote the name's
 				// own text holds, joined to a value, is code in its
@@ -1318,6 +1411,41 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 			lit = madeWord
 		}
 		p.words = append(p.words, lit)
+	}
+	// command declare x=…, builtin export 'x=…', \declare -n r=x: a
+	// declaration the parse shows as words, which sets x as x=… does.
+	switch taker {
+	case "declare", "typeset", "local", "export", "readonly":
+		declared, assoc := false, false
+		for j, w := range p.words {
+			if !declared {
+				declared = path.Base(w) == taker
+				continue
+			}
+			name, value, isSetting := strings.Cut(w, "=")
+			if w == madeWord {
+				name, _, isSetting = strings.Cut(wordText(c.Args[j]), "=")
+			}
+			name, _, _ = strings.Cut(name, "[")
+			name = strings.TrimSuffix(name, "+")
+			s.gitConfig = s.gitConfig || gitConfigVar(name) // command export GIT_CONFIG_COUNT=1
+			switch {
+			case w != madeWord && strings.HasPrefix(w, "-"):
+				p.unreadable = p.unreadable || strings.ContainsAny(w, "ni") // -n r=x, -i x
+				assoc = assoc || strings.Contains(w, "A")
+			case !isSetting && w == madeWord, len(identifiers(name)) != 1 || identifiers(name)[0] != name:
+				p.unreadable = true // a name or option made at run time
+			case codeVar(name) || intVar(name):
+				p.unreadable = true
+			case w == madeWord:
+				s.mark(name)
+			case isSetting:
+				s.assignText(name, value)
+			}
+			if assoc {
+				s.markAssoc(name)
+			}
+		}
 	}
 	// What the command's standard input is, as its own redirections set
 	// it (the last one of descriptor 0 counts): a here-document or
@@ -1352,6 +1480,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 		first := path.Base(p.words[0])
 		return wrappers[first] || codeRunners[first] // runuser -u me -- bash, ssh host bash
 	}
+	git := wordRuns(p.words, "git")
 	for i, w := range p.words {
 		name := path.Base(w)
 		if runs(i) && strings.Contains(w, "/") {
@@ -1361,6 +1490,11 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 			// a file the command writes by that name (PATH=.:$PATH x, a
 			// file written to ~/.local/bin).
 			p.commands = append(p.commands, w)
+		}
+		if git >= 0 && i > git && w != madeWord {
+			// git p runs git-p, found on PATH or in --exec-path: a file
+			// the command may write by that name.
+			p.commands = append(p.commands, "git-"+w)
 		}
 		switch {
 		case interpreters[name]:
@@ -1434,6 +1568,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 					s.markArray(v) // printf -v 'x[0]', read 'x[0]'
 				}
 				p.unreadable = p.unreadable || v == madeWord // read $'BASH_CMD\x53': a name made at run time
+				s.gitConfig = s.gitConfig || gitConfigVar(v)
 				p.unreadable = p.unreadable || codeVar(v) || intVar(v)
 				p.env = p.env || mayBeExported(v)
 				if name == "mapfile" || name == "readarray" || name == "read" && slices.ContainsFunc(p.words[i+1:], func(w string) bool {
@@ -1555,6 +1690,12 @@ func gitAliasKey(kv string) bool {
 		strings.HasPrefix(kv, "help.autocorrect") // git pusj runs git push
 }
 
+// aliasSection says a word names a whole section of git settings that
+// defines aliases (git config --rename-section x alias makes x.p alias.p).
+func aliasSection(w string) bool {
+	return w == "alias" || w == "include" || w == "help" || strings.HasPrefix(w, "includeif.")
+}
+
 // gitConfigFile says a file a redirection writes may be one git reads its
 // settings from (.git/config, ~/.gitconfig, $XDG_CONFIG_HOME/git/config,
 // /etc/gitconfig), and so define aliases for the git commands after it.
@@ -1577,7 +1718,14 @@ func mayNameGitConfig(w *syntax.Word) bool {
 			case *syntax.Lit:
 				tail.WriteString(unescape(x.Value))
 			case *syntax.SglQuoted:
-				tail.WriteString(x.Value)
+				// $'\x63onfig' is config: its value, not its text.
+				v, err := expand.Literal(nil, &syntax.Word{Parts: []syntax.WordPart{x}})
+				if err != nil {
+					tail.Reset()
+					whole = false
+					continue
+				}
+				tail.WriteString(v)
 			case *syntax.DblQuoted:
 				add(x.Parts)
 			default:
@@ -1613,7 +1761,9 @@ func definesGitAliases(q part) bool {
 	i := wordRuns(q.words, "git")
 	// git config "$k" …: a key made at run time may be alias.p.
 	return i >= 0 && slices.Contains(q.words[i:], "config") &&
-		slices.ContainsFunc(q.words[i:], func(w string) bool { return w == madeWord || gitAliasKey(strings.ToLower(w)) })
+		slices.ContainsFunc(q.words[i:], func(w string) bool {
+			return w == madeWord || gitAliasKey(strings.ToLower(w)) || aliasSection(strings.ToLower(w))
+		})
 }
 
 // xargsReplace is the string xargs' options (args) have it replace with
