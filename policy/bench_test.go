@@ -2,6 +2,8 @@ package policy_test
 
 import (
 	"encoding/json"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"testing"
 	"time"
@@ -87,4 +89,47 @@ func BenchmarkBashCallParts(b *testing.B) {
 			b.ReportMetric(float64(policybench.Quantile(took, .5).Nanoseconds())/1000, "p50-µs")
 		})
 	}
+}
+
+// BenchmarkBashWithoutCollections times config/bash with the collector off
+// and the memory the run will use touched beforehand, so that no call
+// waits for a collection or for the kernel's first touch of a page (with
+// GOGC=off alone every call takes fresh memory): the tail left is the
+// machine's own. gcs must be 0 (docs/benchmark.md).
+//
+//	go test ./policy -run '^$' -bench BashWithoutCollections -benchtime 20000x
+func BenchmarkBashWithoutCollections(b *testing.B) {
+	p, err := policy.Compile(policybench.Realistic())
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := policybench.Cases[slices.IndexFunc(policybench.Cases, func(c policybench.Case) bool { return c.Name == "config/bash" })]
+	if _, err := policybench.Measure(p, c, 2000); err != nil { // warm up
+		b.Fatal(err)
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	// A call allocates about 6 KB: touch 16 KB a call in 1 KB blocks (a
+	// byte of each, so every page), then free them to the heap.
+	func() {
+		touched := make([][]byte, 0, 16*b.N)
+		for range 16 * b.N {
+			block := make([]byte, 1024)
+			block[0] = 1
+			touched = append(touched, block)
+		}
+		runtime.KeepAlive(touched)
+	}()
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	took, err := policybench.Measure(p, c, b.N)
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(policybench.Quantile(took, .99).Nanoseconds())/1000, "p99-µs")
+	b.ReportMetric(float64(policybench.Quantile(took, .5).Nanoseconds())/1000, "p50-µs")
+	b.ReportMetric(float64(after.NumGC-before.NumGC), "gcs")
 }
