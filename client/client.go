@@ -164,14 +164,12 @@ func (c *Client) Gate(ctx context.Context, req Request) (Result, error) {
 		if err == nil && last.RequestID != "" && res.RequestID != last.RequestID {
 			// The key holds one request: an answer about another (a
 			// cache in the way, another caller's) is no verdict on it.
-			return false, &APIError{Status: http.StatusOK, Code: "bad_answer",
-				Message: fmt.Sprintf("the answer is about request %q, not %q", text.EllipsisBytes(res.RequestID, 100), last.RequestID)}
+			return false, aboutAnother("request", res.RequestID, last.RequestID)
 		}
 		if err == nil && req.ToolCallID != "" && res.ToolCallID != "" && res.ToolCallID != req.ToolCallID {
 			// The answer names another tool call: no verdict on this one,
 			// even as the first answer, before a request id is known.
-			return false, &APIError{Status: http.StatusOK, Code: "bad_answer",
-				Message: fmt.Sprintf("the answer is about call %q, not %q", text.EllipsisBytes(res.ToolCallID, 100), req.ToolCallID)}
+			return false, aboutAnother("call", res.ToolCallID, req.ToolCallID)
 		}
 		if err != nil || res.Status != "pending" {
 			return false, err
@@ -194,6 +192,13 @@ func (c *Client) wait() time.Duration {
 		return 55 * time.Second
 	}
 	return c.Wait
+}
+
+// aboutAnother is an answer about another request or call (what) than the
+// one asked about: no verdict on it (a cache in the way, another caller's).
+func aboutAnother(what, got, want string) error {
+	return &APIError{Status: http.StatusOK, Code: "bad_answer",
+		Message: fmt.Sprintf("the answer is about %s %q, not %q", what, text.EllipsisBytes(got, 100), want)}
 }
 
 // exchange runs one call to the server until it is done: again (with no

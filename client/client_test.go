@@ -266,20 +266,8 @@ func TestGateVerdictIsForItsCall(t *testing.T) {
 // refused such an answer; Hook took the other request's approval, and the
 // hook printed its allow.
 func TestHookVerdictIsForItsRequest(t *testing.T) {
-	var n atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if n.Add(1) == 1 {
-			w.Header().Set("Gatehouse-Status", "pending")
-			w.Header().Set("Gatehouse-Request-Id", "A")
-			fmt.Fprint(w, `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"still waiting"}}`)
-			return
-		}
-		w.Header().Set("Gatehouse-Status", "approved")
-		w.Header().Set("Gatehouse-Request-Id", "B")
-		fmt.Fprint(w, `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"approved"}}`)
-	}))
-	defer srv.Close()
-	ans, err := (&Client{URL: srv.URL}).Hook(context.Background(), "claude-code", []byte(`{}`), HookOptions{})
+	url := pendingThen(t, "approved", "B", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"approved"}}`)
+	ans, err := (&Client{URL: url}).Hook(context.Background(), "claude-code", []byte(`{}`), HookOptions{})
 	if err == nil || ans.Status == "approved" || strings.Contains(string(ans.Body), "allow") {
 		t.Fatalf("pending as A, then approved as B: %+v %v", ans, err)
 	}
@@ -293,6 +281,17 @@ func TestHookVerdictIsForItsRequest(t *testing.T) {
 // request; it is printed as the server wrote it, saying what failed, not
 // refused as an answer about another request.
 func TestHookServerFailureAfterPendingSaysWhatFailed(t *testing.T) {
+	url := pendingThen(t, "error", "", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"gatehouse: database error"}}`)
+	ans, err := (&Client{URL: url}).Hook(context.Background(), "claude-code", []byte(`{}`), HookOptions{})
+	if err != nil || ans.Status != "error" || !strings.Contains(string(ans.Body), "database error") {
+		t.Fatalf("a failure after pending: %+v %v", ans, err)
+	}
+}
+
+// pendingThen is a hook server that answers the first call pending as
+// request A, and every later one with status, request id (none if "") and
+// body; it returns the server's URL.
+func pendingThen(t *testing.T, status, id, body string) string {
 	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if n.Add(1) == 1 {
@@ -301,14 +300,14 @@ func TestHookServerFailureAfterPendingSaysWhatFailed(t *testing.T) {
 			fmt.Fprint(w, `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"still waiting"}}`)
 			return
 		}
-		w.Header().Set("Gatehouse-Status", "error")
-		fmt.Fprint(w, `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"gatehouse: database error"}}`)
+		w.Header().Set("Gatehouse-Status", status)
+		if id != "" {
+			w.Header().Set("Gatehouse-Request-Id", id)
+		}
+		fmt.Fprint(w, body)
 	}))
-	defer srv.Close()
-	ans, err := (&Client{URL: srv.URL}).Hook(context.Background(), "claude-code", []byte(`{}`), HookOptions{})
-	if err != nil || ans.Status != "error" || !strings.Contains(string(ans.Body), "database error") {
-		t.Fatalf("a failure after pending: %+v %v", ans, err)
-	}
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // TestModifiedArgsAreNilWithoutAnEdit: an approval without edits comes with

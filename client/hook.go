@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
 // HookAnswer is the server's answer to a hook call: the client's JSON
@@ -57,8 +54,7 @@ func (c *Client) Hook(ctx context.Context, client string, input []byte, o HookOp
 			// answer about another (a cache in the way, another caller's)
 			// is no verdict on this call, as for Gate. (The server's own
 			// failure, a deny that names no request, says what failed.)
-			return false, &APIError{Status: http.StatusOK, Code: "bad_answer",
-				Message: fmt.Sprintf("the answer is about request %q, not %q", text.EllipsisBytes(ans.RequestID, 100), last.RequestID)}
+			return false, aboutAnother("request", ans.RequestID, last.RequestID)
 		}
 		if ans.Status != "pending" {
 			return false, nil
