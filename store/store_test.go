@@ -168,29 +168,12 @@ func TestOpenErrorsAreClear(t *testing.T) {
 func TestSearchFindsWhatThePageShows(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		now := time.Now().UTC().Truncate(time.Microsecond)
-		create := func(id, args, summary string) {
-			t.Helper()
-			if _, _, err := db.Create(ctx, &gate.Request{ID: id, Status: gate.StatusPending, ToolName: "pay", ToolArgs: []byte(args),
-				Summary: summary, Metadata: []byte(`{}`), Route: "default", Quorum: 1, OnTimeout: gate.VerdictDeny, CreatedAt: now,
-				ExpiresAt: now.Add(time.Hour)}, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-		create("r1", `{"cmd":"psql -c 'D\u0052OP TABLE users'"}`, "")
-		create("r2", `{"vendor":"ÖKO-Bau GmbH","amount":60000}`, "Überweisung an ÖKO-Bau")
-		create("r3", `{"vendor":"ACME"}`, "")
+		createPending(t, db, "r1", "pay", `{"cmd":"psql -c 'D\u0052OP TABLE users'"}`, "")
+		createPending(t, db, "r2", "pay", `{"vendor":"ÖKO-Bau GmbH","amount":60000}`, "Überweisung an ÖKO-Bau")
+		createPending(t, db, "r3", "pay", `{"vendor":"ACME"}`, "")
 		for q, want := range map[string]string{"DROP TABLE": "r1", "drop table": "r1", "ÖKO-Bau": "r2", "öko-bau": "r2",
 			"überweisung": "r2", "ÜBERWEISUNG": "r2", "acme": "r3"} {
-			rs, _, err := db.List(ctx, gate.Filter{Query: q})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, r := range rs {
-				got = append(got, r.ID)
-			}
-			if len(got) != 1 || got[0] != want {
+			if got := listedIDs(t, db, gate.Filter{Query: q}); len(got) != 1 || got[0] != want {
 				t.Errorf("q=%s: %v, want [%s]", q, got, want)
 			}
 		}
@@ -198,4 +181,57 @@ func TestSearchFindsWhatThePageShows(t *testing.T) {
 			t.Errorf("r1's arguments: %s, %v; want them as sent", r.ToolArgs, err)
 		}
 	})
+}
+
+// The history's tool filter is a glob like a route's tool match: case
+// counts, on both drivers, as it does for an exact name. SQLite's LIKE
+// folds ASCII case, so tool=Deploy* listed (and exported) deploy_docs too.
+func TestToolGlobFilterKeepsCase(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		createPending(t, db, "r1", "Deploy_prod", `{}`, "")
+		createPending(t, db, "r2", "deploy_docs", `{}`, "")
+		for tool, want := range map[string]string{"Deploy*": "r1", "deploy*": "r2", "Deploy_prod": "r1", "deploy_docs": "r2"} {
+			if got := listedIDs(t, db, gate.Filter{Tool: tool}); len(got) != 1 || got[0] != want {
+				t.Errorf("tool=%s: %v, want [%s]", tool, got, want)
+			}
+		}
+	})
+}
+
+// createPending stores a pending request id of tool with args and summary.
+func createPending(t *testing.T, db *store.DB, id, tool, args, summary string) {
+	t.Helper()
+	r := pendingRow(id)
+	r.ToolName, r.ToolArgs, r.Summary = tool, []byte(args), summary
+	storeRow(t, db, r)
+}
+
+// pendingRow is a pending request of pay with no arguments, made now and
+// expiring in an hour, for a test to adjust and store (storeRow).
+func pendingRow(id string) *gate.Request {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	return &gate.Request{ID: id, Status: gate.StatusPending, ToolName: "pay", ToolArgs: []byte(`{}`), Metadata: []byte(`{}`),
+		Route: "default", Quorum: 1, OnTimeout: gate.VerdictDeny, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+}
+
+// storeRow creates r in db.
+func storeRow(t *testing.T, db *store.DB, r *gate.Request) {
+	t.Helper()
+	if _, _, err := db.Create(context.Background(), r, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listedIDs are the ids of the requests db lists under f.
+func listedIDs(t *testing.T, db *store.DB, f gate.Filter) []string {
+	t.Helper()
+	rs, _, err := db.List(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.ID)
+	}
+	return got
 }

@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,29 +22,13 @@ func TestAPIWrongMethodIs405(t *testing.T) {
 		{http.MethodPost, "/api/v1/grants"},
 		{http.MethodGet, "/hooks/claude-code"}, // already 405: the reference
 	} {
-		req, _ := http.NewRequest(c.method, e.srv.URL+c.path, strings.NewReader(`{}`))
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var body struct {
-			Error struct{ Code string } `json:"error"`
-		}
-		_ = json.NewDecoder(res.Body).Decode(&body)
-		res.Body.Close()
-		if res.StatusCode != http.StatusMethodNotAllowed {
-			t.Errorf("%s %s: %d %q, want 405", c.method, c.path, res.StatusCode, body.Error.Code)
+		if code, body := call(t, e.srv.URL, "", c.method, c.path, `{}`); code != http.StatusMethodNotAllowed {
+			t.Errorf("%s %s: %d %s, want 405", c.method, c.path, code, body)
 		}
 	}
 	// An unknown path is still a 404.
-	res, err := http.Get(e.srv.URL + "/api/v1/nothing")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusNotFound {
-		t.Errorf("GET /api/v1/nothing: %d, want 404", res.StatusCode)
+	if code, _ := call(t, e.srv.URL, "", http.MethodGet, "/api/v1/nothing", ""); code != http.StatusNotFound {
+		t.Errorf("GET /api/v1/nothing: %d, want 404", code)
 	}
 }
 

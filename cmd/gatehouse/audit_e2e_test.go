@@ -39,7 +39,13 @@ func writeAuditKey(t *testing.T, path string) {
 // verifyCmd runs gatehouse audit verify and returns its exit code and output.
 func verifyCmd(t *testing.T, cfg string, extra ...string) (int, string) {
 	t.Helper()
-	cmd := exec.Command(binPath, append([]string{"audit", "verify", "--config", cfg}, extra...)...)
+	return runBin(t, exec.Command(binPath, append([]string{"audit", "verify", "--config", cfg}, extra...)...))
+}
+
+// runBin runs cmd (the binary, as set up) and returns its exit code and its
+// output, stdout and stderr together.
+func runBin(t *testing.T, cmd *exec.Cmd) (int, string) {
+	t.Helper()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -284,16 +290,7 @@ func TestCommandsRefuseAConfigGivenAsAnArgument(t *testing.T) {
 		cmd := exec.Command(binPath, args...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "GATEHOUSE_CONFIG=")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode(), out.String()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return 0, out.String()
+		return runBin(t, cmd)
 	}
 	// The built-in config's database, whole, where the operator stands.
 	if code, out := run("migrate"); code != 0 {
