@@ -525,6 +525,19 @@ func normalizeInput(raw json.RawMessage) (json.RawMessage, error) {
 // moves on to Key(1), and so on.
 func (c Call) Key(n int) string { return chainKey(c.firstKey(), n) }
 
+// PastKey is the key of a call made after MaxChain identical ones, which
+// gets a request of its own rather than a walk further: Key(MaxChain) and
+// a digest of its call id, where it has one, so that the hook asking again
+// while it is pending (every 55 s) finds it, not another request and card;
+// else the time now.
+func (c Call) PastKey(now time.Time) string {
+	if id := c.CallID(); id != "" {
+		sum := sha256.Sum256([]byte(id))
+		return c.Key(MaxChain) + "-" + hex.EncodeToString(sum[:16])
+	}
+	return c.Key(MaxChain) + "-" + strconv.FormatInt(now.UnixNano(), 36)
+}
+
 // Keys are the call's first m keys, Key(0) to Key(m-1), its input read once.
 func (c Call) Keys(m int) []string {
 	first := c.firstKey()

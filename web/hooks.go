@@ -2,13 +2,10 @@ package web
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
 	"runtime/debug"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -151,16 +148,8 @@ func (s *Server) hookSettle(ctx context.Context, call hook.Call, agent, caller s
 		sub.AgentID, sub.Caller = agent, caller
 		if last {
 			// This exact call has been made over and over; give this one a
-			// request of its own rather than walk further: under its call
-			// id, where it has one, so that the hook asking again while
-			// it is pending (every 55 s) finds it, not another request
-			// and another card.
-			if id := sub.ToolCallID; id != "" {
-				sum := sha256.Sum256([]byte(id))
-				sub.IdempotencyKey += "-" + hex.EncodeToString(sum[:16])
-			} else {
-				sub.IdempotencyKey += "-" + strconv.FormatInt(s.now().UnixNano(), 36)
-			}
+			// request of its own rather than walk further.
+			sub.IdempotencyKey = call.PastKey(s.now())
 		}
 		// Creates the request, or attaches to the one found (or made
 		// meanwhile by a concurrent hook call), checking it is this call.
