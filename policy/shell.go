@@ -113,11 +113,11 @@ type part struct {
 	// is the one part echo.
 	check bool
 	// scripts are the files the part runs as code (bash FILE, source
-	// FILE, ./FILE): unreadable when the command writes one of them.
+	// FILE): unreadable when the command writes one of them.
 	scripts []string
-	// commands are the bare names the part runs, found on PATH:
-	// unreadable when the command writes a file by one of those names.
-	commands []string
+	// called says the part is a simple command, whose words run files
+	// (runsWritten): unreadable when the command writes one of them.
+	called bool
 }
 
 // madeWord stands in a part's words for a word whose value is made when
@@ -160,7 +160,7 @@ func readShell(cmd string) *shellCmd {
 	kept := s.parts[:0]
 	for _, q := range s.parts {
 		if q.onStdin && s.feeds || slices.ContainsFunc(q.reads, s.isMade) || slices.ContainsFunc(q.declares, func(v string) bool { return s.arrays[v] }) ||
-			slices.ContainsFunc(q.scripts, s.writes) || slices.ContainsFunc(q.commands, s.writesNamed) {
+			slices.ContainsFunc(q.scripts, s.writes) || q.called && len(s.written) > 0 && s.runsWritten(q.words) {
 			q.unreadable = true
 		}
 		if q.check && !q.unreadable {
@@ -319,7 +319,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 				s.parts = append(s.parts, part{words: []string{"[ ]="}, unreadable: true})
 			}
 		case *syntax.ArrayElem:
-			if x.Index != nil && (subscriptHidesCode(x.Index) || arithHides(x.Index)) {
+			if x.Index != nil && arithHides(x.Index) { // holds subscriptHidesCode
 				s.parts = append(s.parts, part{words: []string{"([ ]=)"}, unreadable: true}) // a=(['$(cmd)']=1)
 			} else if x.Index != nil {
 				// a=([x]=1) evaluates x as a[x]=1 does.
@@ -449,7 +449,6 @@ func (s *shellCmd) survey(n syntax.Node) {
 			s.mark(x.Name.Value) // x=$(…), x=(…)
 		case x.Value != nil:
 			s.refer(x.Name.Value, x.Value) // x=y, x='a[y]': arithmetic over x evaluates y
-			s.referKeys(x.Name.Value, x.Value)
 		}
 	case *syntax.ForClause:
 		if it, ok := x.Loop.(*syntax.WordIter); ok && it.Name != nil {
@@ -458,7 +457,6 @@ func (s *shellCmd) survey(n syntax.Node) {
 			for _, w := range it.Items {
 				made = made || madeValue(w)
 				s.refer(it.Name.Value, w)
-				s.referKeys(it.Name.Value, w)
 			}
 			if made {
 				s.mark(it.Name.Value)
@@ -519,6 +517,30 @@ func (s *shellCmd) writesNamed(name string) bool {
 	})
 }
 
+// runsWritten says a simple command's words run a file the command's
+// redirections may write: a path (./run.sh, sudo ./run.sh), or a bare
+// name found in a directory on PATH (PATH=.:$PATH x, a file written to
+// ~/.local/bin), and git-p for git p (on PATH or in --exec-path). Asked
+// only of a command that writes a file.
+func (s *shellCmd) runsWritten(words []string) bool {
+	wrapped := len(words) > 0 && (wrappers[path.Base(words[0])] || codeRunners[path.Base(words[0])])
+	git := wordRuns(words, "git")
+	for i, w := range words {
+		if w == madeWord {
+			continue
+		}
+		if i == 0 || wrapped {
+			if strings.Contains(w, "/") && s.writes(w) || !strings.Contains(w, "/") && s.writesNamed(w) {
+				return true
+			}
+		}
+		if git >= 0 && i > git && s.writesNamed("git-"+w) {
+			return true
+		}
+	}
+	return false
+}
+
 // startupFiles are the files a shell runs before its own code, as it
 // starts (bash -i reads .bashrc, bash -l .profile, zsh .zshenv always):
 // a command that writes one and starts a shell runs what it wrote.
@@ -543,15 +565,23 @@ func (s *shellCmd) mark(name string) {
 }
 
 // refer notes the variables a value written in the command names (x=y,
-// x='a[y]'), which arithmetic over name evaluates in turn.
+// x='a[y]'), which arithmetic over name evaluates in turn, and the arrays
+// whose keys a value made at run time lists (referKeys).
 func (s *shellCmd) refer(name string, w *syntax.Word) {
 	if lit, ok := literal(w); ok {
-		if names := identifiers(lit); len(names) > 0 {
-			if s.refs == nil {
-				s.refs = map[string][]string{}
-			}
-			s.refs[name] = append(s.refs[name], names...)
+		s.referText(name, lit)
+	} else {
+		s.referKeys(name, w) // a written value lists no keys
+	}
+}
+
+// referText notes the variables text given to name names.
+func (s *shellCmd) referText(name, text string) {
+	if names := identifiers(text); len(names) > 0 {
+		if s.refs == nil {
+			s.refs = map[string][]string{}
 		}
+		s.refs[name] = append(s.refs[name], names...)
 	}
 }
 
@@ -560,7 +590,7 @@ func (s *shellCmd) refer(name string, w *syntax.Word) {
 // associative one, which readShell marks made.
 func (s *shellCmd) referKeys(name string, w *syntax.Word) {
 	syntax.Walk(w, func(n syntax.Node) bool {
-		if x, ok := n.(*syntax.ParamExp); ok && x.Excl && x.Param != nil && x.Index != nil && (arithName(x.Index) == "@" || arithName(x.Index) == "*") {
+		if x, ok := n.(*syntax.ParamExp); ok && listsKeys(x) {
 			if s.keys == nil {
 				s.keys = map[string][]string{}
 			}
@@ -584,12 +614,7 @@ func (s *shellCmd) markAssoc(name string) {
 // written whole, with no subscript (command export PATH="$PATH:/x"): the
 // builtin evaluates nothing in it, and what it sets is noted as for x=….
 func plainSetting(taker string, w *syntax.Word) bool {
-	switch taker {
-	case "declare", "typeset", "local", "export", "readonly":
-	default:
-		return false
-	}
-	if len(w.Parts) == 0 {
+	if !declBuiltin(taker) || len(w.Parts) == 0 {
 		return false
 	}
 	lit, ok := w.Parts[0].(*syntax.Lit)
@@ -598,7 +623,17 @@ func plainSetting(taker string, w *syntax.Word) bool {
 	}
 	name, _, found := strings.Cut(lit.Value, "=")
 	name = strings.TrimSuffix(name, "+")
-	return found && name != "" && len(identifiers(name)) == 1 && identifiers(name)[0] == name
+	return found && syntax.ValidName(name)
+}
+
+// declBuiltin says a command is a declaration builtin, whose words set
+// variables as assignments do.
+func declBuiltin(name string) bool {
+	switch name {
+	case "declare", "typeset", "local", "export", "readonly":
+		return true
+	}
+	return false
 }
 
 // assignText notes an assignment of text written in the command that the
@@ -607,16 +642,11 @@ func plainSetting(taker string, w *syntax.Word) bool {
 // when it names variables.
 func (s *shellCmd) assignText(name, value string) {
 	s.gitConfig = s.gitConfig || gitConfigVar(name)
-	if codeSyntax(value) || strings.ContainsAny(value, "$`\\~") {
+	if strings.ContainsAny(value, "$`\\~") { // holds codeSyntax
 		s.mark(name)
 		return
 	}
-	if names := identifiers(value); len(names) > 0 {
-		if s.refs == nil {
-			s.refs = map[string][]string{}
-		}
-		s.refs[name] = append(s.refs[name], names...)
-	}
+	s.referText(name, value)
 }
 
 // numbersOnly says a statement's standard input is a here-string or
@@ -678,9 +708,9 @@ func madeValue(w *syntax.Word) bool {
 		// '$(cmd)', which a word may put in a subscript ("a[$y]"), and
 		// any part of such code: 'a[$' joined to '(cmd)]' ($x$y), or
 		// made by an expansion (${x/X/\$}, ${x@E} of '\x24').
-		return codeSyntax(lit) || strings.ContainsAny(lit, "$`\\") || tilde(w)
+		return strings.ContainsAny(lit, "$`\\") || tilde(w)
 	}
-	return tilde(w) || strings.ContainsAny(wordText(w), "$`\\") || madeParts(w.Parts) // {'a[$',b}
+	return tilde(w) || strings.ContainsAny(wordText(w), "$`\\") || madeParts(w.Parts, false) // {'a[$',b}
 }
 
 // tilde says a word starts with a tilde expansion (~+ is $PWD, ~- is
@@ -724,14 +754,15 @@ func letterRange(v string) bool {
 	return false
 }
 
-func madeParts(parts []syntax.WordPart) bool {
+// madeParts says a word's parts (inside double quotes when quoted, where
+// nothing globs) make a value at run time.
+func madeParts(parts []syntax.WordPart, quoted bool) bool {
 	for _, wp := range parts {
 		switch x := wp.(type) {
 		case *syntax.Lit:
 			// A glob's words are file names, which the command may have
 			// made (touch 'a[$(cmd)]'; for x in a*): made at run time.
-			// (Inside double quotes no Lit globs: DblQuoted is read apart.)
-			if globs(x.Value) || letterRange(x.Value) {
+			if !quoted && (globs(x.Value) || letterRange(x.Value)) {
 				return true
 			}
 		case *syntax.ArithmExp:
@@ -740,25 +771,9 @@ func madeParts(parts []syntax.WordPart) bool {
 				return true // $'a[\x24(cmd)]'
 			}
 		case *syntax.DblQuoted:
-			if madeQuoted(x.Parts) {
+			if madeParts(x.Parts, true) {
 				return true
 			}
-		case *syntax.ParamExp:
-			if madeParam(x) {
-				return true
-			}
-		default:
-			return true
-		}
-	}
-	return false
-}
-
-// madeQuoted is madeParts inside double quotes, where nothing globs.
-func madeQuoted(parts []syntax.WordPart) bool {
-	for _, wp := range parts {
-		switch x := wp.(type) {
-		case *syntax.Lit, *syntax.ArithmExp:
 		case *syntax.ParamExp:
 			if madeParam(x) {
 				return true
@@ -780,7 +795,7 @@ func madeParam(x *syntax.ParamExp) bool {
 	switch {
 	case x.Length && x.Exp == nil:
 		// ${#x}: a length
-	case x.Excl && x.Param != nil && x.Exp == nil && x.Index != nil && (arithName(x.Index) == "@" || arithName(x.Index) == "*") && !setByBash[x.Param.Value]:
+	case listsKeys(x) && x.Exp == nil && !setByBash[x.Param.Value]:
 		// ${!arr[@]}: an array's indices (an associative array's
 		// keys are written in the command, or set through a
 		// subscript that is read as arithmetic itself)
@@ -788,6 +803,16 @@ func madeParam(x *syntax.ParamExp) bool {
 		return true
 	}
 	return false
+}
+
+// listsKeys says a parameter expansion lists an array's keys (${!a[@]},
+// ${!a[*]}).
+func listsKeys(x *syntax.ParamExp) bool {
+	if !x.Excl || x.Param == nil || x.Index == nil {
+		return false
+	}
+	i := arithName(x.Index)
+	return i == "@" || i == "*"
 }
 
 // arithPart adds a part for arithmetic n (labelled as what): unreadable
@@ -809,29 +834,13 @@ func (s *shellCmd) arithPart(n syntax.Node, what string) {
 // comparisons (-eq, -lt, …) and -v count.
 func arithReads(n syntax.Node) (names []string, subst bool) {
 	if t, ok := n.(*syntax.TestClause); ok {
-		walkOwn(t, func(n syntax.Node) bool {
-			switch b := n.(type) {
-			case *syntax.BinaryTest:
-				switch b.Op {
-				case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
-					for _, e := range []syntax.Node{b.X, b.Y} {
-						r, sub := arithReads(e)
-						names, subst = append(names, r...), subst || sub
-					}
-					return false
-				}
-			case *syntax.UnaryTest:
-				if b.Op == syntax.TsVarSet {
-					r, sub := arithReads(b.X)
-					names, subst = append(names, r...), subst || sub
-					return false
-				}
-			}
-			return true
+		arithOperands(t, func(e syntax.TestExpr) {
+			r, sub := arithReads(e)
+			names, subst = append(names, r...), subst || sub
 		})
 		return names, subst
 	}
-	var params map[*syntax.Lit]bool // the names of parameter expansions, read above
+	var param *syntax.Lit // the name of the parameter expansion just read, which the walk visits next
 	syntax.Walk(n, func(n syntax.Node) bool {
 		switch x := n.(type) {
 		case *syntax.CmdSubst, *syntax.ProcSubst:
@@ -845,19 +854,14 @@ func arithReads(n syntax.Node) (names []string, subst bool) {
 			if x.Param != nil && !x.Length { // ${#x} is a length, not x's value
 				names = append(names, x.Param.Value)
 			}
-			if x.Param != nil {
-				if params == nil {
-					params = map[*syntax.Lit]bool{}
-				}
-				params[x.Param] = true
-			}
+			param = x.Param
 			// ${a[*]}, ${!a[*]} and $* join their words with IFS's first
 			// character: IFS='$' joins 'a[' and '(cmd)]' into a[$(cmd)].
 			if !x.Length && (x.Param != nil && x.Param.Value == "*" || x.Index != nil && arithName(x.Index) == "*") {
 				names = append(names, "IFS")
 			}
 		case *syntax.Lit:
-			if params[x] {
+			if x == param {
 				return true
 			}
 			names = append(names, identifiers(x.Value)...)
@@ -1008,28 +1012,33 @@ func arithHides(n syntax.Node) bool {
 		})
 		return hides
 	}
-	t, isTest := n.(*syntax.TestClause)
-	if !isTest {
-		return check(n)
+	if t, isTest := n.(*syntax.TestClause); isTest {
+		arithOperands(t, func(e syntax.TestExpr) { check(e) })
+		return hides
 	}
-	walkOwn(t, func(m syntax.Node) bool {
-		switch b := m.(type) {
+	return check(n)
+}
+
+// arithOperands calls fn on each operand of [[ … ]] that bash evaluates
+// as arithmetic: those of -eq, -lt, … and the name -v tests.
+func arithOperands(t *syntax.TestClause, fn func(syntax.TestExpr)) {
+	walkOwn(t, func(n syntax.Node) bool {
+		switch b := n.(type) {
 		case *syntax.BinaryTest:
 			switch b.Op {
 			case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
-				check(b.X)
-				check(b.Y)
+				fn(b.X)
+				fn(b.Y)
 				return false
 			}
 		case *syntax.UnaryTest:
 			if b.Op == syntax.TsVarSet {
-				check(b.X)
+				fn(b.X)
 				return false
 			}
 		}
-		return !hides
+		return true
 	})
-	return hides
 }
 
 // readsLastArg says arithmetic reads $_ (written _), the last argument of
@@ -1353,7 +1362,7 @@ func (s *shellCmd) envSplit(args []string, dynamic bool, depth int) bool {
 
 // call adds one simple command (and the shell code it runs, if any).
 func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
-	p := part{env: len(c.Assigns) > 0}
+	p := part{env: len(c.Assigns) > 0, called: true}
 	for _, a := range c.Assigns {
 		if a.Name != nil && codeVar(a.Name.Value) || a.Value != nil && hidesCode(a.Value) {
 			p.unreadable = true // BASH_ENV=<(…) bash, x='a[$(cmd)]'
@@ -1414,14 +1423,10 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 	}
 	// command declare x=…, builtin export 'x=…', \declare -n r=x: a
 	// declaration the parse shows as words, which sets x as x=… does.
-	switch taker {
-	case "declare", "typeset", "local", "export", "readonly":
-		declared, assoc := false, false
-		for j, w := range p.words {
-			if !declared {
-				declared = path.Base(w) == taker
-				continue
-			}
+	if declBuiltin(taker) {
+		assoc := false
+		for j := wordRuns(p.words, taker) + 1; j < len(p.words); j++ {
+			w := p.words[j]
 			name, value, isSetting := strings.Cut(w, "=")
 			if w == madeWord {
 				name, _, isSetting = strings.Cut(wordText(c.Args[j]), "=")
@@ -1433,7 +1438,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 			case w != madeWord && strings.HasPrefix(w, "-"):
 				p.unreadable = p.unreadable || strings.ContainsAny(w, "ni") // -n r=x, -i x
 				assoc = assoc || strings.Contains(w, "A")
-			case !isSetting && w == madeWord, len(identifiers(name)) != 1 || identifiers(name)[0] != name:
+			case !isSetting && w == madeWord, !syntax.ValidName(name):
 				p.unreadable = true // a name or option made at run time
 			case codeVar(name) || intVar(name):
 				p.unreadable = true
@@ -1480,22 +1485,8 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 		first := path.Base(p.words[0])
 		return wrappers[first] || codeRunners[first] // runuser -u me -- bash, ssh host bash
 	}
-	git := wordRuns(p.words, "git")
 	for i, w := range p.words {
 		name := path.Base(w)
-		if runs(i) && strings.Contains(w, "/") {
-			p.scripts = append(p.scripts, w) // ./run.sh, sudo ./run.sh: a file, maybe one the command writes
-		} else if runs(i) && w != madeWord {
-			// A bare name is found in a directory on PATH, which may hold
-			// a file the command writes by that name (PATH=.:$PATH x, a
-			// file written to ~/.local/bin).
-			p.commands = append(p.commands, w)
-		}
-		if git >= 0 && i > git && w != madeWord {
-			// git p runs git-p, found on PATH or in --exec-path: a file
-			// the command may write by that name.
-			p.commands = append(p.commands, "git-"+w)
-		}
 		switch {
 		case interpreters[name]:
 			// A shell anywhere in the words (sudo bash -c …, xargs sh -c
@@ -1755,7 +1746,7 @@ func definesGitAliases(q part) bool {
 	if len(q.words) == 0 {
 		return false
 	}
-	if q.env && slices.Contains([]string{"export", "declare", "typeset", "local", "readonly"}, q.words[0]) {
+	if q.env && declBuiltin(q.words[0]) {
 		return slices.ContainsFunc(q.words[1:], gitConfigVar)
 	}
 	i := wordRuns(q.words, "git")
@@ -2283,31 +2274,16 @@ func isNumber(w string) bool {
 // where the parse shows words. An operand that does not read as arithmetic
 // but holds an operator that could assign is a change of the environment.
 func (s *shellCmd) testOperands(t *syntax.TestClause, depth int) {
-	walkOwn(t, func(n syntax.Node) bool {
-		var operands []syntax.TestExpr
-		switch b := n.(type) {
-		case *syntax.BinaryTest:
-			switch b.Op {
-			case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
-				operands = []syntax.TestExpr{b.X, b.Y}
-			}
-		case *syntax.UnaryTest:
-			if b.Op == syntax.TsVarSet {
-				operands = []syntax.TestExpr{b.X}
-			}
+	arithOperands(t, func(e syntax.TestExpr) {
+		w, isWord := e.(*syntax.Word)
+		if !isWord {
+			return
 		}
-		for _, e := range operands {
-			w, isWord := e.(*syntax.Word)
-			if !isWord {
-				continue
-			}
-			text := wordText(w)
-			if strings.TrimSpace(text) != "" && !s.read("(( "+text+" ))", depth+1) &&
-				(strings.Contains(text, "=") || strings.Contains(text, "++") || strings.Contains(text, "--")) {
-				s.parts = append(s.parts, part{words: []string{"[[ ]]"}, env: true})
-			}
+		text := wordText(w)
+		if strings.TrimSpace(text) != "" && !s.read("(( "+text+" ))", depth+1) &&
+			(strings.Contains(text, "=") || strings.Contains(text, "++") || strings.Contains(text, "--")) {
+			s.parts = append(s.parts, part{words: []string{"[[ ]]"}, env: true})
 		}
-		return true
 	})
 }
 
