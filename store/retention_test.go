@@ -248,6 +248,17 @@ func sealedRequest(t *testing.T, db *store.DB, id string, at time.Time) {
 	}
 }
 
+// decidedAndSealed stores a request made at created (sealedRequest), applies
+// tr to it, and seals the chain.
+func decidedAndSealed(t *testing.T, db *store.DB, created time.Time, tr gate.Transition) {
+	t.Helper()
+	sealedRequest(t, db, tr.ID, created)
+	if _, err := db.Transition(context.Background(), tr); err != nil {
+		t.Fatal(err)
+	}
+	sealAll(t, db)
+}
+
 // TestRetentionLeavesTamperedRequests: a writer of the database backdates
 // a request decided a minute ago; retention, which picks requests by
 // their rows, must not delete it and sign the cut (verify would then be
@@ -323,14 +334,10 @@ func TestRetentionLeavesAFlippedTimeout(t *testing.T) {
 		_, key, _ := ed25519.GenerateKey(rand.Reader)
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		at := now.Add(-500 * 24 * time.Hour)
-		sealedRequest(t, db, "flipped", at)
 		reason := audit.ExpiryReason(time.Hour, string(gate.VerdictDeny))
-		if _, err := db.Transition(ctx, gate.Transition{ID: "flipped", To: gate.StatusExpired, Kind: gate.AfterDeadline, At: at.Add(time.Hour),
+		decidedAndSealed(t, db, at, gate.Transition{ID: "flipped", To: gate.StatusExpired, Kind: gate.AfterDeadline, At: at.Add(time.Hour),
 			By: gate.ActorSystem, Via: "timeout", Reason: reason,
-			Event: gate.Event{RequestID: "flipped", At: at.Add(time.Hour), Type: gate.EventExpired, Actor: gate.ActorSystem, Detail: reason}}); err != nil {
-			t.Fatal(err)
-		}
-		sealAll(t, db)
+			Event: gate.Event{RequestID: "flipped", At: at.Add(time.Hour), Type: gate.EventExpired, Actor: gate.ActorSystem, Detail: reason}})
 		if err := db.Gorm().Exec(`UPDATE requests SET on_timeout = 'allow' WHERE id = 'flipped'`).Error; err != nil {
 			t.Fatal(err)
 		}
@@ -360,12 +367,8 @@ func TestRetentionLeavesAnEventOutsideTheChain(t *testing.T) {
 		_, key, _ := ed25519.GenerateKey(rand.Reader)
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		at := now.Add(-500 * 24 * time.Hour)
-		sealedRequest(t, db, "forged", at)
-		if _, err := db.Transition(ctx, gate.Transition{ID: "forged", To: gate.StatusRejected, At: at.Add(time.Minute), By: "web:alice", Via: "web", Reason: "no",
-			Event: gate.Event{RequestID: "forged", At: at.Add(time.Minute), Type: gate.EventDecided, Actor: "web:alice", Channel: "web", Detail: "rejected: no"}}); err != nil {
-			t.Fatal(err)
-		}
-		sealAll(t, db)
+		decidedAndSealed(t, db, at, gate.Transition{ID: "forged", To: gate.StatusRejected, At: at.Add(time.Minute), By: "web:alice", Via: "web", Reason: "no",
+			Event: gate.Event{RequestID: "forged", At: at.Add(time.Minute), Type: gate.EventDecided, Actor: "web:alice", Channel: "web", Detail: "rejected: no"}})
 		then := at.Add(30 * time.Second)
 		if err := db.Gorm().Exec(`INSERT INTO events (request_id, at, type, actor, channel, detail, seq, prev_hash, hash)
 			VALUES ('forged', ?, 'voted', 'web:cfo', 'web', 'approved: checked with finance', 0, ?, 'x')`, then, audit.Genesis).Error; err != nil {
