@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -1768,6 +1769,90 @@ func TestNestedTestsStayLinear(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatalf("reading %d bytes of nested tests took more than 15 s", len(cmd))
+	}
+}
+
+// deepCases are commands nested n deep, n chosen so that each is about
+// size bytes: what mvdan's parser and the reader's walks recurse on.
+func deepCases(size int) map[string]string {
+	nest := func(prefix, open, middle, close string) string {
+		n := (size - len(prefix) - len(middle)) / (len(open) + len(close))
+		return prefix + strings.Repeat(open, n) + middle + strings.Repeat(close, n)
+	}
+	return map[string]string{
+		"arithmetic parentheses": nest("echo $(( ", "(", "1", ")") + " ))",
+		"arithmetic expansions":  nest("echo ", "$(( ", "1", " ))"),
+		"subscripts":             nest("echo ", "${a[", "1", "]}"),
+		"command substitutions":  nest("echo ", "$(", "ls", ")"),
+		"quoted substitutions":   nest("echo ", `"$(`, "ls", `)"`),
+		"subshells":              nest("", "( ", "ls", " )"),
+		"groups":                 nest("", "{ ", "ls", "; }"),
+		"ifs":                    nest("", "if ", "true", "; then :; fi"),
+		"whiles":                 nest("", "while ", "true", "; do :; done"),
+		"functions":              nest("", "f() ", "{ :; }", ""),
+		"a pipeline":             nest("", "ls|", "ls", ""),
+		"an and-list":            nest("", "ls&&", "ls", ""),
+		"an or-list":             nest("", "ls||", "ls", ""),
+		"arithmetic terms":       nest("echo $(( ", "x+", "1", "") + " ))",
+		"a test's and-list":      nest("[[ ", "a && ", "a", "") + " ]]",
+	}
+}
+
+// TestDeepCommandsStayShallow: mvdan's parser recurses once for each
+// level of nesting, 3–10 KB of stack a level, and the reader's walks
+// recurse as deep as the tree, which a pipeline or a run of arithmetic
+// terms makes as deep as it is long. Under the gate's 256 KiB of
+// tool_args, these took 0.2–0.9 GB of stack for one call (measured: peak
+// RSS of the server 953 MB), and a little more ends the process: Go's
+// stack limit is fatal, not a panic. Each is now unreadable, so asked. The
+// test lowers the stack limit to 64 MB: a read that recursed as before
+// ends the test binary.
+func TestDeepCommandsStayShallow(t *testing.T) {
+	defer debug.SetMaxStack(debug.SetMaxStack(64 << 20))
+	rs := []Route{{Name: "ok", Calls: []string{"Bash(ls:*)", "Bash(echo:*)", "Bash(true:*)", "Bash(f:*)"}, Action: Allow}, {Name: "rest", Action: Ask}}
+	for name, cmd := range deepCases(250 << 10) {
+		if got := routeOf(t, rs, "Bash", map[string]string{"command": cmd}, `{}`); got != "rest" {
+			t.Errorf("%s, %d bytes: route %s, want rest (unreadable)", name, len(cmd), got)
+		}
+	}
+	// Nesting as deep as commands are written stays readable.
+	cmd := "echo $(( ((((1+2)*3)-4)/5) )) ${a[${b[$((1+1))]}]} $(echo $(echo \"$(echo x)\")) `echo y`"
+	if got := routeOf(t, rs, "Bash", map[string]string{"command": cmd}, `{}`); got != "ok" {
+		t.Errorf("%s: route %s, want ok", cmd, got)
+	}
+}
+
+// balancedSum is arithmetic over n terms, as a tree of (a+b) as shallow
+// as it can be.
+func balancedSum(n int) string {
+	if n == 1 {
+		return "x"
+	}
+	return "(" + balancedSum(n/2) + "+" + balancedSum(n-n/2) + ")"
+}
+
+// TestNestedArithmeticStaysLinear: the checks of arithmetic and of
+// subscripts walk the whole of the arithmetic under them, nested
+// arithmetic too, which each level below checks again: ${a[${a[…]}]}
+// 200 deep around 40,000 terms (160 KB) took about 200 times the walk of
+// the terms (a 78 KB command 25 s of a core, a 144 KB one 102 s on the
+// server). The reader now counts the nodes its walks visit against 16 a
+// byte of the command and reads past them as unreadable.
+func TestNestedArithmeticStaysLinear(t *testing.T) {
+	rs := []Route{{Name: "ok", Calls: []string{"Bash(echo:*)"}, Action: Allow}, {Name: "rest", Action: Ask}}
+	for _, open := range []string{"${a[", "$(( "} {
+		close := map[string]string{"${a[": "]}", "$(( ": " ))"}[open]
+		cmd := "echo " + strings.Repeat(open, 200) + balancedSum(40000) + strings.Repeat(close, 200)
+		done := make(chan string, 1)
+		go func() { done <- routeOf(t, rs, "Bash", map[string]string{"command": cmd}, `{}`) }()
+		select {
+		case got := <-done:
+			if got != "rest" {
+				t.Errorf("%s nested 200 deep: route %s, want rest (unreadable)", open, got)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("reading %d bytes of %s nested 200 deep took more than 30 s", len(cmd), open)
+		}
 	}
 }
 

@@ -1,7 +1,10 @@
 package policy
 
 import (
+	"errors"
+	"io"
 	"path"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +28,12 @@ type shellCmd struct {
 	// the reader re-read itself (command eval command eval …) runs out
 	// and is unreadable instead of taking seconds.
 	budget int
+	// steps is how many more nodes the reader may visit, in the walk of
+	// each piece of code and in the checks that walk a node's subtree
+	// (arithmetic, subscripts): $(( $(( … )) )) or ${a[${a[…]}]} nested n
+	// deep has each level's checks walk every level below it, n² steps,
+	// 78 KB 20 s of a core. Past them the command is unreadable.
+	steps int
 	// feeds says the command feeds input to something: a pipe, a
 	// coprocess, a here-document, or an input redirection of any
 	// descriptor. A shell reading its code from standard input then reads
@@ -129,7 +138,7 @@ const maxShellDepth = 8
 
 // readShell parses a command string into its parts.
 func readShell(cmd string) *shellCmd {
-	s := &shellCmd{budget: 4*len(cmd) + 1024}
+	s := &shellCmd{budget: 4*len(cmd) + 1024, steps: stepsPerByte*len(cmd) + 4096}
 	if !s.read(cmd, 0) {
 		s.parts, s.unreadable = nil, true
 	}
@@ -195,7 +204,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 	}
 	s.budget -= len(code)
 	parser := parsers.Get().(*syntax.Parser)
-	f, err := parser.Parse(strings.NewReader(code), "")
+	f, err := parser.Parse(&shallowReader{code: code}, "")
 	parsers.Put(parser) // done with: the tree it made holds nothing of it
 	if err != nil {
 		return false
@@ -204,7 +213,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 	// reads on the way (eval, bash -c) walks with its own.
 	outerLevel, outerSubsts := s.level, s.substs
 	s.level, s.substs = 0, nil
-	syntax.Walk(f, func(n syntax.Node) bool {
+	s.walk(f, func(n syntax.Node) bool {
 		if n == nil { // the walk leaves the node it last entered
 			if k := len(s.substs) - 1; k >= 0 && s.substs[k].level == s.level {
 				s.substs = s.substs[:k]
@@ -237,7 +246,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 		case *syntax.DeclClause:
 			// export / declare / local / readonly change the environment of
 			// what follows: a part no allow pattern lets through.
-			p := part{words: []string{x.Variant.Value}, env: true, unreadable: hidesCode(x)}
+			p := part{words: []string{x.Variant.Value}, env: true, unreadable: s.hidesCode(x)}
 			arrays, assoc := false, false // declare -a, local -A, export -a …
 			for _, a := range x.Args {
 				if lit, ok := literal(a.Value); ok && a.Naked && strings.HasPrefix(lit, "-") && strings.ContainsAny(lit, "aA") {
@@ -282,7 +291,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 					p.unreadable = true
 				}
 				if a.Index != nil {
-					reads, subst := arithReads(a.Index)
+					reads, subst := s.arithReads(a.Index)
 					p.unreadable = p.unreadable || subst
 					p.reads = append(p.reads, reads...)
 				}
@@ -315,11 +324,11 @@ func (s *shellCmd) read(code string, depth int) bool {
 		case *syntax.Assign:
 			// a['$(cmd)']=1: an indexed array's subscript is expanded again
 			// as the value is assigned.
-			if x.Index != nil && subscriptHidesCode(x.Index) {
+			if x.Index != nil && s.subscriptHidesCode(x.Index) {
 				s.parts = append(s.parts, part{words: []string{"[ ]="}, unreadable: true})
 			}
 		case *syntax.ArrayElem:
-			if x.Index != nil && arithHides(x.Index) { // holds subscriptHidesCode
+			if x.Index != nil && s.arithHides(x.Index) { // holds subscriptHidesCode
 				s.parts = append(s.parts, part{words: []string{"([ ]=)"}, unreadable: true}) // a=(['$(cmd)']=1)
 			} else if x.Index != nil {
 				// a=([x]=1) evaluates x as a[x]=1 does.
@@ -362,8 +371,8 @@ func (s *shellCmd) read(code string, depth int) bool {
 				s.parts = append(s.parts, part{words: []string{"${@P}"}, unreadable: true})
 			}
 			// ${a[i]} and ${x:off:len} evaluate arithmetic.
-			if x.Index != nil && arithHides(x.Index) || x.Slice != nil && (x.Slice.Offset != nil && arithHides(x.Slice.Offset) ||
-				x.Slice.Length != nil && arithHides(x.Slice.Length)) {
+			if x.Index != nil && s.arithHides(x.Index) || x.Slice != nil && (x.Slice.Offset != nil && s.arithHides(x.Slice.Offset) ||
+				x.Slice.Length != nil && s.arithHides(x.Slice.Length)) {
 				s.parts = append(s.parts, part{words: []string{"${ }"}, unreadable: true})
 			}
 			if x.Index != nil {
@@ -398,7 +407,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// of [[ … ]]) expands the subscripts of quoted names as it
 			// evaluates them: let 'x[$(cmd)]=1' runs cmd, which the parse
 			// shows as text. So does $_ (the last argument) read there.
-			if hidesCode(n) || arithHides(n) || readsLastArg(n) {
+			if s.hidesCode(n) || s.arithHides(n) || s.readsLastArg(n) {
 				s.parts = append(s.parts, part{words: []string{"(( ))"}, unreadable: true})
 			} else {
 				s.arithPart(n, "(( ))")
@@ -410,7 +419,79 @@ func (s *shellCmd) read(code string, depth int) bool {
 		return true
 	})
 	s.level, s.substs = outerLevel, outerSubsts
-	return true
+	return s.steps >= 0
+}
+
+// stepsPerByte is the nodes the reader may visit for each byte of a
+// command, past 4,096. The commands of the policy tests take 4.6 a byte at
+// most (i=$((i+1))), and under 1 once over 1 KB; a 250 KB script of
+// arithmetic and subscripts 3.8. $(( … )) nested 48 deep runs out.
+const stepsPerByte = 16
+
+// walk walks n as syntax.Walk does, counting each node against the
+// command's steps and going no deeper than maxWalkDepth (syntax.Walk
+// recurses: a|a|…, a && a && … and 1+1+… make trees as deep as they are
+// long, which the parser builds without recursing); past either it stops,
+// and read ends unreadable.
+func (s *shellCmd) walk(n syntax.Node, fn func(syntax.Node) bool) {
+	depth := 0
+	syntax.Walk(n, func(m syntax.Node) bool {
+		if m == nil { // the walk leaves a node it entered
+			depth--
+			return fn(nil)
+		}
+		if s.steps--; s.steps < 0 || depth >= maxWalkDepth {
+			s.steps = -1
+			return false
+		}
+		if !fn(m) {
+			return false
+		}
+		depth++
+		return true
+	})
+}
+
+// maxWalkDepth bounds the depth of a walk: about 1,000 levels of if,
+// ( … ) or { … }, a pipeline of 1,000 commands, 2,000 terms of arithmetic
+// in a row.
+const maxWalkDepth = 2000
+
+// shallowReader gives the parser its code a piece at a time and ends the
+// parse with errTooDeep once the calls nest deeper than maxParseFrames.
+// mvdan's parser recurses for each level of nesting in the code, 3–10 KB
+// of stack a level: 250 KB of $(( ((( … ))) )), $($( … )) or if if …
+// took 0.2–0.9 GB of stack, and a little more ended the process (Go's
+// stack limit is fatal, not a panic).
+type shallowReader struct {
+	code string
+	off  int
+}
+
+// readPiece is the most a read gives the parser: between two checks it
+// can nest only as deep as a piece lets it.
+const readPiece = 1024
+
+// maxParseFrames bounds the parser's calls: it stops about 640 levels of
+// ( … ) in arithmetic or 500 of $( … ) deep, far past any command's, with
+// a few MB of stack. A check walks the frames, ~16 ns each.
+const maxParseFrames = 8000
+
+var errTooDeep = errors.New("nested too deep")
+
+func (r *shallowReader) Read(b []byte) (int, error) {
+	if r.off >= len(r.code) {
+		return 0, io.EOF
+	}
+	// The first piece is read before any nesting; a frame found past
+	// maxParseFrames means the stack is that deep.
+	var pc [1]uintptr
+	if r.off > 0 && runtime.Callers(maxParseFrames, pc[:]) > 0 {
+		return 0, errTooDeep
+	}
+	n := copy(b[:min(len(b), readPiece)], r.code[r.off:])
+	r.off += n
+	return n, nil
 }
 
 // survey notes, of each node read, whether it feeds input to anything
@@ -589,7 +670,7 @@ func (s *shellCmd) referText(name, text string) {
 // in "${!m[@]}"): numbers for an indexed array, any text for an
 // associative one, which readShell marks made.
 func (s *shellCmd) referKeys(name string, w *syntax.Word) {
-	syntax.Walk(w, func(n syntax.Node) bool {
+	s.walk(w, func(n syntax.Node) bool {
 		if x, ok := n.(*syntax.ParamExp); ok && listsKeys(x) {
 			if s.keys == nil {
 				s.keys = map[string][]string{}
@@ -820,7 +901,7 @@ func listsKeys(x *syntax.ParamExp) bool {
 // the variables it names, which readShell judges once every variable the
 // command sets is known.
 func (s *shellCmd) arithPart(n syntax.Node, what string) {
-	if reads, subst := arithReads(n); subst {
+	if reads, subst := s.arithReads(n); subst {
 		s.parts = append(s.parts, part{words: []string{what}, unreadable: true})
 	} else if len(reads) > 0 {
 		s.parts = append(s.parts, part{words: []string{what}, reads: reads, check: true})
@@ -832,16 +913,16 @@ func (s *shellCmd) arithPart(n syntax.Node, what string) {
 // and ${x} name; subst says it holds a command or process substitution,
 // whose output it would evaluate. Of [[ … ]] only the arithmetic
 // comparisons (-eq, -lt, …) and -v count.
-func arithReads(n syntax.Node) (names []string, subst bool) {
+func (s *shellCmd) arithReads(n syntax.Node) (names []string, subst bool) {
 	if t, ok := n.(*syntax.TestClause); ok {
-		arithOperands(t, func(e syntax.TestExpr) {
-			r, sub := arithReads(e)
+		s.arithOperands(t, func(e syntax.TestExpr) {
+			r, sub := s.arithReads(e)
 			names, subst = append(names, r...), subst || sub
 		})
 		return names, subst
 	}
 	var param *syntax.Lit // the name of the parameter expansion just read, which the walk visits next
-	syntax.Walk(n, func(n syntax.Node) bool {
+	s.walk(n, func(n syntax.Node) bool {
 		switch x := n.(type) {
 		case *syntax.CmdSubst, *syntax.ProcSubst:
 			subst = true
@@ -963,8 +1044,8 @@ func escaped(w *syntax.Word) bool {
 // the reading walks those as commands of their own, and arithmetic counts
 // their output (arithReads). Walked into, [[ $( [[ $( … ) -eq 0 ]] ) -eq
 // 0 ]] nested n deep took n² steps: 51 KB, seconds.
-func walkOwn(n syntax.Node, fn func(syntax.Node) bool) {
-	syntax.Walk(n, func(m syntax.Node) bool {
+func (s *shellCmd) walkOwn(n syntax.Node, fn func(syntax.Node) bool) {
+	s.walk(n, func(m syntax.Node) bool {
 		switch m.(type) {
 		case *syntax.CmdSubst, *syntax.ProcSubst:
 			if m != n {
@@ -978,9 +1059,9 @@ func walkOwn(n syntax.Node, fn func(syntax.Node) bool) {
 // hidesCode says a node holds text with command or parameter expansion
 // syntax ($(…), `…`, ${…}) that the shell may yet expand: in a name's
 // subscript, which arithmetic and the builtins that take names evaluate.
-func hidesCode(n syntax.Node) bool {
+func (s *shellCmd) hidesCode(n syntax.Node) bool {
 	hides := false
-	walkOwn(n, func(n syntax.Node) bool {
+	s.walkOwn(n, func(n syntax.Node) bool {
 		switch x := n.(type) {
 		case *syntax.Lit:
 			hides = hides || codeSyntax(x.Value)
@@ -998,10 +1079,10 @@ func hidesCode(n syntax.Node) bool {
 // not an expansion (\$, "$", '`'), which bash's evaluation of the joined
 // text (a[$x\$"(cmd)]" with x='a[') expands in a subscript. Of [[ … ]]
 // only the arithmetic operands count.
-func arithHides(n syntax.Node) bool {
+func (s *shellCmd) arithHides(n syntax.Node) bool {
 	hides := false
 	check := func(m syntax.Node) bool {
-		walkOwn(m, func(m syntax.Node) bool {
+		s.walkOwn(m, func(m syntax.Node) bool {
 			switch x := m.(type) {
 			case *syntax.Lit:
 				hides = hides || strings.ContainsAny(x.Value, "$`")
@@ -1013,7 +1094,7 @@ func arithHides(n syntax.Node) bool {
 		return hides
 	}
 	if t, isTest := n.(*syntax.TestClause); isTest {
-		arithOperands(t, func(e syntax.TestExpr) { check(e) })
+		s.arithOperands(t, func(e syntax.TestExpr) { check(e) })
 		return hides
 	}
 	return check(n)
@@ -1021,8 +1102,8 @@ func arithHides(n syntax.Node) bool {
 
 // arithOperands calls fn on each operand of [[ … ]] that bash evaluates
 // as arithmetic: those of -eq, -lt, … and the name -v tests.
-func arithOperands(t *syntax.TestClause, fn func(syntax.TestExpr)) {
-	walkOwn(t, func(n syntax.Node) bool {
+func (s *shellCmd) arithOperands(t *syntax.TestClause, fn func(syntax.TestExpr)) {
+	s.walkOwn(t, func(n syntax.Node) bool {
 		switch b := n.(type) {
 		case *syntax.BinaryTest:
 			switch b.Op {
@@ -1043,9 +1124,9 @@ func arithOperands(t *syntax.TestClause, fn func(syntax.TestExpr)) {
 
 // readsLastArg says arithmetic reads $_ (written _), the last argument of
 // the command before, whose text it evaluates.
-func readsLastArg(n syntax.Node) bool {
+func (s *shellCmd) readsLastArg(n syntax.Node) bool {
 	reads := false
-	walkOwn(n, func(n syntax.Node) bool {
+	s.walkOwn(n, func(n syntax.Node) bool {
 		if w, ok := n.(*syntax.Word); ok && w.Lit() == "_" {
 			reads = true
 		}
@@ -1364,7 +1445,7 @@ func (s *shellCmd) envSplit(args []string, dynamic bool, depth int) bool {
 func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 	p := part{env: len(c.Assigns) > 0, called: true}
 	for _, a := range c.Assigns {
-		if a.Name != nil && codeVar(a.Name.Value) || a.Value != nil && hidesCode(a.Value) {
+		if a.Name != nil && codeVar(a.Name.Value) || a.Value != nil && s.hidesCode(a.Value) {
 			p.unreadable = true // BASH_ENV=<(…) bash, x='a[$(cmd)]'
 		}
 		if a.Name != nil && intVar(a.Name.Value) {
@@ -1373,7 +1454,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 			}
 		}
 		if a.Index != nil { // a[y]=1 evaluates y
-			reads, subst := arithReads(a.Index)
+			reads, subst := s.arithReads(a.Index)
 			p.unreadable = p.unreadable || subst
 			p.reads = append(p.reads, reads...)
 		}
@@ -1404,11 +1485,11 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 				p.reads = append(p.reads, identifiers(sub)...)
 			}
 			if !ok && !plainSetting(taker, w) {
-				reads, subst := arithReads(w)
+				reads, subst := s.arithReads(w)
 				// "$x"'$(cmd)]' with x='a[': a $ or backquote the name's
 				// own text holds, joined to a value, is code in its
 				// subscript (as arithHides in arithmetic).
-				p.unreadable = p.unreadable || subst || arithHides(w)
+				p.unreadable = p.unreadable || subst || s.arithHides(w)
 				p.reads = append(p.reads, reads...)
 			}
 		}
@@ -2274,7 +2355,7 @@ func isNumber(w string) bool {
 // where the parse shows words. An operand that does not read as arithmetic
 // but holds an operator that could assign is a change of the environment.
 func (s *shellCmd) testOperands(t *syntax.TestClause, depth int) {
-	arithOperands(t, func(e syntax.TestExpr) {
+	s.arithOperands(t, func(e syntax.TestExpr) {
 		w, isWord := e.(*syntax.Word)
 		if !isWord {
 			return
@@ -2315,8 +2396,8 @@ func fcLists(args []string) bool {
 // subscriptHidesCode says an array subscript being assigned holds code
 // once its quotes are gone: in a piece (a['$(cmd)']) or across pieces
 // (a=(['$'"(cmd)"]=1), a=([\$'(cmd)']=1)).
-func subscriptHidesCode(idx syntax.ArithmExpr) bool {
-	if hidesCode(idx) {
+func (s *shellCmd) subscriptHidesCode(idx syntax.ArithmExpr) bool {
+	if s.hidesCode(idx) {
 		return true
 	}
 	w, isWord := idx.(*syntax.Word)
