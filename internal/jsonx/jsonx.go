@@ -79,6 +79,11 @@ func Compact(raw json.RawMessage) []byte {
 // changed reports whether str or hide changed anything; nil funcs change
 // nothing.
 func Rewrite(raw []byte, str func(string) string, hide func(key string) bool, mark string) (out []byte, changed bool, err error) {
+	if !json.Valid(raw) {
+		// The rewriter recurses per level and json.Decoder.Token has no
+		// depth limit: json.Valid's 10,000 levels bound its stack.
+		return nil, false, errors.New("jsonx: not one JSON value")
+	}
 	w := rewriter{dec: json.NewDecoder(bytes.NewReader(raw)), str: str, hide: hide, mark: mark}
 	w.dec.UseNumber()
 	if err := w.value(); err != nil {
@@ -133,6 +138,9 @@ func (w *rewriter) skipRest(object bool) error {
 // for the rest), shorter and shorter. Where nothing fits, it is a note of
 // the report's size. ok is false only when raw is not one JSON value.
 func Shrink(raw []byte, max int) (out []byte, ok bool) {
+	if !json.Valid(raw) {
+		return nil, false // see Rewrite
+	}
 	for _, items := range []int{0, 32, 4} {
 		for _, n := range []int{max, max / 4, max / 16, 16} {
 			w := rewriter{dec: json.NewDecoder(bytes.NewReader(raw)), keepKeys: true, maxItems: items,

@@ -2,6 +2,7 @@ package jsonx
 
 import (
 	"encoding/json"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -127,5 +128,26 @@ func TestEdited(t *testing.T) {
 		if got := Edited(json.RawMessage(modified), asked); got != want {
 			t.Errorf("Edited(%q) = %v, want %v", modified, got, want)
 		}
+	}
+}
+
+// TestShrinkDeepText: text that is not JSON, nested deeper than
+// encoding/json reads (a hook's error: 1 MiB of "["), is refused without
+// a level of stack per "[": json.Decoder.Token has no depth limit, and
+// the rewriter's recursion took 128 B a level (256 MB of stack for 1 MiB).
+func TestShrinkDeepText(t *testing.T) {
+	defer debug.SetMaxStack(debug.SetMaxStack(32 << 20))
+	done := make(chan bool)
+	go func() {
+		_, ok := Shrink([]byte(strings.Repeat("[", 1<<20)), 2<<10)
+		_, ok2, _ := Rewrite([]byte(strings.Repeat("[", 1<<19)+strings.Repeat("]", 1<<19)), nil, nil, "")
+		done <- ok || ok2
+	}()
+	if <-done {
+		t.Error("text nested past 10,000 levels read as JSON")
+	}
+	deep := strings.Repeat("[", 9999) + strings.Repeat("]", 9999)
+	if _, ok := Shrink([]byte(deep), 2<<10); !ok {
+		t.Error("JSON 9,999 levels deep not shrunk")
 	}
 }
