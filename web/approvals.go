@@ -283,6 +283,9 @@ func (s *Server) listApprovals(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"approvals": rs, "next_cursor": next})
 }
 
+// MaxQuery is the longest search (q) accepted.
+const MaxQuery = 256
+
 // ParseFilter reads the history's query parameters (shared by the API, the
 // pages and the exports): status (comma-separated), tool, agent,
 // decided_by, route, since, until (RFC 3339 or a date), q, limit, cursor,
@@ -290,6 +293,11 @@ func (s *Server) listApprovals(c echo.Context) error {
 func ParseFilter(get func(string) string) (gate.Filter, error) {
 	f := gate.Filter{Tool: get("tool"), Agent: get("agent"), DecidedBy: get("decided_by"), Route: get("route"),
 		Query: strings.TrimSpace(get("q")), Cursor: get("cursor"), Policy: get("policy")}
+	if len(f.Query) > MaxQuery {
+		// A search is a LIKE '%q%' over each row's arguments (up to 256
+		// KiB): its cost is their length times q's.
+		return f, gate.Errorf(gate.EINVALID, "q: longer than %d bytes", MaxQuery)
+	}
 	switch f.Policy {
 	case "", "include", "exclude", "only":
 	default:
