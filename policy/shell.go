@@ -35,6 +35,8 @@ type shellCmd struct {
 	// deep has each level's checks walk every level below it, n² steps,
 	// 78 KB 20 s of a core. Past them the command is unreadable.
 	steps int
+	// walkDepth is the depth of the walk the reader is in (walk).
+	walkDepth int
 	// feeds says the command feeds input to something: a pipe, a
 	// coprocess, a here-document, or an input redirection of any
 	// descriptor. A shell reading its code from standard input then reads
@@ -470,22 +472,24 @@ const stepsPerByte = 16
 // long, which the parser builds without recursing); past either it stops,
 // and read ends unreadable.
 func (s *shellCmd) walk(n syntax.Node, fn func(syntax.Node) bool) {
-	depth := 0
+	outer := s.walkDepth // a walk fn makes
+	s.walkDepth = 0
 	syntax.Walk(n, func(m syntax.Node) bool {
 		if m == nil { // the walk leaves a node it entered
-			depth--
+			s.walkDepth--
 			return fn(nil)
 		}
-		if s.steps--; s.steps < 0 || depth >= maxWalkDepth {
+		if s.steps--; s.steps < 0 || s.walkDepth >= maxWalkDepth {
 			s.steps = -1
 			return false
 		}
 		if !fn(m) {
 			return false
 		}
-		depth++
+		s.walkDepth++
 		return true
 	})
+	s.walkDepth = outer
 }
 
 // maxWalkDepth bounds the depth of a walk: about 1,000 levels of if,
