@@ -2518,3 +2518,64 @@ func TestGitConfigSetInWaysThePartsDoNotShow(t *testing.T) {
 	})
 	otherShellRuns(t, []string{`git config user.name x && git status`, `set -a; FOO=1; git status`, `git config --rename-section old new; git status`})
 }
+
+// TestArithmeticOverValuesThatAssign: arithmetic evaluates a variable's
+// value as an expression, so a written value that assigns (PATH=0, HOME=0,
+// 1,PATH=0) assigns as the arithmetic reads it: for x in PATH=0; do ls
+// ${z[x]}; done runs ./0/ls. Each was run in bash 5.2 with a stub on PATH.
+func TestArithmeticOverValuesThatAssign(t *testing.T) {
+	neverAllowedBy(t, []string{
+		`for x in PATH=0; do ls ${z[x]}; done`,
+		`for x in PATH=0; do ls $((x)); done; ls`,
+		`for x in PATH=0; do ls $(( $x )); done`,
+		`for x in PATH=0; do [[ x -eq 0 ]]; ls; done`,
+		`for x in PATH=0; do echo ${x:x}; done`,
+		`for x in HOME=0; do git diff ${z[x]}; done`,
+		`for x in y; do for y in PATH=0; do ls ${z[x]}; done; done; ls`,
+		`for x in {PATH=0,}; do ls ${z[x]}; done`,
+		`for x in "PATH"=0; do ls ${z[x]}; done`,
+		`for x in 1,PATH=0; do ls ${z[x]}; done`,
+	})
+	stillAllowed(t, []allowCase{
+		{"Bash(echo:*)", `for i in 1 2 3; do echo $((i + 1)); done`},
+		{"Bash(echo:*)", `for kv in a=1 b=2; do echo $kv; done`},
+	})
+}
+
+// TestArithmeticOverBraceReferences: a brace expansion's words are names
+// too (for x in {y,}), and arithmetic over x evaluates y's value: y
+// holding a[$(cmd)] runs cmd. Run in bash 5.2 with a stub git.
+func TestArithmeticOverBraceReferences(t *testing.T) {
+	neverAllowedBy(t, []string{
+		`for y in 'a[$(git push --force)]'; do for x in {y,}; do echo $((x)); done; done`,
+		`for y in 'a[$(git push --force)]'; do for x in "y"{,}; do echo $((x)); done; done`,
+		`for y in 'a[$(git push --force)]'; do for x in {y,q}; do ls ${z[x]}; done; done`,
+	})
+	stillAllowed(t, []allowCase{
+		{"Bash(echo:*)", `for i in {1..3}; do echo $((i*2)); done`},
+		{"Bash(echo:*)", `for c in {a,b}; do echo $c; done`},
+	})
+}
+
+// TestArithmeticOverNamesMadeByExpansions: arithmetic evaluates the text an
+// expansion makes, which may be a name the reader never sees (Y lowered is
+// y, Qy from 1 is y, a joined to b is ab, ${PATH@a} is x), and that
+// variable's value: a[$(cmd)] in it runs cmd. Each was run in bash 5.2
+// with a stub git.
+func TestArithmeticOverNamesMadeByExpansions(t *testing.T) {
+	neverAllowedBy(t, []string{
+		`for x in 'a[$(git push --force)]'; do echo $(( ${PATH@a} )); done`,
+		`for ar in 'a[$(git push --force)]'; do echo $(( ${BASH_VERSINFO@a} )); done`,
+		`for y in 'a[$(git push --force)]'; do for z in Y; do echo $(( ${z,,} )); done; done`,
+		`for y in 'a[$(git push --force)]'; do for z in Y; do echo $(( ${z@L} )); done; done`,
+		`for y in 'a[$(git push --force)]'; do for z in Qy; do echo $(( ${z:1} )); done; done`,
+		`for ab in 'a[$(git push --force)]'; do for z in a; do echo $(( ${z}b )); done; done`,
+		`for ab in 'a[$(git push --force)]'; do for z in a; do ls ${w[${z}b]}; done; done`,
+		`for x in PATH=0; do for z in X; do ls ${w[${z,}]}; done; done`,
+	})
+	stillAllowed(t, []allowCase{
+		{"Bash(echo:*)", `for n in 08 09; do echo $(( 10#$n + 1 )); done`},
+		{"Bash(echo:*)", `echo $(( ${#PATH} + ${x:-0} ))`},
+		{"Bash(echo:*)", `for s in abc; do echo ${s:1} ${s^^}; done`},
+	})
+}

@@ -472,7 +472,7 @@ const stepsPerByte = 16
 // long, which the parser builds without recursing); past either it stops,
 // and read ends unreadable.
 func (s *shellCmd) walk(n syntax.Node, fn func(syntax.Node) bool) {
-	outer := s.walkDepth // a walk fn makes
+	outer := s.walkDepth // of the walk whose fn calls this one
 	s.walkDepth = 0
 	syntax.Walk(n, func(m syntax.Node) bool {
 		if m == nil { // the walk leaves a node it entered
@@ -700,15 +700,25 @@ func (s *shellCmd) mark(name string) {
 // x='a[y]'), which arithmetic over name evaluates in turn, and the arrays
 // whose keys a value made at run time lists (referKeys).
 func (s *shellCmd) refer(name string, w *syntax.Word) {
-	if lit, ok := literal(w); ok {
-		s.referText(name, lit)
-	} else {
+	lit, ok := literal(w)
+	if !ok {
 		s.referKeys(name, w) // a written value lists no keys
+		// {y,z}, "y"{,}: the words a brace expansion makes are names
+		// its text holds.
+		lit = wordText(w)
 	}
+	s.referText(name, lit)
 }
 
-// referText notes the variables text given to name names.
+// referText notes the variables text given to name names. Text that
+// assigns when arithmetic evaluates it (PATH=0, HOME++) makes name made:
+// arithmetic over it changes the environment (for x in PATH=0; do ls
+// ${z[x]}; done runs ./0/ls).
 func (s *shellCmd) referText(name, text string) {
+	if strings.Contains(text, "=") || strings.Contains(text, "++") || strings.Contains(text, "--") {
+		s.mark(name)
+		return
+	}
 	if names := identifiers(text); len(names) > 0 {
 		if s.refs == nil {
 			s.refs = map[string][]string{}
@@ -978,8 +988,13 @@ func (s *shellCmd) arithReads(n syntax.Node) (names []string, subst bool) {
 		case *syntax.CmdSubst, *syntax.ProcSubst:
 			subst = true
 			return false
+		case *syntax.Word:
+			if buildsName(x.Parts) {
+				subst = true
+				return false
+			}
 		case *syntax.ParamExp:
-			if x.Names != 0 { // ${!prefix*}: every variable named so, made ones too
+			if x.Names != 0 || reshapes(x) { // ${!prefix*}: every variable named so, made ones too
 				subst = true
 				return false
 			}
@@ -1003,6 +1018,72 @@ func (s *shellCmd) arithReads(n syntax.Node) (names []string, subst bool) {
 		return true
 	})
 	return names, subst
+}
+
+// reshapes says a parameter expansion makes new text of a value (${z,,},
+// ${z@L}, ${z:1}, ${z#Q}, ${z/Q}, ${PATH@a}): in arithmetic, a name no
+// variable the reader follows holds ('Y' lowered is y), whose value it
+// evaluates.
+func reshapes(x *syntax.ParamExp) bool {
+	if x.Slice != nil || x.Repl != nil || x.Width {
+		return true
+	}
+	if x.Exp == nil {
+		return false
+	}
+	switch x.Exp.Op {
+	case syntax.RemSmallSuffix, syntax.RemLargeSuffix, syntax.RemSmallPrefix, syntax.RemLargePrefix,
+		syntax.UpperFirst, syntax.UpperAll, syntax.LowerFirst, syntax.LowerAll, syntax.OtherParamOps:
+		return true
+	}
+	return false
+}
+
+// buildsName says an arithmetic word joins an expansion to a name's
+// characters or to another expansion (${z}b, a$z, $z$w): a name made at
+// run time, whose value arithmetic evaluates. $a+$b and a base (10#$n)
+// join no name.
+func buildsName(parts []syntax.WordPart) bool {
+	var flat []syntax.WordPart
+	var add func(ps []syntax.WordPart)
+	add = func(ps []syntax.WordPart) {
+		for _, wp := range ps {
+			if q, ok := wp.(*syntax.DblQuoted); ok {
+				add(q.Parts)
+			} else {
+				flat = append(flat, wp)
+			}
+		}
+	}
+	add(parts)
+	text := func(wp syntax.WordPart) (string, bool) {
+		switch x := wp.(type) {
+		case *syntax.Lit:
+			return x.Value, true
+		case *syntax.SglQuoted:
+			return x.Value, true
+		}
+		return "", false
+	}
+	nameChar := func(c byte) bool {
+		return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+	}
+	for i, wp := range flat {
+		if _, ok := wp.(*syntax.ParamExp); !ok {
+			continue
+		}
+		if i > 0 {
+			if t, ok := text(flat[i-1]); !ok || t != "" && nameChar(t[len(t)-1]) {
+				return true
+			}
+		}
+		if i+1 < len(flat) {
+			if t, ok := text(flat[i+1]); !ok || t != "" && nameChar(t[0]) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // identifiers are the names in text that may be variables.
