@@ -2579,3 +2579,30 @@ func TestArithmeticOverNamesMadeByExpansions(t *testing.T) {
 		{"Bash(echo:*)", `for s in abc; do echo ${s:1} ${s^^}; done`},
 	})
 }
+
+// TestProcessSubstitutionsTheParseReadsAsText: bash runs <(…) and >(…) in
+// the word of ${x:-…}, ${x+…}, ${x=…} and ${x?…}, in a parenthesised
+// group of a =~ regex, and in an extended glob of [[ == ]], where the
+// parser keeps them as text; and it ends a here-document at its $'…'
+// delimiter decoded (E\x4fF is EOF), where the parser reads on to the
+// delimiter as written. Each ran git push or rm in bash 5.2 under one
+// pattern.
+func TestProcessSubstitutionsTheParseReadsAsText(t *testing.T) {
+	neverAllowedBy(t, []string{
+		`echo ${x:-<(git push --force)}`,
+		`ls ${HOME:+>(git push --force)}`,
+		`cat ${x:-a}${y-<(git push --force)}`,
+		`[[ x =~ (a|<(git push --force)) ]] || ls`,
+		`[[ x == @(a|<(git push -f)) ]] || ls`,
+		`[[ x == +(a|>(rm -rf y)) ]] && echo`,
+		"cat <<$'E\\x4fF'\nEOF\ngit push --force\nE\\x4fF\ncat",
+		"cat <<$'E\\'F'\nE'F\ngit push --force\nE\\'F\ncat",
+	})
+	stillAllowed(t, []allowCase{
+		{"Bash(echo:*)", `echo ${x:-default}`},
+		{"Bash(echo:*)", `echo "${x:-a<b}"`},
+		{"Bash(ls:*)", `[[ $x =~ ^(a|b)$ ]] && ls`},
+		{"Bash(ls:*)", `[[ $x == @(a|b) ]] && ls`},
+		{"Bash(cat:*)", "cat <<'EOF'\n<(x)\nEOF"},
+	})
+}

@@ -356,7 +356,10 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// EOF) and the $(…), ${…} or `…` in it unread; the parser
 			// reads those across that line (${x:- / EOF / cmd / }), and
 			// takes the commands bash runs after it for text.
-			if x.Hdoc != nil && x.Word != nil && bashEndsBefore(code, x) {
+			// Bash decodes a $'…' delimiter (E\x4fF is EOF, E\'F is E'F)
+			// and ends the document at the decoded line; the parser
+			// looks for the text as written, and reads on past it.
+			if x.Hdoc != nil && x.Word != nil && (bashEndsBefore(code, x) || escaped(x.Word)) {
 				s.parts = append(s.parts, part{words: []string{"<<"}, unreadable: true})
 			}
 		case *syntax.Assign:
@@ -378,7 +381,10 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// qualifiers, some of which run code for each file:
 			// *(e:'cmd':), *(+cmd), *(oe:…:). The parser reads bash's
 			// extglob.
-			if x.Pattern != nil && strings.ContainsAny(x.Pattern.Value, "e+$`") {
+			// Bash expands the pattern of [[ x == @(…) ]] as a word,
+			// process substitutions too (@(a|<(cmd))), which the parser
+			// keeps as the pattern's text.
+			if x.Pattern != nil && strings.ContainsAny(x.Pattern.Value, "e+$`<>") {
 				s.parts = append(s.parts, part{words: []string{"*( )"}, unreadable: true})
 			}
 		case *syntax.CoprocClause:
@@ -394,7 +400,20 @@ func (s *shellCmd) read(code string, depth int) bool {
 			if it, isIter := x.Loop.(*syntax.WordIter); isIter && it.Name != nil && mayBeExported(it.Name.Value) {
 				s.parts = append(s.parts, part{words: []string{it.Name.Value}, env: true, unreadable: codeVar(it.Name.Value) || intVar(it.Name.Value)})
 			}
+		case *syntax.BinaryTest:
+			// [[ x =~ (a|<(cmd)) ]]: bash runs a process substitution in
+			// a parenthesised group of the regex, which the parser keeps
+			// as text.
+			if w, isWord := x.Y.(*syntax.Word); isWord && x.Op == syntax.TsReMatch && procSubstText(w) {
+				s.parts = append(s.parts, part{words: []string{"=~"}, unreadable: true})
+			}
 		case *syntax.ParamExp:
+			// ${x:-<(cmd)}, ${x+>(cmd)}: bash runs a process substitution
+			// in the word of an unquoted ${x:-…}, ${x+…}, ${x=…} or
+			// ${x?…}, which the parser keeps as text.
+			if x.Exp != nil && x.Exp.Word != nil && procSubstText(x.Exp.Word) {
+				s.parts = append(s.parts, part{words: []string{"${ }"}, unreadable: true})
+			}
 			// ${X:=v} and ${X=v} assign X; ${x[0]:=v} makes x an array.
 			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && x.Param != nil && x.Index != nil {
 				s.markArray(x.Param.Value)
@@ -1159,6 +1178,17 @@ func takesName(taker string, before []string, word string) bool {
 		return prev == "-v" || prev == madeWord && first || strings.HasPrefix(word, "-v")
 	}
 	return true
+}
+
+// procSubstText says a word's unquoted text holds <( or >(: a process
+// substitution bash runs where the parser read text (${x:-<(cmd)}).
+func procSubstText(w *syntax.Word) bool {
+	for _, wp := range w.Parts {
+		if lit, ok := wp.(*syntax.Lit); ok && (strings.Contains(lit.Value, "<(") || strings.Contains(lit.Value, ">(")) {
+			return true
+		}
+	}
+	return false
 }
 
 // escaped says a word holds $'…' with a backslash escape, whose value the
