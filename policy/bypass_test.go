@@ -2606,3 +2606,33 @@ func TestProcessSubstitutionsTheParseReadsAsText(t *testing.T) {
 		{"Bash(cat:*)", "cat <<'EOF'\n<(x)\nEOF"},
 	})
 }
+
+// TestArithmeticAssignsInQuotedText: bash evaluates the text arithmetic's
+// quotes and expansions leave, where the parse shows a word and not an
+// assignment: ls $(( "PATH=63" )); ls runs ./63/ls, and git diff
+// $(( "HOME=0" )); git diff reads ./0/.gitconfig (core.fsmonitor runs a
+// program). Each ran the planted program in bash 5.2 under one pattern.
+func TestArithmeticAssignsInQuotedText(t *testing.T) {
+	neverAllowedBy(t, []string{
+		`ls $(( "PATH=63" )); ls`,
+		`ls "$(( "PATH=63" ))"; ls`,
+		`ls $[ "PATH=63" ]; ls`,
+		`(( "PATH=63" )); ls`,
+		`(( PATH"=63" )); ls`,
+		`for (( "PATH=63"; 0; )); do ls; done; ls`,
+		`ls ${a["PATH=63"]}; ls`,
+		`ls ${HOME:"PATH=63"}; ls`,
+		`ls $(( ${x:-PATH=63} )); ls`,
+		`ls $(( x = "PATH=63" )); ls`,
+		`[[ ${x:-PATH=63} -eq 63 ]]; ls`,
+		`[[ -v a[${x:-PATH=63}] ]]; ls`,
+		`git diff $(( "HOME=0" )); git diff`,
+		`git diff ${a[HOME"=0"]}; git diff`,
+	})
+	stillAllowed(t, []allowCase{
+		{"Bash(echo:*)", `echo $(( x <= 1 )) $(( y == 2 )) $(( "1" + 2 ))`},
+		{"Bash(ls:*)", `ls ${a[i+1]} ${s:1:2}`},
+		{"Bash(echo:*)", `echo $(( ${n:-0} + 1 ))`},
+		{"Bash(ls:*)", `[[ $n -eq 1 ]] && ls`},
+	})
+}

@@ -986,6 +986,22 @@ func (s *shellCmd) arithPart(n syntax.Node, what string) {
 	} else if len(reads) > 0 {
 		s.parts = append(s.parts, part{words: []string{what}, reads: reads, check: true})
 	}
+	if s.assignsInText(n) {
+		s.parts = append(s.parts, part{words: []string{what}, env: true})
+	}
+}
+
+// assignsInText says arithmetic n holds text that assigns once bash
+// evaluates it, text the parse shows as a word's and not as an
+// assignment: quoted ((( "PATH=63" )), ${a[PATH"=63"]}), or the value an
+// expansion gives ($(( ${x:-PATH=63} ))). Bash evaluates the text the
+// quotes and expansions leave: ls $(( "PATH=63" )); ls runs ./63/ls.
+// Outside quotes and expansions the arithmetic's operators are nodes,
+// not text; of [[ … ]] only the arithmetic operands count.
+func (s *shellCmd) assignsInText(n syntax.Node) bool {
+	return s.arithText(n, func(text string, _ bool) bool {
+		return strings.Contains(text, "=") || strings.Contains(text, "++") || strings.Contains(text, "--")
+	})
 }
 
 // arithReads is the variables arithmetic in n may evaluate: every name in
@@ -1242,24 +1258,31 @@ func (s *shellCmd) hidesCode(n syntax.Node) bool {
 // text (a[$x\$"(cmd)]" with x='a[') expands in a subscript. Of [[ … ]]
 // only the arithmetic operands count.
 func (s *shellCmd) arithHides(n syntax.Node) bool {
-	hides := false
-	check := func(m syntax.Node) bool {
+	return s.arithText(n, func(text string, escapes bool) bool { return escapes || strings.ContainsAny(text, "$`") })
+}
+
+// arithText says found holds for a piece of arithmetic n's own text: a
+// literal's or a single-quoted string's (escapes: a $'…' with a backslash
+// escape), not a substitution's; of [[ … ]] only the arithmetic operands.
+func (s *shellCmd) arithText(n syntax.Node, found func(text string, escapes bool) bool) bool {
+	holds := false
+	check := func(m syntax.Node) {
 		s.walkOwn(m, func(m syntax.Node) bool {
 			switch x := m.(type) {
 			case *syntax.Lit:
-				hides = hides || strings.ContainsAny(x.Value, "$`")
+				holds = holds || found(x.Value, false)
 			case *syntax.SglQuoted:
-				hides = hides || strings.ContainsAny(x.Value, "$`") || x.Dollar && strings.Contains(x.Value, "\\")
+				holds = holds || found(x.Value, x.Dollar && strings.Contains(x.Value, "\\"))
 			}
-			return !hides
+			return !holds
 		})
-		return hides
 	}
 	if t, isTest := n.(*syntax.TestClause); isTest {
 		s.arithOperands(t, func(e syntax.TestExpr) { check(e) })
-		return hides
+	} else {
+		check(n)
 	}
-	return check(n)
+	return holds
 }
 
 // arithOperands calls fn on each operand of [[ … ]] that bash evaluates
