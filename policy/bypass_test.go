@@ -2636,3 +2636,27 @@ func TestArithmeticAssignsInQuotedText(t *testing.T) {
 		{"Bash(ls:*)", `[[ $n -eq 1 ]] && ls`},
 	})
 }
+
+// TestCoprocNameBeforeASimpleCommand: bash reads the word after coproc as
+// the coprocess's NAME only before a compound command ({ …; }, ( … ), if,
+// while, for, case, ((…)), [[…]]); before time, let or a pipeline of
+// simple commands it is the command's name, where the parser keeps it as
+// the NAME: coproc rm ls -rf x | ls runs rm ls -rf x in bash 5.2, and the
+// parse shows a coprocess named rm running ls. Each ran rm under one
+// pattern (Bash(ls:*)).
+func TestCoprocNameBeforeASimpleCommand(t *testing.T) {
+	neverAllowedBy(t, []string{
+		`coproc rm ls -rf victim | ls`,
+		`coproc rm ls -rf victim |& ls`,
+		`ls | coproc rm time ls -rf victim`,
+		`coproc rm time ls -rf victim`,
+		`coproc rm time -p ls -rf victim`,
+		`coproc rm let -rf victim; ls`,
+	})
+	stillAllowed(t, []allowCase{
+		{"Bash(ls:*)", `coproc x { ls a; } | ls b`},
+		{"Bash(ls:*)", `coproc x ( ls a )`},
+		{"Bash(ls:*)", `coproc x if ls a; then ls b; fi`},
+		{"Bash(ls:*)", `coproc ls -la`},
+	})
+}

@@ -388,6 +388,14 @@ func (s *shellCmd) read(code string, depth int) bool {
 				s.parts = append(s.parts, part{words: []string{"*( )"}, unreadable: true})
 			}
 		case *syntax.CoprocClause:
+			// Bash takes the word after coproc for a NAME only before a
+			// compound command ({ …; }, ( … ), if, while, for, case, ((…)),
+			// [[…]]); before anything else (time, let, a pipeline) the word
+			// is the command: coproc rm ls -rf x | ls runs rm ls -rf x,
+			// where the parse shows a coprocess named rm running ls.
+			if x.Name != nil && !coprocBody(x.Stmt) {
+				s.parts = append(s.parts, part{words: []string{"coproc", x.Name.Lit()}, unreadable: true})
+			}
 			// coproc NAME { …; } sets the array NAME=(rfd wfd).
 			if x.Name != nil {
 				s.markArray(x.Name.Lit())
@@ -477,6 +485,27 @@ func (s *shellCmd) read(code string, depth int) bool {
 	})
 	s.level, s.substs = outerLevel, outerSubsts
 	return s.steps >= 0
+}
+
+// coprocBody says a coprocess's statement starts with a compound command
+// of bash's grammar (the first of a pipeline), after which bash reads the
+// word before it as the coprocess's NAME.
+func coprocBody(st *syntax.Stmt) bool {
+	for st != nil && !st.Negated {
+		switch x := st.Cmd.(type) {
+		case *syntax.BinaryCmd:
+			if x.Op != syntax.Pipe && x.Op != syntax.PipeAll {
+				return false
+			}
+			st = x.X
+		case *syntax.Block, *syntax.Subshell, *syntax.IfClause, *syntax.WhileClause, *syntax.ForClause,
+			*syntax.CaseClause, *syntax.ArithmCmd, *syntax.TestClause:
+			return true
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // stepsPerByte is the nodes the reader may visit for each byte of a
