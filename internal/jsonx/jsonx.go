@@ -79,11 +79,6 @@ func Compact(raw json.RawMessage) []byte {
 // changed reports whether str or hide changed anything; nil funcs change
 // nothing.
 func Rewrite(raw []byte, str func(string) string, hide func(key string) bool, mark string) (out []byte, changed bool, err error) {
-	if !json.Valid(raw) {
-		// The rewriter recurses per level and json.Decoder.Token has no
-		// depth limit: json.Valid's 10,000 levels bound its stack.
-		return nil, false, errors.New("jsonx: not one JSON value")
-	}
 	w := rewriter{dec: json.NewDecoder(bytes.NewReader(raw)), str: str, hide: hide, mark: mark}
 	w.dec.UseNumber()
 	if err := w.value(); err != nil {
@@ -108,7 +103,14 @@ type rewriter struct {
 	// maxItems, when above 0, keeps a list's or an object's first members
 	// only, and a "…" for the rest.
 	maxItems int
+	// depth is how many lists and objects the value being read is in.
+	depth int
 }
+
+// maxDepth bounds the rewriter's recursion, a call a level, at
+// encoding/json's own limit: json.Decoder.Token has none, and 1 MiB of "["
+// (text that is not JSON, in a hook's report) took 128 MB of stack.
+const maxDepth = 10000
 
 // skipRest skips the members left in the list or object being read, and
 // writes "…" for them (a member "…":"…" in an object).
@@ -138,9 +140,6 @@ func (w *rewriter) skipRest(object bool) error {
 // for the rest), shorter and shorter. Where nothing fits, it is a note of
 // the report's size. ok is false only when raw is not one JSON value.
 func Shrink(raw []byte, max int) (out []byte, ok bool) {
-	if !json.Valid(raw) {
-		return nil, false // see Rewrite
-	}
 	for _, items := range []int{0, 32, 4} {
 		for _, n := range []int{max, max / 4, max / 16, 16} {
 			w := rewriter{dec: json.NewDecoder(bytes.NewReader(raw)), keepKeys: true, maxItems: items,
@@ -178,13 +177,19 @@ func (w *rewriter) value() error {
 	}
 	switch t := tok.(type) {
 	case json.Delim:
+		if t != '{' && t != '[' {
+			return fmt.Errorf("jsonx: unexpected %v", t)
+		}
+		if w.depth++; w.depth > maxDepth {
+			return fmt.Errorf("jsonx: nested deeper than %d levels", maxDepth)
+		}
 		if t == '{' {
-			return w.object()
+			err = w.object()
+		} else {
+			err = w.array()
 		}
-		if t == '[' {
-			return w.array()
-		}
-		return fmt.Errorf("jsonx: unexpected %v", t)
+		w.depth--
+		return err
 	case string:
 		w.string(t)
 	case json.Number:
