@@ -1109,17 +1109,7 @@ func reshapes(x *syntax.ParamExp) bool {
 // join no name.
 func buildsName(parts []syntax.WordPart) bool {
 	var flat []syntax.WordPart
-	var add func(ps []syntax.WordPart)
-	add = func(ps []syntax.WordPart) {
-		for _, wp := range ps {
-			if q, ok := wp.(*syntax.DblQuoted); ok {
-				add(q.Parts)
-			} else {
-				flat = append(flat, wp)
-			}
-		}
-	}
-	add(parts)
+	eachOpened(parts, func(wp syntax.WordPart) { flat = append(flat, wp) })
 	text := func(wp syntax.WordPart) (string, bool) {
 		switch x := wp.(type) {
 		case *syntax.Lit:
@@ -1129,20 +1119,17 @@ func buildsName(parts []syntax.WordPart) bool {
 		}
 		return "", false
 	}
-	nameChar := func(c byte) bool {
-		return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-	}
 	for i, wp := range flat {
 		if _, ok := wp.(*syntax.ParamExp); !ok {
 			continue
 		}
 		if i > 0 {
-			if t, ok := text(flat[i-1]); !ok || t != "" && nameChar(t[len(t)-1]) {
+			if t, ok := text(flat[i-1]); !ok || t != "" && nameByte(t[len(t)-1]) {
 				return true
 			}
 		}
 		if i+1 < len(flat) {
-			if t, ok := text(flat[i+1]); !ok || t != "" && nameChar(t[0]) {
+			if t, ok := text(flat[i+1]); !ok || t != "" && nameByte(t[0]) {
 				return true
 			}
 		}
@@ -1150,14 +1137,18 @@ func buildsName(parts []syntax.WordPart) bool {
 	return false
 }
 
+// nameByte says c may be in a variable's name (not first, if a digit).
+func nameByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
 // identifiers are the names in text that may be variables.
 func identifiers(text string) []string {
 	var out []string
 	for i := 0; i < len(text); {
-		c := text[i]
-		if c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+		if c := text[i]; nameByte(c) && (c < '0' || c > '9') {
 			j := i + 1
-			for j < len(text) && (text[j] == '_' || text[j] >= 'a' && text[j] <= 'z' || text[j] >= 'A' && text[j] <= 'Z' || text[j] >= '0' && text[j] <= '9') {
+			for j < len(text) && nameByte(text[j]) {
 				j++
 			}
 			out = append(out, text[i:j])
@@ -1388,21 +1379,27 @@ func arithName(x syntax.ArithmExpr) string {
 // expansions left out: what a builtin that takes a name would see of it.
 func wordText(w *syntax.Word) string {
 	var b strings.Builder
-	var add func(parts []syntax.WordPart)
-	add = func(parts []syntax.WordPart) {
-		for _, p := range parts {
-			switch x := p.(type) {
-			case *syntax.Lit:
-				b.WriteString(unescape(x.Value))
-			case *syntax.SglQuoted:
-				b.WriteString(x.Value)
-			case *syntax.DblQuoted:
-				add(x.Parts)
-			}
+	eachOpened(w.Parts, func(p syntax.WordPart) {
+		switch x := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescape(x.Value))
+		case *syntax.SglQuoted:
+			b.WriteString(x.Value)
+		}
+	})
+	return b.String()
+}
+
+// eachOpened calls fn on a word's parts in order, those inside double
+// quotes in their place ("a$x"b is a, $x, b).
+func eachOpened(parts []syntax.WordPart, fn func(syntax.WordPart)) {
+	for _, p := range parts {
+		if q, ok := p.(*syntax.DblQuoted); ok {
+			eachOpened(q.Parts, fn)
+		} else {
+			fn(p)
 		}
 	}
-	add(w.Parts)
-	return b.String()
 }
 
 // bashArrays are the arrays bash makes itself (DIRSTACK, GROUPS,
@@ -1997,30 +1994,24 @@ func gitConfigFile(t string) bool {
 func mayNameGitConfig(w *syntax.Word) bool {
 	var tail strings.Builder // the text after the last expansion
 	whole := true            // no expansion at all
-	var add func(parts []syntax.WordPart)
-	add = func(parts []syntax.WordPart) {
-		for _, p := range parts {
-			switch x := p.(type) {
-			case *syntax.Lit:
-				tail.WriteString(unescape(x.Value))
-			case *syntax.SglQuoted:
-				// $'\x63onfig' is config: its value, not its text.
-				v, err := expand.Literal(nil, &syntax.Word{Parts: []syntax.WordPart{x}})
-				if err != nil {
-					tail.Reset()
-					whole = false
-					continue
-				}
-				tail.WriteString(v)
-			case *syntax.DblQuoted:
-				add(x.Parts)
-			default:
+	eachOpened(w.Parts, func(p syntax.WordPart) {
+		switch x := p.(type) {
+		case *syntax.Lit:
+			tail.WriteString(unescape(x.Value))
+		case *syntax.SglQuoted:
+			// $'\x63onfig' is config: its value, not its text.
+			v, err := expand.Literal(nil, &syntax.Word{Parts: []syntax.WordPart{x}})
+			if err != nil {
 				tail.Reset()
 				whole = false
+				return
 			}
+			tail.WriteString(v)
+		default:
+			tail.Reset()
+			whole = false
 		}
-	}
-	add(w.Parts)
+	})
 	t := tail.String()
 	switch {
 	case expands(t):
