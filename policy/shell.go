@@ -161,17 +161,19 @@ func readShell(cmd string) *shellCmd {
 	// made name is followed back, once, to the variables that name it (a
 	// pass over every reference until none changed took one pass a link
 	// of a chain va=vb; vb=vc; …, 18 s for 256 KB).
-	if len(s.refs) > 0 {
+	var made []string // most commands name none: no map to make
+	for _, names := range s.refs {
+		for _, n := range names {
+			if s.isMade(n) {
+				made = append(made, n)
+			}
+		}
+	}
+	if len(made) > 0 {
 		namedBy := map[string][]string{}
 		for v, names := range s.refs {
 			for _, n := range names {
 				namedBy[n] = append(namedBy[n], v)
-			}
-		}
-		var made []string
-		for n := range namedBy {
-			if s.isMade(n) {
-				made = append(made, n)
 			}
 		}
 		for len(made) > 0 {
