@@ -225,9 +225,8 @@ func (rs *rules) sameRouteNow(r *Request, d decision, now time.Time) bool {
 // judge is what the policy in force makes of r's call with args, as if
 // the agent sent it at now.
 func (rs *rules) judge(r *Request, args json.RawMessage, now time.Time) (decision, error) {
-	rc := r.RequiresConfirmation
 	call := Submission{Caller: r.Caller, AgentID: r.AgentID, UserID: r.UserID, SessionID: r.SessionID, ToolName: r.ToolName,
-		ToolArgs: args, Metadata: r.Metadata, RequiresConfirmation: &rc, MCPServer: r.MCPServer}
+		ToolArgs: args, Metadata: r.Metadata, RequiresConfirmation: r.RequiresConfirmation, MCPServer: r.MCPServer}
 	return rs.decide(&call, now, false)
 }
 

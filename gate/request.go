@@ -63,11 +63,14 @@ const (
 // Request is one approval request: what an agent asked, for whom, and what
 // became of it. It is a durable row; every field the API shows is here.
 type Request struct {
-	ID                   string          `json:"id"`
-	Status               Status          `json:"status"`
-	ToolName             string          `json:"tool_name"`
-	ToolArgs             json.RawMessage `json:"tool_args"`
-	RequiresConfirmation bool            `json:"requires_confirmation"`
+	ID       string          `json:"id"`
+	Status   Status          `json:"status"`
+	ToolName string          `json:"tool_name"`
+	ToolArgs json.RawMessage `json:"tool_args"`
+	// RequiresConfirmation is the agent's own word, nil when it sent
+	// none (the gate then asks where the config leaves it to the agent:
+	// Asked).
+	RequiresConfirmation *bool           `json:"requires_confirmation"`
 	Summary              string          `json:"summary"`
 	AgentID              string          `json:"agent_id"`
 	UserID               string          `json:"user_id"`
@@ -397,6 +400,10 @@ func (r *Request) Verdict() audit.Verdict {
 func SealVerdict(e *Event, r *Request) {
 	e.Detail += "; " + r.Verdict().Mark()
 }
+
+// Asked is the agent's requires_confirmation as the gate reads it: true
+// or absent (the gate fails closed) asks.
+func (r *Request) Asked() bool { return r.RequiresConfirmation == nil || *r.RequiresConfirmation }
 
 // Call is what the request asked for, as the audit chain seals it in the
 // event that records its creation (audit.Call).

@@ -265,9 +265,14 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		}
 		timeout = in.Timeout
 	}
+	var sent *bool // the agent's word as it sent it, absent kept absent
+	if in.RequiresConfirmation != nil {
+		v := *in.RequiresConfirmation
+		sent = &v
+	}
 	r := &Request{
 		ID: s.newID(), Status: StatusPending, ToolName: in.ToolName, ToolArgs: in.ToolArgs,
-		RequiresConfirmation: in.RequiresConfirmation == nil || *in.RequiresConfirmation,
+		RequiresConfirmation: sent,
 		Summary:              in.Summary, AgentID: agentLabel(&in), UserID: in.UserID, SessionID: in.SessionID,
 		ToolCallID: in.ToolCallID, Metadata: in.Metadata, Route: rt.Name, Caller: in.Caller, IdempotencyKey: in.IdempotencyKey,
 		Channels: rt.Channels, Approvers: rt.Approvers, Quorum: max(rt.Quorum, 1), OnTimeout: onTimeout,
@@ -458,8 +463,8 @@ func (s *Service) attach(r, in *Request, now policy.Action) (*Request, bool, err
 		return conflict("of another agent")
 	case r.Route != in.Route:
 		return conflict(fmt.Sprintf("on route %q, not %q", r.Route, in.Route))
-	case r.RequiresConfirmation != in.RequiresConfirmation:
-		return conflict(fmt.Sprintf("with requires_confirmation %v", r.RequiresConfirmation))
+	case r.Asked() != in.Asked(): // absent and true ask alike, as they always have
+		return conflict(fmt.Sprintf("with requires_confirmation %v", r.Asked()))
 	case now == policy.Deny && (r.Allowed() || r.Status == StatusPending):
 		return conflict(fmt.Sprintf("(%s) for a call the rules now deny", r.Status))
 	case now == policy.Ask && r.Allowed() && !byPerson(r) && !(r.Status == StatusExpired && in.OnTimeout == VerdictAllow):

@@ -25,7 +25,8 @@ import (
 // so every statement must use $n before $n+1 (TestStatementPlaceholders).
 const requestColumns = `id, status, tool_name, tool_args, requires_confirmation, summary, agent_id, user_id, session_id,
 	tool_call_id, metadata, route, caller, idempotency_key, channels, approvers, quorum, on_timeout, created_at, expires_at,
-	decided_at, decided_by, decided_via, reason, modified_args, remember_seconds, remember_any, person, plan, next_step_at, mcp_server`
+	decided_at, decided_by, decided_via, reason, modified_args, remember_seconds, remember_any, person, plan, next_step_at, mcp_server,
+	confirmation_sent`
 
 // casPending is the compare-and-set's test of a pending row. Written as
 // "status IS NOT DISTINCT FROM 'pending'" (status is NOT NULL, so it means
@@ -39,7 +40,7 @@ const (
 	qGetRequest    = `SELECT ` + requestColumns + ` FROM requests WHERE id = $1`
 	qGetByKey      = `SELECT ` + requestColumns + ` FROM requests WHERE caller = $1 AND idempotency_key = $2`
 	qInsertRequest = `INSERT INTO requests (` + requestColumns + `, args_text) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-		$14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32) ON CONFLICT DO NOTHING`
+		$14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33) ON CONFLICT DO NOTHING`
 	// qInsertCard adds a card to post; one that exists (a step taken
 	// twice would try) is left alone.
 	qInsertCard = `INSERT INTO cards (request_id, channel, kind, target, step, ref, want, have, attempts, last_error, abandoned,
@@ -313,14 +314,15 @@ func (r *requestRow) scanTargets() []any {
 	return []any{&r.ID, &r.Status, &r.ToolName, &r.ToolArgs, &r.RequiresConfirmation, &r.Summary, &r.AgentID,
 		&r.UserID, &r.SessionID, &r.ToolCallID, &r.Metadata, &r.Route, &r.Caller, &r.IdempotencyKey, &r.Channels,
 		&r.Approvers, &r.Quorum, &r.OnTimeout, &r.CreatedAt, &r.ExpiresAt, &r.DecidedAt, &r.DecidedBy, &r.DecidedVia,
-		&r.Reason, &r.ModifiedArgs, &r.RememberSeconds, &r.RememberAny, &r.Person, &r.Plan, &r.NextStepAt, &r.MCPServer}
+		&r.Reason, &r.ModifiedArgs, &r.RememberSeconds, &r.RememberAny, &r.Person, &r.Plan, &r.NextStepAt, &r.MCPServer,
+		&r.ConfirmationSent}
 }
 
 func (r *requestRow) insertArgs() []any {
 	return []any{r.ID, r.Status, r.ToolName, r.ToolArgs, r.RequiresConfirmation, r.Summary, r.AgentID, r.UserID,
 		r.SessionID, r.ToolCallID, r.Metadata, r.Route, r.Caller, r.IdempotencyKey, r.Channels, r.Approvers, r.Quorum,
 		r.OnTimeout, r.CreatedAt, r.ExpiresAt, r.DecidedAt, r.DecidedBy, r.DecidedVia, r.Reason, r.ModifiedArgs,
-		r.RememberSeconds, r.RememberAny, r.Person, r.Plan, r.NextStepAt, r.MCPServer, r.ArgsText}
+		r.RememberSeconds, r.RememberAny, r.Person, r.Plan, r.NextStepAt, r.MCPServer, r.ConfirmationSent, r.ArgsText}
 }
 
 // Create inserts a request, its first events and, when it is pending, its

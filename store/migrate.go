@@ -337,6 +337,13 @@ ALTER TABLE requests ADD COLUMN args_text TEXT NOT NULL DEFAULT ''`},
 	// keeps which it was. Requests made before read as the client's.
 	{version: 13, name: "requests say whether the call is an MCP server's", sql: `
 ALTER TABLE requests ADD COLUMN mcp_server BOOLEAN NOT NULL DEFAULT FALSE`},
+	// requires_confirmation holds the flag the gate went by, true when the
+	// agent sent none (it fails closed); confirmation_sent says whether
+	// the agent sent it, so that the audit shows the agent's own word and
+	// not the gate's reading of its silence. Requests made before read as
+	// sent: for them the two cannot be told apart.
+	{version: 14, name: "requests say whether the agent sent requires_confirmation", sql: `
+ALTER TABLE requests ADD COLUMN confirmation_sent BOOLEAN NOT NULL DEFAULT TRUE`},
 }
 
 // SchemaVersion is the newest migration this binary knows.

@@ -46,6 +46,9 @@ type requestRow struct {
 	Plan                 string // the route's plan as JSON; "" none
 	NextStepAt           *time.Time
 	MCPServer            bool `gorm:"column:mcp_server"`
+	// ConfirmationSent: the agent sent requires_confirmation (the column
+	// above then holds its value; else true, as the gate fails closed).
+	ConfirmationSent bool
 	// ArgsText is ToolArgs as the pages show them, for the search, when
 	// that differs (argsText); written once, never read into a request.
 	ArgsText string
@@ -71,8 +74,8 @@ func (eventRow) TableName() string { return "events" }
 func toRow(r *gate.Request) *requestRow {
 	row := &requestRow{
 		ID: r.ID, Status: string(r.Status), ToolName: r.ToolName, ToolArgs: string(r.ToolArgs),
-		RequiresConfirmation: r.RequiresConfirmation, Summary: r.Summary, AgentID: r.AgentID, UserID: r.UserID,
-		SessionID: r.SessionID, ToolCallID: r.ToolCallID, Metadata: string(r.Metadata), Route: r.Route, Caller: r.Caller,
+		RequiresConfirmation: r.RequiresConfirmation == nil || *r.RequiresConfirmation, ConfirmationSent: r.RequiresConfirmation != nil,
+		Summary: r.Summary, AgentID: r.AgentID, UserID: r.UserID, SessionID: r.SessionID, ToolCallID: r.ToolCallID, Metadata: string(r.Metadata), Route: r.Route, Caller: r.Caller,
 		Channels: jsonList(r.Channels), Approvers: jsonList(r.Approvers), Quorum: r.Quorum, OnTimeout: string(r.OnTimeout),
 		CreatedAt: utc(r.CreatedAt), ExpiresAt: utc(r.ExpiresAt), DecidedBy: r.DecidedBy, DecidedVia: r.DecidedVia, Reason: r.Reason,
 		RememberSeconds: r.RememberSeconds, RememberAny: r.RememberAnyArgs, Person: r.Person, Plan: planJSON(r.Plan),
@@ -100,13 +103,17 @@ func toRow(r *gate.Request) *requestRow {
 func (row *requestRow) toRequest() *gate.Request {
 	r := &gate.Request{
 		ID: row.ID, Status: gate.Status(row.Status), ToolName: row.ToolName, ToolArgs: json.RawMessage(row.ToolArgs),
-		RequiresConfirmation: row.RequiresConfirmation, Summary: row.Summary, AgentID: row.AgentID, UserID: row.UserID,
+		Summary: row.Summary, AgentID: row.AgentID, UserID: row.UserID,
 		SessionID: row.SessionID, ToolCallID: row.ToolCallID, Metadata: json.RawMessage(row.Metadata), Route: row.Route,
 		Caller: row.Caller, Channels: parseList(row.Channels), Approvers: parseApprovers(row.Approvers), Quorum: row.Quorum,
 		OnTimeout: gate.Verdict(row.OnTimeout), CreatedAt: row.CreatedAt.UTC(), ExpiresAt: row.ExpiresAt.UTC(),
 		DecidedBy: row.DecidedBy, DecidedVia: row.DecidedVia, Reason: row.Reason,
 		RememberSeconds: row.RememberSeconds, RememberAnyArgs: row.RememberAny, Person: row.Person, Plan: parsePlan(row.Plan),
 		MCPServer: row.MCPServer,
+	}
+	if row.ConfirmationSent {
+		rc := row.RequiresConfirmation
+		r.RequiresConfirmation = &rc
 	}
 	if row.NextStepAt != nil {
 		t := row.NextStepAt.UTC()

@@ -270,3 +270,57 @@ func TestKeyStates(t *testing.T) {
 		}
 	})
 }
+
+// The audit shows requires_confirmation as the agent sent it: true, false,
+// or null when it sent none (the gate asks then, and the row keeps that
+// reading apart). Requests made before migration 14 read as they always
+// have, on both drivers. Left alone for several stops; an auditor read
+// "true" as "the agent asked for a person" on calls that never said so.
+func TestRequiresConfirmationAsSent(t *testing.T) {
+	for _, driver := range []string{store.SQLite, store.Postgres} {
+		t.Run(driver, func(t *testing.T) {
+			ctx := context.Background()
+			old, dsn := oldDatabase(t, driver, 13)
+			now := time.Now().UTC().Truncate(time.Second)
+			if err := old.Gorm().Exec(`INSERT INTO requests (id, status, tool_name, tool_args, requires_confirmation, route,
+				on_timeout, created_at, expires_at) VALUES ('before', 'pending', 'pay', '{}', TRUE, 'default', 'deny', @now, @later)`,
+				map[string]any{"now": now, "later": now.Add(time.Hour)}).Error; err != nil {
+				t.Fatal(err)
+			}
+			old.Close()
+			db := storetest.Open(t, driver, dsn)
+			yes, no := true, false
+			for id, rc := range map[string]*bool{"absent": nil, "true": &yes, "false": &no} {
+				r := pendingRow(id)
+				r.RequiresConfirmation = rc
+				storeRow(t, db, r)
+			}
+			shown := func(r *gate.Request) string {
+				b, err := json.Marshal(r.RequiresConfirmation)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return string(b)
+			}
+			want := map[string]string{"before": "true", "absent": "null", "true": "true", "false": "false"}
+			for id, w := range want {
+				r, err := db.Get(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := shown(r); got != w || r.Asked() != (w != "false") {
+					t.Errorf("request %s: requires_confirmation %s (asked %v), want %s", id, got, r.Asked(), w)
+				}
+			}
+			listed, _, err := db.List(ctx, gate.Filter{Limit: 10})
+			if err != nil || len(listed) != len(want) {
+				t.Fatalf("listed %d, %v", len(listed), err)
+			}
+			for _, r := range listed {
+				if got := shown(r); got != want[r.ID] {
+					t.Errorf("listed %s: requires_confirmation %s, want %s", r.ID, got, want[r.ID])
+				}
+			}
+		})
+	}
+}

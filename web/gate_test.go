@@ -341,3 +341,47 @@ func TestHookPastTheKeysReattaches(t *testing.T) {
 		t.Fatalf("%d requests (%v), want one per call: %d", len(rs), err, hook.MaxChain+1)
 	}
 }
+
+// The API shows requires_confirmation as the agent sent it, null when it
+// sent none, and the history lists it so; the gate still asks about a call
+// that said nothing. Before, a missing flag read true.
+func TestRequiresConfirmationShownAsSent(t *testing.T) {
+	e := newEnv(t)
+	ids := map[string]string{}
+	for name, flag := range map[string]string{"absent": "", "true": `,"requires_confirmation":true`, "false": `,"requires_confirmation":false`} {
+		code, body := call(t, e.srv.URL, "", http.MethodPost, "/api/v1/approvals", `{"tool_name":"deploy","agent_id":"bot"`+flag+`}`)
+		var r gate.Request
+		if err := json.Unmarshal([]byte(body), &r); code != http.StatusCreated || err != nil {
+			t.Fatalf("%s: %d %s", name, code, body)
+		}
+		if want := map[string]gate.Status{"false": gate.StatusApproved}[name]; want == "" && r.Status != gate.StatusPending || want != "" && r.Status != want {
+			t.Fatalf("%s: status %s", name, r.Status)
+		}
+		ids[r.ID] = name
+	}
+	raw := func(body string) map[string]json.RawMessage {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(body), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for id, name := range ids {
+		_, body := call(t, e.srv.URL, "", http.MethodGet, "/api/v1/approvals/"+id, "")
+		if got, want := string(raw(body)["requires_confirmation"]), map[string]string{"absent": "null"}[name]; want == "" && got != name || want != "" && got != want {
+			t.Errorf("%s: requires_confirmation %s", name, got)
+		}
+	}
+	_, body := call(t, e.srv.URL, "", http.MethodGet, "/api/v1/approvals?limit=10", "")
+	var l struct{ Approvals []map[string]json.RawMessage }
+	if err := json.Unmarshal([]byte(body), &l); err != nil || len(l.Approvals) != 3 {
+		t.Fatalf("history: %v %s", err, body)
+	}
+	for _, a := range l.Approvals {
+		var id string
+		json.Unmarshal(a["id"], &id)
+		if got, name := string(a["requires_confirmation"]), ids[id]; got != map[string]string{"absent": "null", "true": "true", "false": "false"}[name] {
+			t.Errorf("history %s: requires_confirmation %s", name, got)
+		}
+	}
+}

@@ -119,8 +119,8 @@ func newTestEnv(t testing.TB, mutate ...func(*Options)) *testEnv {
 func sampleRequest() *gate.Request {
 	return &gate.Request{
 		ID: "01JTESTREQUEST0000000000001", Status: gate.StatusPending, ToolName: "oa__purchase_pay",
-		ToolArgs: json.RawMessage(`{"vendor":"ACME","amount":60000}`), RequiresConfirmation: true,
-		Summary: "Pay ACME ¥60,000", AgentID: "procurement-bot", UserID: "u_42", Route: "payments",
+		ToolArgs: json.RawMessage(`{"vendor":"ACME","amount":60000}`),
+		Summary:  "Pay ACME ¥60,000", AgentID: "procurement-bot", UserID: "u_42", Route: "payments",
 		Channels: []string{"ops-feishu"}, Quorum: 1, OnTimeout: gate.VerdictDeny,
 		CreatedAt: testNow.Add(-time.Minute), ExpiresAt: testNow.Add(29 * time.Minute),
 	}

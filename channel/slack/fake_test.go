@@ -106,8 +106,8 @@ func (d *fakeDecider) refused() []string {
 func testRequest(id string, now time.Time) *gate.Request {
 	return &gate.Request{
 		ID: id, Status: gate.StatusPending, ToolName: "oa__purchase_pay",
-		ToolArgs: json.RawMessage(`{"vendor":"ACME","amount":60000}`), RequiresConfirmation: true,
-		Summary: "Pay ACME ¥60,000", AgentID: "procurement-bot", UserID: "u_42", Route: "payments",
+		ToolArgs: json.RawMessage(`{"vendor":"ACME","amount":60000}`),
+		Summary:  "Pay ACME ¥60,000", AgentID: "procurement-bot", UserID: "u_42", Route: "payments",
 		Quorum: 1, OnTimeout: gate.VerdictDeny, CreatedAt: now, ExpiresAt: now.Add(30 * time.Minute),
 	}
 }
