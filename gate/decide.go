@@ -318,7 +318,7 @@ func (s *Service) Expire(ctx context.Context, id string) (*Request, error) {
 		return r, finalError(r)
 	}
 	reason := audit.ExpiryReason(r.ExpiresAt.Sub(r.CreatedAt).Round(time.Second), string(r.OnTimeout))
-	t := Transition{ID: id, To: StatusExpired, Kind: AfterDeadline, At: s.stamp(), By: ActorSystem, Via: "timeout",
+	t := Transition{ID: id, To: StatusExpired, Kind: AfterDeadline, At: s.stamp(), By: ActorSystem, Via: ViaTimeout,
 		Reason: reason, Event: Event{Type: EventExpired, Actor: ActorSystem, Detail: reason}}
 	if r.OnTimeout == VerdictAllow {
 		// Silence allows only a call the policy in force does not deny:
@@ -329,7 +329,11 @@ func (s *Service) Expire(ctx context.Context, id string) (*Request, error) {
 			if err != nil {
 				why = "the policy in force could not judge the call: " + err.Error()
 			}
-			t.To, t.Via = StatusRejected, ViaPolicy
+			// Still via the deadline: people were asked about it, and a
+			// verdict via policy is one given without asking anyone,
+			// which the people-first history and export leave out. The
+			// reason and the trail's policy event name the route.
+			t.To = StatusRejected
 			t.Reason = reason + "; " + why
 			t.Event = Event{Type: EventPolicy, Actor: ActorSystem, Channel: ViaPolicy, Detail: string(StatusRejected) + ": " + t.Reason}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -402,6 +403,15 @@ func TestExpiryAllowsNoCallTheReloadedPolicyDenies(t *testing.T) {
 		}
 		if got.Allowed() {
 			t.Fatalf("expired after the freeze: %s on timeout %s, allowed", got.Status, got.OnTimeout)
+		}
+		// People were asked about it: it is rejected at the deadline, not
+		// by the policy without asking anyone, which the people-first
+		// history and export leave out (found by a reader).
+		if got.Status != gate.StatusRejected || got.DecidedVia != gate.ViaTimeout || !strings.Contains(got.Reason, "frozen") {
+			t.Fatalf("expired after the freeze: %s via %s (%s), want rejected via timeout naming route frozen", got.Status, got.DecidedVia, got.Reason)
+		}
+		if listed, _, err := svc.List(ctx, gate.Filter{Policy: "exclude", Limit: 10}); err != nil || len(listed) != 1 || listed[0].ID != r.ID {
+			t.Fatalf("the people-first history: %d listed, %v", len(listed), err)
 		}
 		// The trail says so, and verifies.
 		if _, err := db.Seal(ctx, 1000); err != nil {

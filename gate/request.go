@@ -56,6 +56,10 @@ const (
 	ActorAgent = "agent"
 	// ViaPolicy marks a verdict that a route gave without asking anyone.
 	ViaPolicy = "policy"
+	// ViaTimeout marks a verdict given at the deadline of a request that
+	// people were asked about: expired, its route's on_timeout, or that
+	// allow refused by the policy in force.
+	ViaTimeout = "timeout"
 	// WebChannel is the built-in channel: the web page's pending queue.
 	WebChannel = "web"
 )

@@ -187,7 +187,7 @@ var errEnough = errors.New("web: chart row limit reached")
 // decisionTime is how long a person took to approve or reject; requests a
 // route allowed at once, and those that expired or were cancelled, have none.
 func decisionTime(r *gate.Request) (time.Duration, bool) {
-	if r.DecidedAt == nil || r.DecidedVia == gate.ViaPolicy {
+	if r.DecidedAt == nil || r.DecidedVia == gate.ViaPolicy || r.DecidedVia == gate.ViaTimeout {
 		return 0, false
 	}
 	if r.Status != gate.StatusApproved && r.Status != gate.StatusRejected {
