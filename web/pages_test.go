@@ -331,3 +331,34 @@ func TestSessionCookieFlags(t *testing.T) {
 		})
 	}
 }
+
+// An approver's edit is the call that runs: the history's row and the
+// detail's headline show it, not the amount proposed (which the detail
+// shows beside the edit). Before, an auditor read "Pay ACME 60,000,
+// approved by web:alice" for a call run with 600. Found by a reader.
+func TestEditedCallHeadsTheHistoryAndTheDetail(t *testing.T) {
+	e := newEnv(t)
+	r := e.submit(`{"tool_name":"oa__purchase_pay","tool_args":{"vendor":"ACME","amount":60000}}`)
+	alice := e.login("alice")
+	res, _ := alice.post("/approvals/"+r.ID+"/decide", url.Values{"csrf": {alice.csrf}, "verdict": {"approve"},
+		"modified_args": {`{"vendor":"ACME","amount":600}`}})
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("approve with an edit: %d", res.StatusCode)
+	}
+	_, hist := alice.get("/history")
+	row := regexp.MustCompile(`(?s)<tr>\s*<td data-label="Created".*?</tr>`).FindString(hist)
+	if !strings.Contains(row, r.ID) || !strings.Contains(row, "600") || strings.Contains(row, "60,000") || strings.Contains(row, "60000") {
+		t.Errorf("the history's row of a call approved and run with 600: %s", row)
+	}
+	_, page := alice.get("/approvals/" + r.ID)
+	start, end := strings.Index(page, `<h1 class="sentence">`), strings.Index(page, `<p class="facts-line">`)
+	if start < 0 || end < start {
+		t.Fatalf("no headline on the detail page: %s", page)
+	}
+	if head := page[start:end]; !strings.Contains(head, "600") || strings.Contains(head, "60,000") || strings.Contains(head, "60000") {
+		t.Errorf("the detail's headline of a call run with 600: %s", head)
+	}
+	if !strings.Contains(page, "60000") {
+		t.Error("the detail no longer shows the amount proposed")
+	}
+}

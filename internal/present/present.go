@@ -77,6 +77,12 @@ func (p *Presenter) View(r *gate.Request) View {
 		v.Looks = p.Looks(r.Route)
 	}
 	args := object(v.ToolArgs)
+	if v.Edited {
+		// The agent runs the approver's edit: what is shown first (the
+		// sentence, the amount or command in large type) is that call;
+		// the pages show the one proposed beside it.
+		args = object(v.ModifiedArgs)
+	}
 	v.Big, v.Kind = big(args)
 	if said := strings.Join(strings.Fields(v.Summary), " "); said != "" {
 		// The agent's own words, which may not be what its arguments do
