@@ -2649,3 +2649,124 @@ func TestCoprocNameBeforeASimpleCommand(t *testing.T) {
 		{"Bash(ls:*)", `coproc ls -la`},
 	})
 }
+
+// TestSingleQuotesInDoubleQuotedExpansionsAreText: inside double quotes
+// (and an unquoted here-document) bash reads the single quotes of
+// ${x:-'…'} as text and expands what is between them, where the parser
+// reads a single-quoted string: echo "${x:-'$(cmd)'}" runs cmd.
+func TestSingleQuotesInDoubleQuotedExpansionsAreText(t *testing.T) {
+	for _, tc := range []struct {
+		rule, cmd string
+		allowed   bool
+	}{
+		{"Bash(echo:*)", `echo "${x:-'$(touch /tmp/pwned)'}"`, false},
+		{"Bash(echo:*)", `echo "${x-'` + "`touch /tmp/pwned`" + `'}"`, false},
+		{"Bash(echo:*)", `echo "${x:+'$(touch /tmp/pwned)'}"`, false},
+		{"Bash(echo:*)", `echo "${x:-$'\x24(touch /tmp/pwned)'}"`, false},
+		{"Bash(ls:*)", `ls "${x:-'$((PATH=0))'}"; ls`, false},
+		{"Bash(cat:*)", "cat <<EOF\n${x:-'$(touch /tmp/pwned)'}\nEOF", false},
+		{"Bash(grep:*)", `grep -r "${p:-'$(touch /tmp/pwned)'}" .`, false},
+		{"Bash(echo:*)", `echo ${x:-"${y:-'$(touch /tmp/pwned)'}"}`, false},
+		{"Bash(echo:*)", `echo $"${x:-'$(touch /tmp/pwned)'}"`, false},
+		{"Bash(echo:*)", `echo "${x:-'${y:-'$(touch /tmp/pwned)'}'}"`, false},
+		// What stays allowed.
+		{"Bash(echo:*)", `echo "${x:-'default value'}"`, true},
+		{"Bash(echo:*)", `echo ${x:-'$(not run)'}`, true},
+		{"Bash(cat:*)", "cat <<'EOF'\n${x:-'$(not run)'}\nEOF", true},
+	} {
+		rs := []Route{{Name: "ok", Calls: []string{tc.rule}, Action: Allow}}
+		if got := routeOf(t, rs, "Bash", map[string]string{"command": tc.cmd}, `{}`); (got == "ok") != tc.allowed {
+			t.Errorf("%s %q: route %s, allowed should be %v", tc.rule, tc.cmd, got, tc.allowed)
+		}
+	}
+}
+
+// TestCommandWordsHoldingSpacesAreNotTheRulesWords: an allow rule's words
+// are compared with the part's words, not with their text joined by
+// spaces: "ls /../../usr/bin/rm" is one word, which bash runs as a path
+// through a directory named "ls ", and "git status" one command name,
+// which bash looks for on PATH.
+func TestCommandWordsHoldingSpacesAreNotTheRulesWords(t *testing.T) {
+	for _, tc := range []struct {
+		rule, cmd string
+		allowed   bool
+	}{
+		{"Bash(ls:*)", `"ls /../../../../usr/bin/touch" /tmp/pwned`, false},
+		{"Bash(ls:*)", `'ls '/../x`, false},
+		{"Bash(cat:*)", `"cat /x" y`, false},
+		{"Bash(echo:*)", `"echo hi"`, false},
+		{"Bash(printf:*)", `"printf x"`, false},
+		{"Bash(grep:*)", `"grep -r" x`, false},
+		{"Bash(git status)", `"git status"`, false},
+		{"Bash(git diff:*)", `"git diff" HEAD`, false},
+		{"Bash(npm test:*)", `"npm test" x`, false},
+		{"Bash(go test ./...)", `"go test ./..."`, false},
+		{"Bash(go test ./...)", `"go test" ./...`, false},
+		{"Bash(l*)", `"ls /../x"`, false},
+		// What stays allowed: spaces in the arguments.
+		{"Bash(git status)", `git "status"`, true},
+		{"Bash(echo:*)", `echo "a b"`, true},
+		{"Bash(grep:*)", `grep -r "foo bar" .`, true},
+		{"Bash(git diff:*)", `git diff -- "my file.txt"`, true},
+		{"Bash(l*)", `ls "a b"`, true},
+	} {
+		rs := []Route{{Name: "ok", Calls: []string{tc.rule}, Action: Allow}}
+		if got := routeOf(t, rs, "Bash", map[string]string{"command": tc.cmd}, `{}`); (got == "ok") != tc.allowed {
+			t.Errorf("%s %q: route %s, allowed should be %v", tc.rule, tc.cmd, got, tc.allowed)
+		}
+	}
+}
+
+// TestBuiltinNamesWhoseSubscriptAssign: printf -v 'a[PATH=0]' evaluates
+// the subscript as arithmetic, which assigns PATH (exported) where the
+// part shows a printf setting a lower-case array: a change of the
+// environment, which no allow rule covers.
+func TestBuiltinNamesWhoseSubscriptAssign(t *testing.T) {
+	for _, tc := range []struct {
+		cmd     string
+		allowed bool
+	}{
+		{`printf -v 'a[PATH=0]' %s x`, false},
+		{`printf -v 'a[IFS=0]' %s x; printf '%s\n' a0b`, false},
+		{`printf -v 'a[PATH++]' %s x`, false},
+		{`printf -va'[HOME=0]' %s x`, false},
+		// What stays allowed.
+		{`printf -v 'a[1]' %s x`, true},
+		{`printf -v x %s 1`, true},
+		{`printf '%s\n' 'a[PATH=0]'`, true},
+	} {
+		rs := []Route{{Name: "ok", Calls: []string{"Bash(printf:*)"}, Action: Allow}}
+		if got := routeOf(t, rs, "Bash", map[string]string{"command": tc.cmd}, `{}`); (got == "ok") != tc.allowed {
+			t.Errorf("%q: route %s, allowed should be %v", tc.cmd, got, tc.allowed)
+		}
+	}
+}
+
+// TestBackslashEndsNoComment: bash ends a comment at the end of its line,
+// whatever the line ends with; the parser took a backslash and newline in
+// a comment for a line continuation and read the next line's command as
+// words of the statement before: `ls # x \⏎rm -rf ~` was the one part
+// ls rm -rf ~, where bash runs rm.
+func TestBackslashEndsNoComment(t *testing.T) {
+	for _, tc := range []struct {
+		rule, cmd string
+		allowed   bool
+	}{
+		{"Bash(ls:*)", "ls # list files \\\nrm -rf ~", false},
+		{"Bash(echo:*)", "echo hi # \\\ntouch /tmp/pwned", false},
+		{"Bash(echo:*)", "echo # \\\r\ntouch /tmp/pwned", false},
+		{"Bash(echo:*)", "echo $(echo # )\\\ntouch /tmp/pwned\\\n)", false},
+		{"Bash(echo:*)", "echo \"$(echo # \")\"\\\ntouch /tmp/pwned\\\n)\"", false},
+		{"Bash(echo:*)", "echo $(case x in x) echo #)\\\ntouch /tmp/pwned\\\n;; esac)", false},
+		{"Bash(git diff:*)", "git diff # \\\ngit push --force", false},
+		// What stays allowed: comments, and continuations outside them.
+		{"Bash(echo:*)", "echo a # note\necho b # c\\d", true},
+		{"Bash(echo:*)", "echo a \\\n  b # done", true},
+		{"Bash(ls:*)", "# list\nls -la", true},
+	} {
+		rs := []Route{{Name: "ok", Calls: []string{tc.rule}, Action: Allow}}
+		if got := routeOf(t, rs, "Bash", map[string]string{"command": tc.cmd}, `{}`); (got == "ok") != tc.allowed {
+			t.Errorf("%s %q: route %s, allowed should be %v", tc.rule, tc.cmd, got, tc.allowed)
+		}
+	}
+}

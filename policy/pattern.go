@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/net/idna"
@@ -490,6 +491,24 @@ func fitIf(ok bool) fit {
 func (p *pattern) strictMatch(q *part) bool {
 	if q.unreadable || q.env || q.writes || len(q.words) == 0 {
 		return false
+	}
+	// The line joins the words with spaces, so a word that holds one
+	// would pass for two: "ls /../../usr/bin/rm" (one word, run from a
+	// directory named "ls ") or "git status" (a program of that name on
+	// PATH) would read as the rule's ls and git status. The rule's words
+	// hold no space; the command's name must hold none (whatever a * in
+	// the rule spans), nor the words the rule's own words stand for, up
+	// to its first wildcard.
+	for i, w := range p.words {
+		if i >= len(q.words) || i > 0 && strings.ContainsAny(w, "*") {
+			break
+		}
+		if strings.ContainsFunc(q.words[i], unicode.IsSpace) {
+			return false
+		}
+		if strings.ContainsAny(w, "*") {
+			break
+		}
 	}
 	return p.lineMatch(q.line)
 }

@@ -235,7 +235,8 @@ func readShell(cmd string) *shellCmd {
 // a Parse has returned). A Parser is about 2.3 KB; making one per call was
 // a third of the bytes a Bash call's evaluation allocated, and the garbage
 // collections they cost set the evaluation's p99 (docs/benchmark.md).
-var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+// It keeps comments, for the check of their ends (read).
+var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)) }}
 
 // read adds the parts of a piece of shell code; false means it cannot be parsed.
 func (s *shellCmd) read(code string, depth int) bool {
@@ -274,6 +275,16 @@ func (s *shellCmd) read(code string, depth int) bool {
 		}
 		s.survey(n)
 		switch x := n.(type) {
+		case *syntax.Comment:
+			// Bash ends a comment at the end of its line, a backslash
+			// before it or not; the parser takes a backslash and newline
+			// in a comment for a line continuation, and reads the next
+			// line's commands as words of the statement before the
+			// comment: echo # x \⏎rm -rf ~ reads as the one part echo rm
+			// -rf ~, where bash runs rm.
+			if strings.Contains(x.Text, "\\\n") {
+				s.parts = append(s.parts, part{words: []string{"#"}, unreadable: true})
+			}
 		case *syntax.Stmt:
 			s.noteWritten(x.Redirs)
 			if c, isCall := x.Cmd.(*syntax.CallExpr); isCall {
@@ -353,6 +364,11 @@ func (s *shellCmd) read(code string, depth int) bool {
 			if k := len(s.substs) - 1; x.Hdoc != nil && x.Word != nil && k >= 0 && endsEarly(x, s.substs[k].closer) {
 				s.parts = append(s.parts, part{words: []string{"<<"}, unreadable: true})
 			}
+			// An unquoted here-document's body is read as if double
+			// quoted (see DblQuoted below): ${x:-'$(cmd)'} in it runs cmd.
+			if x.Hdoc != nil && s.quotedSingles(x.Hdoc) {
+				s.parts = append(s.parts, part{words: []string{"<<"}, unreadable: true})
+			}
 			// Bash ends a here-document at the first line that is its
 			// delimiter, lines split by a backslash joined (E\ and OF is
 			// EOF) and the $(…), ${…} or `…` in it unread; the parser
@@ -376,6 +392,14 @@ func (s *shellCmd) read(code string, depth int) bool {
 			} else if x.Index != nil {
 				// a=([x]=1) evaluates x as a[x]=1 does.
 				s.arithPart(x.Index, "([ ]=)")
+			}
+		case *syntax.DblQuoted:
+			// Inside double quotes bash takes the single quotes in the
+			// word of ${x:-…}, ${x+…}, ${x=…} or ${x?…} for text, and
+			// expands what is between them: echo "${x:-'$(cmd)'}" runs
+			// cmd, where the parser reads a single-quoted string.
+			if s.quotedSingles(x) {
+				s.parts = append(s.parts, part{words: []string{"\"${ }\""}, unreadable: true})
 			}
 		case *syntax.ExtGlob:
 			// zsh, which Claude Code's Bash tool runs where it is the
@@ -1274,6 +1298,23 @@ func (s *shellCmd) hidesCode(n syntax.Node) bool {
 	return hides
 }
 
+// quotedSingles says double-quoted text n (or a here-document's body)
+// holds a single-quoted string with expansion syntax ($, a backquote, or
+// a $'…' escape that may decode to one): only in the word of a parameter
+// expansion does the parser read one there, where bash reads the quotes
+// as text and expands what is between them. Substitutions in n are
+// their own quoting contexts, read on their own.
+func (s *shellCmd) quotedSingles(n syntax.Node) bool {
+	found := false
+	s.walkOwn(n, func(m syntax.Node) bool {
+		if q, ok := m.(*syntax.SglQuoted); ok && (strings.ContainsAny(q.Value, "$`") || q.Dollar && strings.Contains(q.Value, "\\")) {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
 // arithHides says arithmetic n holds text that is a piece of code once
 // joined to what comes before or after it: a $ or a backquote that is
 // not an expansion (\$, "$", '`'), which bash's evaluation of the joined
@@ -1696,6 +1737,9 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 			if _, sub, has := strings.Cut(text, "["); has {
 				p.unreadable = p.unreadable || codeSyntax(sub) || escaped(w)
 				p.reads = append(p.reads, identifiers(sub)...)
+				// printf -v 'a[PATH=0]' evaluates the subscript, which
+				// assigns: a change of the environment the name hides.
+				p.env = p.env || strings.Contains(sub, "=") || strings.Contains(sub, "++") || strings.Contains(sub, "--")
 			}
 			if !ok && !plainSetting(taker, w) {
 				reads, subst := s.arithReads(w)
