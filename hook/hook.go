@@ -12,6 +12,7 @@ package hook
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -105,6 +106,9 @@ type Call struct {
 	// PostToolUseFailure): it is recorded on the call's request, never
 	// gated, and answered with nothing to do.
 	Ran *Ran
+	// mcp: the client's input says the tool is an MCP server's (Gemini
+	// CLI's mcp_context), whatever its name.
+	mcp bool
 }
 
 // Ran is what a client reported after running a tool.
@@ -206,6 +210,7 @@ type rawInput struct {
 	ToolResponse     json.RawMessage `json:"tool_response"`
 	Error            json.RawMessage `json:"error"`
 	IsInterrupt      bool            `json:"is_interrupt"`
+	MCPContext       json.RawMessage `json:"mcp_context"` // Gemini CLI: present for an MCP server's tool only
 }
 
 func (c *Call) meta(key, value string) {
@@ -451,6 +456,26 @@ func (c *Call) fromGemini(in *rawInput) error {
 	c.meta("hook_event_name", c.Event)
 	c.meta("cwd", in.Cwd)
 	c.meta("transcript_path", in.TranscriptPath)
+	if t := bytes.TrimSpace(in.MCPContext); len(t) > 0 && string(t) != "null" {
+		// Gemini CLI names an MCP server's tool by its bare name when no
+		// built-in has it (Bash, Read, WebFetch): only mcp_context says it
+		// is the server's, and which server, as for Cursor's MCP calls.
+		c.mcp = true
+		var m struct {
+			Server  string   `json:"server_name"`
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+			URL     string   `json:"url"`
+			TCP     string   `json:"tcp"`
+		}
+		_ = json.Unmarshal(t, &m)
+		c.meta("mcp_server", m.Server)
+		c.meta("mcp_url", cmp.Or(m.URL, m.TCP))
+		c.meta("mcp_command", strings.TrimSpace(strings.Join(append([]string{m.Command}, m.Args...), " ")))
+		if c.Metadata["mcp_url"] == "" && c.Metadata["mcp_command"] == "" {
+			c.meta("mcp_command", "server:"+m.Server) // still a call of its own, apart from the client's tools
+		}
+	}
 	if c.SessionID == "" {
 		c.SessionID = "cwd:" + in.Cwd
 	}
@@ -606,7 +631,7 @@ func (c Call) Ask(n int) Ask {
 	}
 	return Ask{ToolName: c.ToolName, ToolArgs: args, Summary: c.Summary(), SessionID: text.EllipsisBytes(c.SessionID, 256),
 		ToolCallID: c.CallID(), Metadata: meta, IdempotencyKey: c.Key(n),
-		MCPServer: c.Client == Cursor && c.Event == BeforeMCPExecution}
+		MCPServer: c.Client == Cursor && c.Event == BeforeMCPExecution || c.mcp}
 }
 
 // maxCallID is the longest call id a request keeps.

@@ -74,6 +74,28 @@ func unreadShell(tool string) bool {
 	return false
 }
 
+// movesDir says a shell call runs its command in another directory than the
+// one the client reported: Gemini CLI's run_shell_command takes it in
+// dir_path (directory in older versions). A relative command or file, or a
+// program that reads its directory (npm test, make, git), is then another
+// one than the allow names, as after a cd. "", "." and the reported cwd
+// stay where they are.
+func (c *Call) movesDir() bool {
+	for _, k := range []string{"dir_path", "directory"} {
+		if v, ok := c.Args[k]; ok {
+			s, ok := v.(string)
+			if !ok {
+				return true
+			}
+			// Not trimmed: Gemini CLI runs in " " as given, a directory of that name.
+			if s != "" && path.Clean(s) != "." && (c.cwd() == "" || path.Clean(s) != path.Clean(c.cwd())) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // fileTool is a tool that reads, edits or searches files, and where its
 // call names the file or directory.
 type fileTool struct {
@@ -320,6 +342,11 @@ func (p *pattern) match(c *Call, action Action) fit {
 			return misses
 		}
 		if strict {
+			if c.movesDir() {
+				// Gemini CLI runs the command in dir_path (or directory):
+				// `cd DIR && COMMAND`, whose cd no allow pattern covers.
+				return misses
+			}
 			for i := range sh.parts {
 				if !p.strictMatch(&sh.parts[i]) {
 					return misses
