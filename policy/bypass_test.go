@@ -2214,6 +2214,107 @@ func TestZshQualifiersMadeAtRunTime(t *testing.T) {
 	stillAllowed(t, []allowCase{{"Bash(ls:*)", "ls -d *(/)"}})
 }
 
+// TestZshUnbracedSubscripts: zsh reads $name[…] as a subscript, which it
+// evaluates as arithmetic (unquoted, in double quotes, in a here-document
+// or here-string); bash reads $name and the text […]. zsh 5.9 ran
+// ./63/ls for ls $HOME[PATH=63], and git diff with HOME=5 (its
+// ./5/.gitconfig's core.fsmonitor ran) for git diff $PWD[HOME=5,0].
+func TestZshUnbracedSubscripts(t *testing.T) {
+	neverAllowedBy(t, []string{
+		`ls $HOME[PATH=63]`,
+		`ls "$PWD[PATH=63]"`,
+		`git diff $PWD[HOME=5,0]`,
+		`cat $HOME[1,PATH=63]`,
+		`grep x $_[PATH=63]`,
+		`echo $0[PATH=63]`,
+		"cat <<E\n$HOME[PATH=63]\nE",
+		`cat <<< $HOME[PATH=63]`,
+		`ls $HOME[$i]`,
+		`ls $#HOME[PATH=63]`,
+		`ls "$+HOME[PATH=63]"`,
+		`ls $=HOME[PATH=63]`,
+		`ls $^HOME[PATH=63]`,
+	})
+	stillAllowed(t, []allowCase{{"Bash(ls:*)", "ls $HOME[1]"}, {"Bash(echo:*)", `echo "$x[1,3]"`}, {"Bash(ls:*)", "ls ${d}[0-9]*"}})
+}
+
+// TestZshGlobSubst: zsh reads $~x as x's value taken for a glob, whose
+// qualifiers run code; bash reads the text $~x. zsh 5.9 ran cmd for
+// for x in '*(e:cmd:)'; do ls $~x; done, and for $^~x and a$~x.
+func TestZshGlobSubst(t *testing.T) {
+	cmds := []string{
+		`for x in '*(e:git push --force:)'; do ls $~x; done`,
+		`for x in '*(+git)'; do echo $^~x; done`,
+		`ls '*(e:git push --force:)'; ls a$~_`,
+	}
+	neverAllowedBy(t, cmds)
+	forcePushesNeverAllowed(t, cmds)
+	stillAllowed(t, []allowCase{{"Bash(echo:*)", `echo "$~x" \$~x`}, {"Bash(ls:*)", "ls ~ $HOME/~x"}})
+}
+
+// TestZshBareRedirections: zsh runs a statement of redirections alone as
+// $NULLCMD (cat), or for one input redirection $READNULLCMD (pager);
+// bash runs nothing. zsh 5.9 ran cat for echo hi | >&2 and pager for
+// echo hi; < /dev/null.
+func TestZshBareRedirections(t *testing.T) {
+	neverAllowedBy(t, []string{
+		"echo hi | >&2",
+		"echo hi; < /dev/null",
+		"ls && 2>/dev/null",
+		"cat x | <&0",
+		"git status; >&-",
+		"echo hi; >&2 <<< x",
+	})
+	stillAllowed(t, []allowCase{{"Bash(echo:*)", "echo hi >&2 2>/dev/null"}, {"Bash(cat:*)", "cat < go.mod"}})
+}
+
+// TestZshQualifierRanges: the [beg,end] of a zsh glob qualifier is
+// arithmetic, which assigns: zsh 5.9 ran ./63/ls for ls *([PATH=63]),
+// ls *(om[1,PATH=63]) and ls *(-[PATH=63]).
+func TestZshQualifierRanges(t *testing.T) {
+	neverAllowedBy(t, []string{
+		`ls *([PATH=63])`,
+		`ls -d *(om[1,PATH=63])`,
+		`cat *(-[PATH=63])`,
+		`for x in PATH=63; do ls *([x]); done`,
+		`ls *(om[1`,
+	})
+	stillAllowed(t, []allowCase{{"Bash(ls:*)", "ls -d *(om[1,3])"}, {"Bash(ls:*)", "ls *(.[-1])"}})
+}
+
+// TestZshGlobsTheWordOfADefault: zsh globs the word of an unquoted
+// ${x:-…}, ${x-…}, ${x:+…} or ${x+…}, qualifiers and all: zsh 5.9 ran
+// cmd for ls ${x:-*(e:cmd:)}, echo for ls ${x:-${y:-*(+echo)}} and
+// changed PATH for ls ${x:-*([PATH=63])}. The parser keeps the word as
+// text.
+func TestZshGlobsTheWordOfADefault(t *testing.T) {
+	cmds := []string{
+		`ls ${x:-*(e:'git push --force':)}`,
+		`ls ${x-*(+git)}`,
+		`echo ${HOME:+*(e:'git push --force':)}`,
+		`ls ${x:-${y:-*(+git)}}`,
+		`ls ${x:-*([PATH=63])}`,
+	}
+	neverAllowedBy(t, cmds)
+	forcePushesNeverAllowed(t, cmds)
+	stillAllowed(t, []allowCase{{"Bash(ls:*)", "ls ${DIR:-.} ${x:-*.go}"}})
+}
+
+// TestZshSoleCloseBrace: zsh reads a sole } anywhere on a line as the
+// end of the group (IGNORE_CLOSE_BRACES is off by default), so
+// { ls } always { cmd; } runs ls and then cmd (zsh 5.9), where bash
+// reads one command, ls with the arguments } always { cmd.
+func TestZshSoleCloseBrace(t *testing.T) {
+	cmds := []string{
+		"{ ls } always { git push --force; }",
+		"{ echo hi } always { eval 'git push --force'; }",
+		"{ cat go.mod } always { git push --force origin main; }",
+	}
+	neverAllowedBy(t, cmds)
+	forcePushesNeverAllowed(t, cmds)
+	stillAllowed(t, []allowCase{{"Bash(echo:*)", `echo '}' \} {} a}`}, {"Bash(ls:*)", "{ ls; }"}})
+}
+
 // TestGitAliasesDefinedOtherwise: git 2.39 ran the alias p of a file
 // given as -c include.path=FILE, of GIT_CONFIG_GLOBAL=FILE, of
 // GIT_CONFIG_* exported earlier in the command, and of git config

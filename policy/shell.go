@@ -294,6 +294,13 @@ func (s *shellCmd) read(code string, depth int) bool {
 				// write no allow pattern lets through.
 				s.parts = append(s.parts, part{words: []string{}, writes: true})
 			}
+			if x.Cmd == nil && len(x.Redirs) > 0 {
+				// zsh runs a bare redirection as $NULLCMD (cat) or, for a
+				// lone input, $READNULLCMD (pager): zsh 5.9 ran cat for
+				// echo hi | >&2 and pager for echo hi; < /dev/null, which
+				// bash runs as nothing. The variables are the user's.
+				s.parts = append(s.parts, part{words: []string{"$NULLCMD"}, unreadable: true})
+			}
 		case *syntax.DeclClause:
 			// export / declare / local / readonly change the environment of
 			// what follows: a part no allow pattern lets through.
@@ -393,7 +400,23 @@ func (s *shellCmd) read(code string, depth int) bool {
 				// a=([x]=1) evaluates x as a[x]=1 does.
 				s.arithPart(x.Index, "([ ]=)")
 			}
+		case *syntax.Word:
+			// zsh reads a sole } anywhere on a line as the end of the
+			// group: { ls } always { cmd; } runs cmd in zsh 5.9, where
+			// bash reads } always { cmd as ls's arguments.
+			if x.Lit() == "}" {
+				s.parts = append(s.parts, part{words: []string{"}"}, unreadable: true})
+			}
+			if zshSubscript(x.Parts) {
+				s.parts = append(s.parts, part{words: []string{"$x[ ]"}, unreadable: true})
+			}
+			if zshGlobSubst(x.Parts) {
+				s.parts = append(s.parts, part{words: []string{"$~x"}, unreadable: true})
+			}
 		case *syntax.DblQuoted:
+			if zshSubscript(x.Parts) {
+				s.parts = append(s.parts, part{words: []string{"$x[ ]"}, unreadable: true})
+			}
 			// Inside double quotes bash takes the single quotes in the
 			// word of ${x:-…}, ${x+…}, ${x=…} or ${x?…} for text, and
 			// expands what is between them: echo "${x:-'$(cmd)'}" runs
@@ -410,7 +433,9 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// Bash expands the pattern of [[ x == @(…) ]] as a word,
 			// process substitutions too (@(a|<(cmd))), which the parser
 			// keeps as the pattern's text.
-			if x.Pattern != nil && strings.ContainsAny(x.Pattern.Value, "e+$`<>") {
+			// A qualifier's [beg,end] is arithmetic: zsh 5.9 ran ./63/ls
+			// for ls *([PATH=63]) and ls *(om[1,PATH=63]).
+			if x.Pattern != nil && (strings.ContainsAny(x.Pattern.Value, "e+$`<>") || namesInBrackets(x.Pattern.Value)) {
 				s.parts = append(s.parts, part{words: []string{"*( )"}, unreadable: true})
 			}
 		case *syntax.CoprocClause:
@@ -447,6 +472,14 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// ${x?…}, which the parser keeps as text.
 			if x.Exp != nil && x.Exp.Word != nil && procSubstText(x.Exp.Word) {
 				s.parts = append(s.parts, part{words: []string{"${ }"}, unreadable: true})
+			}
+			// zsh globs the word of an unquoted ${x:-…}, ${x-…}, ${x:+…}
+			// or ${x+…}, and reads a trailing ( … ) as qualifiers, which
+			// run code: zsh 5.9 ran cmd for ls ${x:-*(e:cmd:)}, and
+			// ./63/ls for ls ${x:-*([PATH=63])}. The parser keeps the
+			// word as text.
+			if x.Exp != nil && x.Exp.Word != nil && x.Exp.Op >= syntax.AlternateUnset && x.Exp.Op <= syntax.ErrorUnsetOrNull && parenText(x.Exp.Word) {
+				s.parts = append(s.parts, part{words: []string{"${:-*( )}"}, unreadable: true})
 			}
 			// ${X:=v} and ${X=v} assign X; ${x[0]:=v} makes x an array.
 			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && x.Param != nil && x.Index != nil {
@@ -1247,6 +1280,18 @@ func takesName(taker string, before []string, word string) bool {
 func procSubstText(w *syntax.Word) bool {
 	for _, wp := range w.Parts {
 		if lit, ok := wp.(*syntax.Lit); ok && (strings.Contains(lit.Value, "<(") || strings.Contains(lit.Value, ">(")) {
+			return true
+		}
+	}
+	return false
+}
+
+// parenText says a word's unquoted text holds a (, which the parser
+// keeps as text in the word of ${x:-…} and zsh may read as the start of
+// glob qualifiers.
+func parenText(w *syntax.Word) bool {
+	for _, wp := range w.Parts {
+		if lit, ok := wp.(*syntax.Lit); ok && strings.Contains(lit.Value, "(") {
 			return true
 		}
 	}
@@ -2674,4 +2719,106 @@ func endsEarly(r *syntax.Redirect, closer string) bool {
 		}
 	}
 	return false
+}
+
+// zshSubscript says parts hold $name[…], which bash reads as $name and
+// the text […], and zsh (Claude Code's Bash tool runs the user's shell,
+// zsh on macOS) as a subscript it evaluates as arithmetic, unquoted, in
+// double quotes and in a here-document: zsh 5.9 ran ./63/ls for
+// ls $HOME[PATH=63], and git with HOME=5 for git diff $PWD[HOME=5,0]; so
+// with zsh's flags before the name ($#name[…], $+name[…], $=name[…],
+// $^name[…], $~name[…]), which bash reads as $# and text, or as text.
+// Only a subscript of digits, commas and minus signs, which names no
+// variable and assigns nothing, is left readable.
+func zshSubscript(parts []syntax.WordPart) bool {
+	const nameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+	for i := 0; i+1 < len(parts); i++ {
+		flags := ""
+		switch p := parts[i].(type) {
+		case *syntax.ParamExp:
+			if !p.Short {
+				continue
+			}
+			if p.Param != nil && p.Param.Value == "#" {
+				flags = "#" // $#name[…]
+			}
+		case *syntax.Lit:
+			if !dollarEnds(p.Value) {
+				continue
+			}
+			flags = "~=^+#" // $+name[…], $=name[…], …
+		default:
+			continue
+		}
+		// The parser splits the text after an expansion into literals
+		// (HOME, [PATH=63]): join them, up to the next expansion.
+		var after strings.Builder
+		for _, wp := range parts[i+1:] {
+			l, isLit := wp.(*syntax.Lit)
+			if !isLit {
+				break
+			}
+			after.WriteString(l.Value)
+		}
+		rest := after.String()
+		if flags != "" {
+			rest = strings.TrimLeft(strings.TrimLeft(rest, flags), nameChars)
+		}
+		if !strings.HasPrefix(rest, "[") {
+			continue
+		}
+		if end := strings.IndexByte(rest, ']'); end < 0 || strings.Trim(rest[1:end], "0123456789,-") != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// dollarEnds says literal text ends in a $ that is not escaped, which
+// the parser keeps as text before a character that begins no bash
+// expansion ($~x, $=x, $^x, $+x).
+func dollarEnds(v string) bool {
+	if !strings.HasSuffix(v, "$") {
+		return false
+	}
+	n := 0
+	for n < len(v)-1 && v[len(v)-2-n] == '\\' {
+		n++
+	}
+	return n%2 == 0
+}
+
+// zshGlobSubst says unquoted parts hold $~name (also $^~name, a$~name),
+// which bash reads as the text $~name and zsh as name's value read as a
+// glob, whose qualifiers run code: for x in '*(e:cmd:)'; do ls $~x; done
+// ran cmd (zsh 5.9).
+func zshGlobSubst(parts []syntax.WordPart) bool {
+	for i := 0; i+1 < len(parts); i++ {
+		l, isLit := parts[i].(*syntax.Lit)
+		if !isLit || !dollarEnds(l.Value) {
+			continue
+		}
+		if n, isLit := parts[i+1].(*syntax.Lit); isLit && strings.Contains(n.Value[:len(n.Value)-len(strings.TrimLeft(n.Value, "~=^+#"))], "~") {
+			return true
+		}
+	}
+	return false
+}
+
+// namesInBrackets says text holds a [ … ] with more than digits, commas
+// and minus signs in it (a name, an assignment), or a [ that is not
+// closed: in a zsh glob qualifier, arithmetic.
+func namesInBrackets(v string) bool {
+	for {
+		i := strings.IndexByte(v, '[')
+		if i < 0 {
+			return false
+		}
+		v = v[i+1:]
+		end := strings.IndexByte(v, ']')
+		if end < 0 || strings.Trim(v[:end], "0123456789,-") != "" {
+			return true
+		}
+		v = v[end+1:]
+	}
 }
