@@ -2315,6 +2315,52 @@ func TestZshSoleCloseBrace(t *testing.T) {
 	stillAllowed(t, []allowCase{{"Bash(echo:*)", `echo '}' \} {} a}`}, {"Bash(ls:*)", "{ ls; }"}})
 }
 
+// TestZshVariablesHoldingTheCommandsText: zsh sets variables from text
+// the command wrote, which arithmetic (a subscript, $(( … ))) evaluates,
+// assignments and all: what =~ matched (MATCH, match), a function's body
+// (functions[f]), a job's text (jobtexts), the command a TRAPDEBUG runs
+// before (ZSH_DEBUG_CMD), zsh -c's code (ZSH_EXECUTION_STRING). zsh 5.9
+// ran ./63/ls for each under zsh -c (jobtexts and ZSH_EXECUTION_STRING
+// not under Claude Code's eval '…'); bash sets none of them.
+func TestZshVariablesHoldingTheCommandsText(t *testing.T) {
+	neverAllowedBy(t, []string{
+		`[[ PATH=63 =~ .* ]]; ls ${HOME[MATCH]}`,
+		`[[ PATH=63 =~ (.*) ]]; ls $(( match[1] ))`,
+		`f() { ls , PATH=63; }; ls $(( functions[f] ))`,
+		`f() { ls , PATH=63; }; ls ${HOME[functions[f]]}`,
+		`ls , PATH=63 | ls $(( jobtexts[1] ))`,
+		`TRAPDEBUG() { ls $(( ZSH_DEBUG_CMD )); }; ls , PATH=63`,
+		`ls , PATH=63 , 0 && (( ZSH_EXECUTION_STRING )) || ls`,
+	})
+	stillAllowed(t, []allowCase{{"Bash(echo:*)", `[[ $x =~ ^a ]] && echo "$MATCH"`}, {"Bash(echo:*)", "echo $(( 1 + 2 ))"}})
+}
+
+// TestZshTerminalTestIsArithmetic: zsh evaluates the descriptor of
+// [[ -t … ]] as arithmetic, which assigns: zsh 5.9 ran ./63/ls for
+// [[ -t PATH=63 ]]; ls, and a core.fsmonitor planted in ./5/.gitconfig
+// for [[ -t HOME=5 ]] || git status. Bash reads a number.
+func TestZshTerminalTestIsArithmetic(t *testing.T) {
+	neverAllowedBy(t, []string{
+		`[[ -t PATH=63 ]]; ls`,
+		`[[ -t HOME=5 ]] || git status`,
+		`[[ ! -t path=63 ]] && ls`,
+	})
+	stillAllowed(t, []allowCase{{"Bash(ls:*)", `[[ -t 1 ]] && ls`}, {"Bash(git status)", `[[ -t 0 ]] || git status`}})
+}
+
+// TestZshNumericGlobs: zsh reads <->, <1-9> and <5-> as globs of numbers,
+// part of the word they are written in; the parser reads an input
+// redirection and an output one. ls<->/dev/null reads as ls with its
+// output thrown away, where zsh 5.9 ran ./ls1/dev/null, the glob's match.
+func TestZshNumericGlobs(t *testing.T) {
+	neverAllowedBy(t, []string{
+		`ls<->/dev/null`,
+		`ls<1-2>/dev/null -la`,
+		`cat<5->/dev/null`,
+	})
+	stillAllowed(t, []allowCase{{"Bash(cat:*)", "cat < go.mod"}, {"Bash(cat:*)", "cat <- >/dev/null"}, {"Bash(grep:*)", "grep x <file-1 >/dev/null"}})
+}
+
 // TestGitAliasesDefinedOtherwise: git 2.39 ran the alias p of a file
 // given as -c include.path=FILE, of GIT_CONFIG_GLOBAL=FILE, of
 // GIT_CONFIG_* exported earlier in the command, and of git config

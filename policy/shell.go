@@ -356,6 +356,15 @@ func (s *shellCmd) read(code string, depth int) bool {
 			}
 			s.parts = append(s.parts, p)
 		case *syntax.Redirect:
+			// zsh reads <->, <1-9>, <5-> as a glob of numbers, part of
+			// the word it is written in, where the parser reads an input
+			// redirection and the > after it as another: ls<->/dev/null
+			// is ls reading - with its output thrown away, where zsh 5.9
+			// ran ./ls1/dev/null (the glob's match, a file the agent may
+			// have written) as the command.
+			if x.Op == syntax.RdrIn && zshNumericGlob(code, x.OpPos) {
+				s.parts = append(s.parts, part{words: []string{"<->"}, unreadable: true})
+			}
 			// {NAME}>file puts the descriptor's number in NAME
 			// ({PATH}>/dev/null; ls runs ./10/ls).
 			if x.N != nil && strings.HasPrefix(x.N.Value, "{") && strings.HasSuffix(x.N.Value, "}") {
@@ -944,7 +953,24 @@ var setByBash = map[string]bool{"_": true, "@": true, "*": true, "BASH_EXECUTION
 	"READLINE_LINE": true, "COMP_LINE": true, "COMP_WORDS": true, "DIRSTACK": true,
 	// The shell's tables of commands and aliases: their keys are names the
 	// command ran or defined (a file named 'a[$(cmd)]' on the PATH).
-	"BASH_CMDS": true, "BASH_ALIASES": true}
+	"BASH_CMDS": true, "BASH_ALIASES": true,
+	// zsh's (Claude Code's Bash tool runs the user's shell, zsh on macOS):
+	// what [[ … =~ … ]] matched (MATCH, match, not BASH_REMATCH), the
+	// bodies and names of the functions the command defines, the text
+	// of its jobs, of the command a TRAPDEBUG runs before, of zsh -c's
+	// code; zsh 5.9 ran ./63/ls for [[ PATH=63 =~ .* ]]; ls ${HOME[MATCH]},
+	// f() { ls , PATH=63; }; ls $(( functions[f] )), ls , PATH=63 | ls
+	// $(( jobtexts[1] )) and TRAPDEBUG() { ls $(( ZSH_DEBUG_CMD )); }; ls
+	// , PATH=63. And zsh's other tables of names and text (aliases,
+	// commands, history, …), its argv ($@) and reply.
+	"MATCH": true, "match": true, "MBEGIN": true, "MEND": true, "mbegin": true, "mend": true,
+	"functions": true, "dis_functions": true, "functions_source": true, "dis_functions_source": true,
+	"funcstack": true, "functrace": true, "funcfiletrace": true, "funcsourcetrace": true,
+	"jobtexts": true, "jobdirs": true, "jobstates": true, "ZSH_DEBUG_CMD": true, "ZSH_EXECUTION_STRING": true,
+	"ZSH_SCRIPT": true, "ZSH_ARGZERO": true, "argv": true, "REPLY": true, "reply": true,
+	"aliases": true, "dis_aliases": true, "galiases": true, "dis_galiases": true, "saliases": true, "dis_saliases": true,
+	"commands": true, "history": true, "historywords": true, "dirstack": true, "nameddirs": true, "userdirs": true,
+	"parameters": true, "mapfile": true}
 
 // madeValue says arithmetic over a variable given the value w may run
 // code: a value made at run time (other than a number or an array's
@@ -1393,8 +1419,9 @@ func (s *shellCmd) arithText(n syntax.Node, found func(text string, escapes bool
 	return holds
 }
 
-// arithOperands calls fn on each operand of [[ … ]] that bash evaluates
-// as arithmetic: those of -eq, -lt, … and the name -v tests.
+// arithOperands calls fn on each operand of [[ … ]] that bash or zsh
+// evaluates as arithmetic: those of -eq, -lt, …, the name -v tests and
+// (zsh) the descriptor of -t.
 func (s *shellCmd) arithOperands(t *syntax.TestClause, fn func(syntax.TestExpr)) {
 	s.walkOwn(t, func(n syntax.Node) bool {
 		switch b := n.(type) {
@@ -1406,7 +1433,9 @@ func (s *shellCmd) arithOperands(t *syntax.TestClause, fn func(syntax.TestExpr))
 				return false
 			}
 		case *syntax.UnaryTest:
-			if b.Op == syntax.TsVarSet {
+			// zsh evaluates -t's descriptor as arithmetic too: zsh 5.9
+			// ran ./63/ls for [[ -t PATH=63 ]]; ls (bash reads a number).
+			if b.Op == syntax.TsVarSet || b.Op == syntax.TsFdTerm {
 				fn(b.X)
 				return false
 			}
@@ -2821,4 +2850,23 @@ func namesInBrackets(v string) bool {
 		}
 		v = v[end+1:]
 	}
+}
+
+// zshNumericGlob says the text of code at pos is a zsh numeric glob,
+// <[n]-[m]> (<->, <1-9>, <5->), which zsh reads as part of a word and
+// the parser as redirections.
+func zshNumericGlob(code string, pos syntax.Pos) bool {
+	if !pos.IsValid() || pos.Offset() >= uint(len(code)) {
+		return false
+	}
+	rest := code[pos.Offset():]
+	if !strings.HasPrefix(rest, "<") {
+		return false
+	}
+	rest = strings.TrimLeft(rest[1:], "0123456789")
+	if !strings.HasPrefix(rest, "-") {
+		return false
+	}
+	rest = strings.TrimLeft(rest[1:], "0123456789")
+	return strings.HasPrefix(rest, ">")
 }
