@@ -2312,7 +2312,7 @@ func TestZshSoleCloseBrace(t *testing.T) {
 	}
 	neverAllowedBy(t, cmds)
 	forcePushesNeverAllowed(t, cmds)
-	stillAllowed(t, []allowCase{{"Bash(echo:*)", `echo '}' \} {} a}`}, {"Bash(ls:*)", "{ ls; }"}})
+	stillAllowed(t, []allowCase{{"Bash(echo:*)", `echo '}' \} {} a}b`}, {"Bash(ls:*)", "{ ls; }"}})
 }
 
 // TestZshVariablesHoldingTheCommandsText: zsh sets variables from text
@@ -2916,4 +2916,33 @@ func TestBackslashEndsNoComment(t *testing.T) {
 			t.Errorf("%s %q: route %s, allowed should be %v", tc.rule, tc.cmd, got, tc.allowed)
 		}
 	}
+}
+
+// TestZshCloseBraceEndingAWord: zsh 5.9 ends a { … } group at a } that
+// ends a word and closes no { of that word: { ls a.txt} always { cmd; }
+// ran ls a.txt and then cmd, where bash reads one command, ls with the
+// arguments a.txt} always { cmd.
+func TestZshCloseBraceEndingAWord(t *testing.T) {
+	cmds := []string{
+		"{ ls a.txt} always { git push --force; }",
+		`{ echo "a"} always { git push --force; }`,
+		"{ echo $HOME} always { git push --force; }",
+		"{ ls x{a,b}} always { git push --force; }",
+		"{ cat go.mod} always { git push --force origin main; }",
+	}
+	neverAllowedBy(t, cmds)
+	forcePushesNeverAllowed(t, cmds)
+	stillAllowed(t, []allowCase{{"Bash(echo:*)", `echo '}' \} {} a}b {a} x{a,b} @{u}`}, {"Bash(ls:*)", "{ ls; }"},
+		{"Bash(git log:*)", "git log HEAD@{1}"}})
+}
+
+// TestZshGlobsNoDefaultInDoubleQuotes: zsh globs the word of an unquoted
+// ${x:-…} only; in double quotes it is text (zsh 5.9 printed *(e:cmd:)
+// for echo "${x:-*(e:cmd:)}" and ran nothing).
+func TestZshGlobsNoDefaultInDoubleQuotes(t *testing.T) {
+	stillAllowed(t, []allowCase{{"Bash(echo:*)", `echo "${MSG:-(none)}"`},
+		{"Bash(git commit:*)", `git commit -m "${MSG:-fix: handle nil (again)}"`}})
+	cmds := []string{`ls "a"${x:-*(e:'git push --force':)}`, `ls x"${y:-}"${x:-*(+git)}`}
+	neverAllowedBy(t, cmds)
+	forcePushesNeverAllowed(t, cmds)
 }

@@ -410,11 +410,24 @@ func (s *shellCmd) read(code string, depth int) bool {
 				s.arithPart(x.Index, "([ ]=)")
 			}
 		case *syntax.Word:
-			// zsh reads a sole } anywhere on a line as the end of the
-			// group: { ls } always { cmd; } runs cmd in zsh 5.9, where
-			// bash reads } always { cmd as ls's arguments.
-			if x.Lit() == "}" {
+			// zsh reads a } that ends a word and closes no { of it as
+			// the end of the group, a sole } or not: { ls } always
+			// { cmd; } and { ls a.txt} always { cmd; } run cmd in zsh
+			// 5.9, where bash reads } always { cmd as ls's arguments.
+			if closesGroup(x) {
 				s.parts = append(s.parts, part{words: []string{"}"}, unreadable: true})
+			}
+			// zsh globs the word of an unquoted ${x:-…}, ${x-…},
+			// ${x:+…} or ${x+…} (a part of the word, not of a "…" in
+			// it), and reads a trailing ( … ) as qualifiers, which run
+			// code: zsh 5.9 ran cmd for ls ${x:-*(e:cmd:)}, and
+			// ./63/ls for ls ${x:-*([PATH=63])}. The parser keeps the
+			// word as text.
+			for _, wp := range x.Parts {
+				if pe, ok := wp.(*syntax.ParamExp); ok && pe.Exp != nil && pe.Exp.Word != nil &&
+					pe.Exp.Op >= syntax.AlternateUnset && pe.Exp.Op <= syntax.ErrorUnsetOrNull && parenText(pe.Exp.Word) {
+					s.parts = append(s.parts, part{words: []string{"${:-*( )}"}, unreadable: true})
+				}
 			}
 			if zshSubscript(x.Parts) {
 				s.parts = append(s.parts, part{words: []string{"$x[ ]"}, unreadable: true})
@@ -481,14 +494,6 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// ${x?…}, which the parser keeps as text.
 			if x.Exp != nil && x.Exp.Word != nil && procSubstText(x.Exp.Word) {
 				s.parts = append(s.parts, part{words: []string{"${ }"}, unreadable: true})
-			}
-			// zsh globs the word of an unquoted ${x:-…}, ${x-…}, ${x:+…}
-			// or ${x+…}, and reads a trailing ( … ) as qualifiers, which
-			// run code: zsh 5.9 ran cmd for ls ${x:-*(e:cmd:)}, and
-			// ./63/ls for ls ${x:-*([PATH=63])}. The parser keeps the
-			// word as text.
-			if x.Exp != nil && x.Exp.Word != nil && x.Exp.Op >= syntax.AlternateUnset && x.Exp.Op <= syntax.ErrorUnsetOrNull && parenText(x.Exp.Word) {
-				s.parts = append(s.parts, part{words: []string{"${:-*( )}"}, unreadable: true})
 			}
 			// ${X:=v} and ${X=v} assign X; ${x[0]:=v} makes x an array.
 			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && x.Param != nil && x.Index != nil {
@@ -1310,6 +1315,35 @@ func procSubstText(w *syntax.Word) bool {
 		}
 	}
 	return false
+}
+
+// closesGroup says w ends in a } (unquoted, not escaped) that closes no
+// { of w's own text, which zsh reads as the end of a { … } group.
+func closesGroup(w *syntax.Word) bool {
+	open, closes := 0, false // closes: the last character read is a } that closes no {
+	for _, wp := range w.Parts {
+		lit, ok := wp.(*syntax.Lit)
+		if !ok {
+			closes = false
+			continue
+		}
+		for i := 0; i < len(lit.Value); i++ {
+			closes = false
+			switch lit.Value[i] {
+			case '\\':
+				i++
+			case '{':
+				open++
+			case '}':
+				if open == 0 {
+					closes = true
+				} else {
+					open--
+				}
+			}
+		}
+	}
+	return closes
 }
 
 // parenText says a word's unquoted text holds a (, which the parser
