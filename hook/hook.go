@@ -106,8 +106,8 @@ type Call struct {
 	// PostToolUseFailure): it is recorded on the call's request, never
 	// gated, and answered with nothing to do.
 	Ran *Ran
-	// mcp: the client's input says the tool is an MCP server's (Gemini
-	// CLI's mcp_context), whatever its name.
+	// mcp: the client's input says the tool is an MCP server's (Cursor's
+	// beforeMCPExecution, Gemini CLI's mcp_context), whatever its name.
 	mcp bool
 }
 
@@ -432,7 +432,7 @@ func (c *Call) fromCursor(in *rawInput) error {
 		// The tool name is bare (database_query): only the url or command
 		// says which server the call goes to, so both are part of the call
 		// (Key, and the gate's idempotency and grant checks).
-		c.ToolName, c.ToolInput = in.ToolName, in.ToolInput
+		c.ToolName, c.ToolInput, c.mcp = in.ToolName, in.ToolInput, true
 		c.meta("mcp_url", in.URL)
 		c.meta("mcp_command", in.Command)
 	case CursorPreToolUse:
@@ -631,7 +631,7 @@ func (c Call) Ask(n int) Ask {
 	}
 	return Ask{ToolName: c.ToolName, ToolArgs: args, Summary: c.Summary(), SessionID: text.EllipsisBytes(c.SessionID, 256),
 		ToolCallID: c.CallID(), Metadata: meta, IdempotencyKey: c.Key(n),
-		MCPServer: c.Client == Cursor && c.Event == BeforeMCPExecution || c.mcp}
+		MCPServer: c.mcp}
 }
 
 // maxCallID is the longest call id a request keeps.

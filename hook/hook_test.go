@@ -277,6 +277,31 @@ func TestCursorMCPServerInKey(t *testing.T) {
 	}
 }
 
+// TestMCPServersMarked: a call the client says is an MCP server's (Cursor's
+// beforeMCPExecution, Gemini CLI's mcp_context) reaches the gate marked as
+// the server's whatever its bare name, so no Bash(…), path or WebFetch(…)
+// rule reads it as the client's own tool; the client's own tools are not.
+// Before, nothing failed when Cursor's mark was dropped.
+func TestMCPServersMarked(t *testing.T) {
+	for _, tc := range []struct {
+		client, input string
+		server        bool
+	}{
+		{Cursor, `{"hook_event_name":"beforeMCPExecution","conversation_id":"c","tool_name":"Shell","tool_input":"{\"command\":\"ls\"}","url":"http://db.local"}`, true},
+		{Cursor, `{"hook_event_name":"beforeShellExecution","conversation_id":"c","command":"ls"}`, false},
+		{Gemini, `{"session_id":"s","cwd":"/p","hook_event_name":"BeforeTool","tool_name":"Bash","tool_input":{"command":"ls"},"mcp_context":{"server_name":"ops","url":"https://ops.internal/mcp"}}`, true},
+		{Gemini, `{"session_id":"s","cwd":"/p","hook_event_name":"BeforeTool","tool_name":"run_shell_command","tool_input":{"command":"ls"},"mcp_context":null}`, false},
+	} {
+		c, err := Parse(tc.client, []byte(tc.input))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.input, err)
+		}
+		if got := c.Ask(0).MCPServer; got != tc.server {
+			t.Errorf("%s %s: MCPServer %v, want %v", tc.client, tc.input, got, tc.server)
+		}
+	}
+}
+
 // TestFailedCallAndFits: a deny for a call the gate failed before parsing
 // it is shaped for the event its input names, even cut short; and an answer
 // shaped for another event does not fit the call. Found by a reader.

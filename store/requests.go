@@ -74,7 +74,7 @@ func (eventRow) TableName() string { return "events" }
 func toRow(r *gate.Request) *requestRow {
 	row := &requestRow{
 		ID: r.ID, Status: string(r.Status), ToolName: r.ToolName, ToolArgs: string(r.ToolArgs),
-		RequiresConfirmation: r.RequiresConfirmation == nil || *r.RequiresConfirmation, ConfirmationSent: r.RequiresConfirmation != nil,
+		RequiresConfirmation: r.Asked(), ConfirmationSent: r.RequiresConfirmation != nil,
 		Summary: r.Summary, AgentID: r.AgentID, UserID: r.UserID, SessionID: r.SessionID, ToolCallID: r.ToolCallID, Metadata: string(r.Metadata), Route: r.Route, Caller: r.Caller,
 		Channels: jsonList(r.Channels), Approvers: jsonList(r.Approvers), Quorum: r.Quorum, OnTimeout: string(r.OnTimeout),
 		CreatedAt: utc(r.CreatedAt), ExpiresAt: utc(r.ExpiresAt), DecidedBy: r.DecidedBy, DecidedVia: r.DecidedVia, Reason: r.Reason,
