@@ -1320,6 +1320,14 @@ func procSubstText(w *syntax.Word) bool {
 // closesGroup says w ends in a } (unquoted, not escaped) that closes no
 // { of w's own text, which zsh reads as the end of a { … } group.
 func closesGroup(w *syntax.Word) bool {
+	// Most words end in no }: only one whose last part is text ending
+	// in } needs the scan (a \} or one that closes a { does not count).
+	if len(w.Parts) == 0 {
+		return false
+	}
+	if last, ok := w.Parts[len(w.Parts)-1].(*syntax.Lit); !ok || !strings.HasSuffix(last.Value, "}") {
+		return false
+	}
 	open, closes := 0, false // closes: the last character read is a } that closes no {
 	for _, wp := range w.Parts {
 		lit, ok := wp.(*syntax.Lit)
@@ -2813,8 +2821,14 @@ func zshSubscript(parts []syntax.WordPart) bool {
 		default:
 			continue
 		}
+		if l, isLit := parts[i+1].(*syntax.Lit); flags == "" && (!isLit || l.Value != "" && l.Value[0] != '[') {
+			continue // $HOME/bin: no subscript, and nothing to join (a Bash read of every $x/… allocated it)
+		}
 		// The parser splits the text after an expansion into literals
 		// (HOME, [PATH=63]): join them, up to the next expansion.
+		// What the checks below read ends at a ] or at a character that
+		// is no flag, name, [ or number: joining every literal to the
+		// next expansion, for each $ of $+a/$+a/…, took n² steps.
 		var after strings.Builder
 		for _, wp := range parts[i+1:] {
 			l, isLit := wp.(*syntax.Lit)
@@ -2822,6 +2836,9 @@ func zshSubscript(parts []syntax.WordPart) bool {
 				break
 			}
 			after.WriteString(l.Value)
+			if strings.Trim(l.Value, "~=^+#[0123456789,-"+nameChars) != "" || strings.Contains(l.Value, "]") {
+				break
+			}
 		}
 		rest := after.String()
 		if flags != "" {
