@@ -283,7 +283,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// comment: echo # x \⏎rm -rf ~ reads as the one part echo rm
 			// -rf ~, where bash runs rm.
 			if strings.Contains(x.Text, "\\\n") {
-				s.parts = append(s.parts, part{words: []string{"#"}, unreadable: true})
+				s.unreadablePart("#")
 			}
 		case *syntax.Stmt:
 			s.noteWritten(x.Redirs)
@@ -299,7 +299,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 				// lone input, $READNULLCMD (pager): zsh 5.9 ran cat for
 				// echo hi | >&2 and pager for echo hi; < /dev/null, which
 				// bash runs as nothing. The variables are the user's.
-				s.parts = append(s.parts, part{words: []string{"$NULLCMD"}, unreadable: true})
+				s.unreadablePart("$NULLCMD")
 			}
 		case *syntax.DeclClause:
 			// export / declare / local / readonly change the environment of
@@ -363,7 +363,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// ran ./ls1/dev/null (the glob's match, a file the agent may
 			// have written) as the command.
 			if x.Op == syntax.RdrIn && zshNumericGlob(code, x.OpPos) {
-				s.parts = append(s.parts, part{words: []string{"<->"}, unreadable: true})
+				s.unreadablePart("<->")
 			}
 			// {NAME}>file puts the descriptor's number in NAME
 			// ({PATH}>/dev/null; ls runs ./10/ls).
@@ -378,12 +378,12 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// a line that is the delimiter alone: the lines between run in
 			// bash as commands the parse shows as text.
 			if k := len(s.substs) - 1; x.Hdoc != nil && x.Word != nil && k >= 0 && endsEarly(x, s.substs[k].closer) {
-				s.parts = append(s.parts, part{words: []string{"<<"}, unreadable: true})
+				s.unreadablePart("<<")
 			}
 			// An unquoted here-document's body is read as if double
 			// quoted (see DblQuoted below): ${x:-'$(cmd)'} in it runs cmd.
 			if x.Hdoc != nil && s.quotedSingles(x.Hdoc) {
-				s.parts = append(s.parts, part{words: []string{"<<"}, unreadable: true})
+				s.unreadablePart("<<")
 			}
 			// Bash ends a here-document at the first line that is its
 			// delimiter, lines split by a backslash joined (E\ and OF is
@@ -394,17 +394,17 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// and ends the document at the decoded line; the parser
 			// looks for the text as written, and reads on past it.
 			if x.Hdoc != nil && x.Word != nil && (bashEndsBefore(code, x) || escaped(x.Word)) {
-				s.parts = append(s.parts, part{words: []string{"<<"}, unreadable: true})
+				s.unreadablePart("<<")
 			}
 		case *syntax.Assign:
 			// a['$(cmd)']=1: an indexed array's subscript is expanded again
 			// as the value is assigned.
 			if x.Index != nil && s.subscriptHidesCode(x.Index) {
-				s.parts = append(s.parts, part{words: []string{"[ ]="}, unreadable: true})
+				s.unreadablePart("[ ]=")
 			}
 		case *syntax.ArrayElem:
 			if x.Index != nil && s.arithHides(x.Index) { // holds subscriptHidesCode
-				s.parts = append(s.parts, part{words: []string{"([ ]=)"}, unreadable: true}) // a=(['$(cmd)']=1)
+				s.unreadablePart("([ ]=)") // a=(['$(cmd)']=1)
 			} else if x.Index != nil {
 				// a=([x]=1) evaluates x as a[x]=1 does.
 				s.arithPart(x.Index, "([ ]=)")
@@ -415,7 +415,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// { cmd; } and { ls a.txt} always { cmd; } run cmd in zsh
 			// 5.9, where bash reads } always { cmd as ls's arguments.
 			if closesGroup(x) {
-				s.parts = append(s.parts, part{words: []string{"}"}, unreadable: true})
+				s.unreadablePart("}")
 			}
 			// zsh globs the word of an unquoted ${x:-…}, ${x-…},
 			// ${x:+…} or ${x+…} (a part of the word, not of a "…" in
@@ -426,25 +426,25 @@ func (s *shellCmd) read(code string, depth int) bool {
 			for _, wp := range x.Parts {
 				if pe, ok := wp.(*syntax.ParamExp); ok && pe.Exp != nil && pe.Exp.Word != nil &&
 					pe.Exp.Op >= syntax.AlternateUnset && pe.Exp.Op <= syntax.ErrorUnsetOrNull && parenText(pe.Exp.Word) {
-					s.parts = append(s.parts, part{words: []string{"${:-*( )}"}, unreadable: true})
+					s.unreadablePart("${:-*( )}")
 				}
 			}
 			if zshSubscript(x.Parts) {
-				s.parts = append(s.parts, part{words: []string{"$x[ ]"}, unreadable: true})
+				s.unreadablePart("$x[ ]")
 			}
 			if zshGlobSubst(x.Parts) {
-				s.parts = append(s.parts, part{words: []string{"$~x"}, unreadable: true})
+				s.unreadablePart("$~x")
 			}
 		case *syntax.DblQuoted:
 			if zshSubscript(x.Parts) {
-				s.parts = append(s.parts, part{words: []string{"$x[ ]"}, unreadable: true})
+				s.unreadablePart("$x[ ]")
 			}
 			// Inside double quotes bash takes the single quotes in the
 			// word of ${x:-…}, ${x+…}, ${x=…} or ${x?…} for text, and
 			// expands what is between them: echo "${x:-'$(cmd)'}" runs
 			// cmd, where the parser reads a single-quoted string.
 			if s.quotedSingles(x) {
-				s.parts = append(s.parts, part{words: []string{"\"${ }\""}, unreadable: true})
+				s.unreadablePart("\"${ }\"")
 			}
 		case *syntax.ExtGlob:
 			// zsh, which Claude Code's Bash tool runs where it is the
@@ -458,7 +458,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// A qualifier's [beg,end] is arithmetic: zsh 5.9 ran ./63/ls
 			// for ls *([PATH=63]) and ls *(om[1,PATH=63]).
 			if x.Pattern != nil && (strings.ContainsAny(x.Pattern.Value, "e+$`<>") || namesInBrackets(x.Pattern.Value)) {
-				s.parts = append(s.parts, part{words: []string{"*( )"}, unreadable: true})
+				s.unreadablePart("*( )")
 			}
 		case *syntax.CoprocClause:
 			// Bash takes the word after coproc for a NAME only before a
@@ -467,7 +467,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// is the command: coproc rm ls -rf x | ls runs rm ls -rf x,
 			// where the parse shows a coprocess named rm running ls.
 			if x.Name != nil && !coprocBody(x.Stmt) {
-				s.parts = append(s.parts, part{words: []string{"coproc", x.Name.Lit()}, unreadable: true})
+				s.unreadablePart("coproc", x.Name.Lit())
 			}
 			// coproc NAME { …; } sets the array NAME=(rfd wfd).
 			if x.Name != nil {
@@ -486,14 +486,14 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// a parenthesised group of the regex, which the parser keeps
 			// as text.
 			if w, isWord := x.Y.(*syntax.Word); isWord && x.Op == syntax.TsReMatch && procSubstText(w) {
-				s.parts = append(s.parts, part{words: []string{"=~"}, unreadable: true})
+				s.unreadablePart("=~")
 			}
 		case *syntax.ParamExp:
 			// ${x:-<(cmd)}, ${x+>(cmd)}: bash runs a process substitution
 			// in the word of an unquoted ${x:-…}, ${x+…}, ${x=…} or
 			// ${x?…}, which the parser keeps as text.
 			if x.Exp != nil && x.Exp.Word != nil && procSubstText(x.Exp.Word) {
-				s.parts = append(s.parts, part{words: []string{"${ }"}, unreadable: true})
+				s.unreadablePart("${ }")
 			}
 			// ${X:=v} and ${X=v} assign X; ${x[0]:=v} makes x an array.
 			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && x.Param != nil && x.Index != nil {
@@ -506,12 +506,12 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// it: code that is in a value, not in the command (echo
 			// '$(cmd)'; echo "${_@P}").
 			if x.Exp != nil && x.Exp.Op == syntax.OtherParamOps && x.Exp.Word != nil && x.Exp.Word.Lit() == "P" {
-				s.parts = append(s.parts, part{words: []string{"${@P}"}, unreadable: true})
+				s.unreadablePart("${@P}")
 			}
 			// ${a[i]} and ${x:off:len} evaluate arithmetic.
 			if x.Index != nil && s.arithHides(x.Index) || x.Slice != nil && (x.Slice.Offset != nil && s.arithHides(x.Slice.Offset) ||
 				x.Slice.Length != nil && s.arithHides(x.Slice.Length)) {
-				s.parts = append(s.parts, part{words: []string{"${ }"}, unreadable: true})
+				s.unreadablePart("${ }")
 			}
 			if x.Index != nil {
 				s.arithPart(x.Index, "${ }")
@@ -546,7 +546,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// evaluates them: let 'x[$(cmd)]=1' runs cmd, which the parse
 			// shows as text. So does $_ (the last argument) read there.
 			if s.hidesCode(n) || s.arithHides(n) || s.readsLastArg(n) {
-				s.parts = append(s.parts, part{words: []string{"(( ))"}, unreadable: true})
+				s.unreadablePart("(( ))")
 			} else {
 				s.arithPart(n, "(( ))")
 				if t, isTest := n.(*syntax.TestClause); isTest {
@@ -1101,7 +1101,7 @@ func listsKeys(x *syntax.ParamExp) bool {
 // command sets is known.
 func (s *shellCmd) arithPart(n syntax.Node, what string) {
 	if reads, subst := s.arithReads(n); subst {
-		s.parts = append(s.parts, part{words: []string{what}, unreadable: true})
+		s.unreadablePart(what)
 	} else if len(reads) > 0 {
 		s.parts = append(s.parts, part{words: []string{what}, reads: reads, check: true})
 	}
@@ -2920,4 +2920,10 @@ func zshNumericGlob(code string, pos syntax.Pos) bool {
 	}
 	rest = strings.TrimLeft(rest[1:], "0123456789")
 	return strings.HasPrefix(rest, ">")
+}
+
+// unreadablePart adds a part no pattern reads, its words naming what made
+// it so: there, what the shell runs is more than the reader can tell.
+func (s *shellCmd) unreadablePart(words ...string) {
+	s.parts = append(s.parts, part{words: words, unreadable: true})
 }
