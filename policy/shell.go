@@ -836,7 +836,7 @@ func (s *shellCmd) refer(name string, w *syntax.Word) {
 // arithmetic over it changes the environment (for x in PATH=0; do ls
 // ${z[x]}; done runs ./0/ls).
 func (s *shellCmd) referText(name, text string) {
-	if strings.Contains(text, "=") || strings.Contains(text, "++") || strings.Contains(text, "--") {
+	if assignsText(text) {
 		s.mark(name)
 		return
 	}
@@ -1119,8 +1119,14 @@ func (s *shellCmd) arithPart(n syntax.Node, what string) {
 // not text; of [[ … ]] only the arithmetic operands count.
 func (s *shellCmd) assignsInText(n syntax.Node) bool {
 	return s.arithText(n, func(text string, _ bool) bool {
-		return strings.Contains(text, "=") || strings.Contains(text, "++") || strings.Contains(text, "--")
+		return assignsText(text)
 	})
+}
+
+// assignsText says text holds an operator that assigns once arithmetic
+// evaluates it (=, ++, --; == and != too, which errs toward a change).
+func assignsText(text string) bool {
+	return strings.Contains(text, "=") || strings.Contains(text, "++") || strings.Contains(text, "--")
 }
 
 // arithReads is the variables arithmetic in n may evaluate: every name in
@@ -1855,7 +1861,7 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 				p.reads = append(p.reads, identifiers(sub)...)
 				// printf -v 'a[PATH=0]' evaluates the subscript, which
 				// assigns: a change of the environment the name hides.
-				p.env = p.env || strings.Contains(sub, "=") || strings.Contains(sub, "++") || strings.Contains(sub, "--")
+				p.env = p.env || assignsText(sub)
 			}
 			if !ok && !plainSetting(taker, w) {
 				reads, subst := s.arithReads(w)
@@ -2729,7 +2735,7 @@ func (s *shellCmd) testOperands(t *syntax.TestClause, depth int) {
 		}
 		text := wordText(w)
 		if strings.TrimSpace(text) != "" && !s.read("(( "+text+" ))", depth+1) &&
-			(strings.Contains(text, "=") || strings.Contains(text, "++") || strings.Contains(text, "--")) {
+			assignsText(text) {
 			s.parts = append(s.parts, part{words: []string{"[[ ]]"}, env: true})
 		}
 	})
