@@ -422,7 +422,8 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// it), and reads a trailing ( … ) as qualifiers, which run
 			// code: zsh 5.9 ran cmd for ls ${x:-*(e:cmd:)}, and
 			// ./63/ls for ls ${x:-*([PATH=63])}. The parser keeps the
-			// word as text.
+			// word as text. (The range of operators takes ${x?…} and
+			// ${x:?…} too.)
 			for _, wp := range x.Parts {
 				if pe, ok := wp.(*syntax.ParamExp); ok && pe.Exp != nil && pe.Exp.Word != nil &&
 					pe.Exp.Op >= syntax.AlternateUnset && pe.Exp.Op <= syntax.ErrorUnsetOrNull && parenText(pe.Exp.Word) {
@@ -2850,10 +2851,7 @@ func zshSubscript(parts []syntax.WordPart) bool {
 		if flags != "" {
 			rest = strings.TrimLeft(strings.TrimLeft(rest, flags), nameChars)
 		}
-		if !strings.HasPrefix(rest, "[") {
-			continue
-		}
-		if end := strings.IndexByte(rest, ']'); end < 0 || strings.Trim(rest[1:end], "0123456789,-") != "" {
+		if rest, isSub := strings.CutPrefix(rest, "["); isSub && subscriptNames(rest) {
 			return true
 		}
 	}
@@ -2901,12 +2899,20 @@ func namesInBrackets(v string) bool {
 			return false
 		}
 		v = v[i+1:]
-		end := strings.IndexByte(v, ']')
-		if end < 0 || strings.Trim(v[:end], "0123456789,-") != "" {
+		if subscriptNames(v) {
 			return true
 		}
-		v = v[end+1:]
+		v = v[strings.IndexByte(v, ']')+1:]
 	}
+}
+
+// subscriptNames says the text after a [ is not closed by a ], or holds
+// more than digits, commas and minus signs before it (a name, an
+// assignment): arithmetic zsh evaluates, in a subscript or a glob
+// qualifier's [beg,end].
+func subscriptNames(v string) bool {
+	end := strings.IndexByte(v, ']')
+	return end < 0 || strings.Trim(v[:end], "0123456789,-") != ""
 }
 
 // zshNumericGlob says the text of code at pos is a zsh numeric glob,
