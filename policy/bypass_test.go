@@ -2816,10 +2816,7 @@ func TestCoprocNameBeforeASimpleCommand(t *testing.T) {
 // ${x:-'…'} as text and expands what is between them, where the parser
 // reads a single-quoted string: echo "${x:-'$(cmd)'}" runs cmd.
 func TestSingleQuotesInDoubleQuotedExpansionsAreText(t *testing.T) {
-	for _, tc := range []struct {
-		rule, cmd string
-		allowed   bool
-	}{
+	allowedUnder(t, []allowedCase{
 		{"Bash(echo:*)", `echo "${x:-'$(touch /tmp/pwned)'}"`, false},
 		{"Bash(echo:*)", `echo "${x-'` + "`touch /tmp/pwned`" + `'}"`, false},
 		{"Bash(echo:*)", `echo "${x:+'$(touch /tmp/pwned)'}"`, false},
@@ -2834,12 +2831,7 @@ func TestSingleQuotesInDoubleQuotedExpansionsAreText(t *testing.T) {
 		{"Bash(echo:*)", `echo "${x:-'default value'}"`, true},
 		{"Bash(echo:*)", `echo ${x:-'$(not run)'}`, true},
 		{"Bash(cat:*)", "cat <<'EOF'\n${x:-'$(not run)'}\nEOF", true},
-	} {
-		rs := []Route{{Name: "ok", Calls: []string{tc.rule}, Action: Allow}}
-		if got := routeOf(t, rs, "Bash", map[string]string{"command": tc.cmd}, `{}`); (got == "ok") != tc.allowed {
-			t.Errorf("%s %q: route %s, allowed should be %v", tc.rule, tc.cmd, got, tc.allowed)
-		}
-	}
+	})
 }
 
 // TestCommandWordsHoldingSpacesAreNotTheRulesWords: an allow rule's words
@@ -2848,10 +2840,7 @@ func TestSingleQuotesInDoubleQuotedExpansionsAreText(t *testing.T) {
 // through a directory named "ls ", and "git status" one command name,
 // which bash looks for on PATH.
 func TestCommandWordsHoldingSpacesAreNotTheRulesWords(t *testing.T) {
-	for _, tc := range []struct {
-		rule, cmd string
-		allowed   bool
-	}{
+	allowedUnder(t, []allowedCase{
 		{"Bash(ls:*)", `"ls /../../../../usr/bin/touch" /tmp/pwned`, false},
 		{"Bash(ls:*)", `'ls '/../x`, false},
 		{"Bash(cat:*)", `"cat /x" y`, false},
@@ -2870,12 +2859,7 @@ func TestCommandWordsHoldingSpacesAreNotTheRulesWords(t *testing.T) {
 		{"Bash(grep:*)", `grep -r "foo bar" .`, true},
 		{"Bash(git diff:*)", `git diff -- "my file.txt"`, true},
 		{"Bash(l*)", `ls "a b"`, true},
-	} {
-		rs := []Route{{Name: "ok", Calls: []string{tc.rule}, Action: Allow}}
-		if got := routeOf(t, rs, "Bash", map[string]string{"command": tc.cmd}, `{}`); (got == "ok") != tc.allowed {
-			t.Errorf("%s %q: route %s, allowed should be %v", tc.rule, tc.cmd, got, tc.allowed)
-		}
-	}
+	})
 }
 
 // TestBuiltinNamesWhoseSubscriptAssign: printf -v 'a[PATH=0]' evaluates
@@ -2883,22 +2867,33 @@ func TestCommandWordsHoldingSpacesAreNotTheRulesWords(t *testing.T) {
 // part shows a printf setting a lower-case array: a change of the
 // environment, which no allow rule covers.
 func TestBuiltinNamesWhoseSubscriptAssign(t *testing.T) {
-	for _, tc := range []struct {
-		cmd     string
-		allowed bool
-	}{
-		{`printf -v 'a[PATH=0]' %s x`, false},
-		{`printf -v 'a[IFS=0]' %s x; printf '%s\n' a0b`, false},
-		{`printf -v 'a[PATH++]' %s x`, false},
-		{`printf -va'[HOME=0]' %s x`, false},
+	const printf = "Bash(printf:*)"
+	allowedUnder(t, []allowedCase{
+		{printf, `printf -v 'a[PATH=0]' %s x`, false},
+		{printf, `printf -v 'a[IFS=0]' %s x; printf '%s\n' a0b`, false},
+		{printf, `printf -v 'a[PATH++]' %s x`, false},
+		{printf, `printf -va'[HOME=0]' %s x`, false},
 		// What stays allowed.
-		{`printf -v 'a[1]' %s x`, true},
-		{`printf -v x %s 1`, true},
-		{`printf '%s\n' 'a[PATH=0]'`, true},
-	} {
-		rs := []Route{{Name: "ok", Calls: []string{"Bash(printf:*)"}, Action: Allow}}
+		{printf, `printf -v 'a[1]' %s x`, true},
+		{printf, `printf -v x %s 1`, true},
+		{printf, `printf '%s\n' 'a[PATH=0]'`, true},
+	})
+}
+
+// allowedCase is a command and whether its rule alone allows it.
+type allowedCase struct {
+	rule, cmd string
+	allowed   bool
+}
+
+// allowedUnder checks that each command is allowed by a route of its rule
+// alone exactly when the case says so.
+func allowedUnder(t *testing.T, cases []allowedCase) {
+	t.Helper()
+	for _, tc := range cases {
+		rs := []Route{{Name: "ok", Calls: []string{tc.rule}, Action: Allow}}
 		if got := routeOf(t, rs, "Bash", map[string]string{"command": tc.cmd}, `{}`); (got == "ok") != tc.allowed {
-			t.Errorf("%q: route %s, allowed should be %v", tc.cmd, got, tc.allowed)
+			t.Errorf("%s %q: route %s, allowed should be %v", tc.rule, tc.cmd, got, tc.allowed)
 		}
 	}
 }
@@ -2909,10 +2904,7 @@ func TestBuiltinNamesWhoseSubscriptAssign(t *testing.T) {
 // words of the statement before: `ls # x \⏎rm -rf ~` was the one part
 // ls rm -rf ~, where bash runs rm.
 func TestBackslashEndsNoComment(t *testing.T) {
-	for _, tc := range []struct {
-		rule, cmd string
-		allowed   bool
-	}{
+	allowedUnder(t, []allowedCase{
 		{"Bash(ls:*)", "ls # list files \\\nrm -rf ~", false},
 		{"Bash(echo:*)", "echo hi # \\\ntouch /tmp/pwned", false},
 		{"Bash(echo:*)", "echo # \\\r\ntouch /tmp/pwned", false},
@@ -2924,12 +2916,7 @@ func TestBackslashEndsNoComment(t *testing.T) {
 		{"Bash(echo:*)", "echo a # note\necho b # c\\d", true},
 		{"Bash(echo:*)", "echo a \\\n  b # done", true},
 		{"Bash(ls:*)", "# list\nls -la", true},
-	} {
-		rs := []Route{{Name: "ok", Calls: []string{tc.rule}, Action: Allow}}
-		if got := routeOf(t, rs, "Bash", map[string]string{"command": tc.cmd}, `{}`); (got == "ok") != tc.allowed {
-			t.Errorf("%s %q: route %s, allowed should be %v", tc.rule, tc.cmd, got, tc.allowed)
-		}
-	}
+	})
 }
 
 // TestZshCloseBraceEndingAWord: zsh 5.9 ends a { … } group at a } that
