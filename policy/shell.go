@@ -2843,7 +2843,7 @@ func zshSubscript(parts []syntax.WordPart) bool {
 				break
 			}
 			after.WriteString(l.Value)
-			if strings.Trim(l.Value, "~=^+#[0123456789,-"+nameChars) != "" || strings.Contains(l.Value, "]") {
+			if strings.Trim(l.Value, "~=^+#[,-"+nameChars) != "" || strings.Contains(l.Value, "]") {
 				break
 			}
 		}
