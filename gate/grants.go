@@ -36,17 +36,18 @@ func argsHash(args, metadata []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// anyArgsHash is the args_hash of a grant for any arguments: "" where the
-// call names no place, else AnyArgsPrefix and the hash of the place alone,
-// so a grant for any arguments on one MCP server (or in one directory)
-// covers no other: the Cursor MCP tool database_query approved for a
-// while on a dev server is not approved on prod. A grant given before
-// places counted here ("") covers only calls that name none.
-func anyArgsHash(metadata []byte) string {
-	if !slices.ContainsFunc(placeOf(metadata), func(b []byte) bool { return b != nil }) {
-		return ""
-	}
-	return AnyArgsPrefix + argsHash([]byte("null"), metadata)
+// anyArgsHash is the args_hash of a grant for any arguments: AnyArgsPrefix
+// and the hash of what the route matched (Route.matchKey) with the call's
+// place. A grant for any arguments on one MCP server (or in one
+// directory) covers no other: the Cursor MCP tool database_query approved
+// for a while on a dev server is not approved on prod. Nor does it cover
+// more after a reload widens its route: "any staging deploy" stays that
+// when the route's condition lets prod deploys in. Grants given before
+// the match counted here ("" or AnyArgsPrefix and the place alone) cover
+// nothing.
+func anyArgsHash(metadata []byte, matched string) string {
+	m, _ := json.Marshal(matched) // a string: never fails
+	return AnyArgsPrefix + argsHash(m, metadata)
 }
 
 // placeKeys are the metadata that say where a call runs: the working
@@ -87,7 +88,7 @@ func (s *Service) grantFor(r *Request, who string, ids []string, via string, at 
 	scope := "the same arguments"
 	if r.RememberAnyArgs {
 		scope = "any arguments"
-		g.ArgsHash = anyArgsHash(r.Metadata)
+		g.ArgsHash = anyArgsHash(r.Metadata, r.Plan.Matched)
 	} else {
 		g.ArgsHash = argsHash(r.ToolArgs, r.Metadata)
 	}

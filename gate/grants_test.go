@@ -19,7 +19,9 @@ import (
 // config and used under the next. A reload that narrows what a route
 // remembers, shortens it, or takes the giver off the approvers ends the
 // grants given before; so does a pending request approved-for after the
-// reload (it was made under the old rules). Found by a second reader.
+// reload (it was made under the old rules). Found by a second reader. A
+// reload that widens what the route matches ends its grants for any
+// arguments: they were given for what it matched.
 func TestGrantsHoldOnlyUnderTheRouteAsItIsNow(t *testing.T) {
 	deploys := func(r gate.Route) []gate.Route {
 		r.Name, r.Tool = "deploys", "deploy"
@@ -48,6 +50,14 @@ func TestGrantsHoldOnlyUnderTheRouteAsItIsNow(t *testing.T) {
 			after: gate.Route{Remember: time.Hour, Quorum: 2}, call: staging},
 		{name: "no approvers list, and the grant's channel gone", before: gate.Route{Remember: time.Hour},
 			after: gate.Route{Remember: time.Hour, Channels: []string{"web"}}, call: staging},
+		// The approver said "any staging deploy for an hour"; a reload
+		// that widens what the route matches does not widen the grant.
+		{name: "any arguments, the route's condition widened", before: gate.Route{Remember: time.Hour, RememberAny: true, When: `args.env == "staging"`},
+			after: gate.Route{Remember: time.Hour, RememberAny: true, When: `args.env in ["staging", "prod"]`}, call: prod},
+		{name: "any arguments, the route's condition dropped", before: gate.Route{Remember: time.Hour, RememberAny: true, When: `args.env == "staging"`},
+			after: gate.Route{Remember: time.Hour, RememberAny: true}, call: prod},
+		{name: "a pending request approved-for after the widening", before: gate.Route{Remember: time.Hour, RememberAny: true, When: `args.env == "staging"`},
+			after: gate.Route{Remember: time.Hour, RememberAny: true}, reloadFirst: true, call: prod},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -88,6 +98,22 @@ func TestGrantsHoldOnlyUnderTheRouteAsItIsNow(t *testing.T) {
 		}
 		if r := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: staging, Caller: "bot"}); r.DecidedVia != gate.ViaGrant {
 			t.Errorf("within the shortened hour: %s via %s, want approved via grant", r.Status, r.DecidedVia)
+		}
+	})
+	t.Run("a grant for any arguments holds while the route matches the same", func(t *testing.T) {
+		db := storetest.SQLite(t)
+		staged := gate.Route{Remember: time.Hour, RememberAny: true, When: `args.env == "staging"`}
+		svc := newService(t, db, svcOpts{chans: []gate.Channel{newFake("fake")}, routes: deploys(staged)})
+		first := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: staging, Caller: "bot"})
+		if _, err := svc.Decide(context.Background(), gate.Decision{RequestID: first.ID, Approve: true, Actor: "web:alice", Via: "fake", Remember: true}); err != nil {
+			t.Fatal(err)
+		}
+		staged.Message, staged.Looks.Label = "staging deploys", "Staging"
+		if err := svc.SetRoutes(deploys(staged), gate.Defaults{Channels: []string{"fake"}}); err != nil {
+			t.Fatal(err)
+		}
+		if r := submit(t, svc, gate.Submission{ToolName: "deploy", ToolArgs: json.RawMessage(`{"env":"staging","v":2}`), Caller: "bot"}); r.DecidedVia != gate.ViaGrant {
+			t.Errorf("after a reload that changed the route's words only: %s via %s, want approved via grant", r.Status, r.DecidedVia)
 		}
 	})
 }

@@ -126,8 +126,13 @@ type Request struct {
 	ByGrant string `json:"-"`
 }
 
-// Plan is what a request's route asks of people beyond its first cards.
+// Plan is what a request's route asks of people beyond its first cards,
+// and what it matched when the request was made.
 type Plan struct {
+	// Matched is the route's matchKey when the request was made, on a
+	// route that remembers any arguments: the grant an approval of the
+	// request gives covers calls only while the route matches the same.
+	Matched string `json:"matched,omitempty"`
 	// ForbidSelf refuses an approval by the person who asked (self_approval: forbid).
 	ForbidSelf bool `json:"forbid_self,omitempty"`
 	// Notify is where the cards go: NotifyChannel (""), NotifyDM or NotifyBoth.
@@ -247,12 +252,14 @@ const (
 	EventEscalated  = "escalated" // the request went to more channels or approvers
 )
 
-// AnyArgsPrefix begins the args_hash of a grant for any arguments given
-// on a call that named its place: the hash is of the place alone.
+// AnyArgsPrefix begins the args_hash of a grant for any arguments: the
+// hash is of what its route matched and the call's place (anyArgsHash).
 const AnyArgsPrefix = "any:"
 
 // AnyArgs says the grant covers any arguments, in the place it was given
-// when that call named one.
+// when that call named one. An args_hash of "" is a grant for any
+// arguments given before grants named their route's match; it covers
+// nothing now.
 func (g Grant) AnyArgs() bool {
 	return g.ArgsHash == "" || strings.HasPrefix(g.ArgsHash, AnyArgsPrefix)
 }
@@ -270,7 +277,7 @@ type Grant struct {
 	Route     string     `json:"route"`
 	Caller    string     `json:"caller"` // the token, or on a server without tokens the agent_id
 	Tool      string     `json:"tool"`
-	ArgsHash  string     `json:"args_hash,omitempty"` // "" or AnyArgsPrefix…: any arguments (AnyArgs)
+	ArgsHash  string     `json:"args_hash,omitempty"` // AnyArgsPrefix… (or "", older): any arguments (AnyArgs)
 	GivenBy   string     `json:"given_by"`
 	GivenIDs  []string   `json:"given_ids,omitempty"` // every identity the giver tapped with, GivenBy first
 	GivenVia  string     `json:"given_via"`

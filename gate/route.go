@@ -1,6 +1,9 @@
 package gate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -37,6 +40,21 @@ type Route struct {
 	// Plan is what the route asks of people beyond the first cards:
 	// self-approval, direct cards, reminders, escalation.
 	Plan Plan
+}
+
+// matchKey identifies what the route matches: its tool, agent, condition
+// and call patterns. A grant for any arguments is given under one
+// (Plan.Matched) and covers calls only while the route still matches what
+// it matched then: a reload that widens the route does not widen the
+// grants given on it.
+func (rt Route) matchKey() string {
+	calls := rt.Calls
+	if len(calls) == 0 {
+		calls = nil
+	}
+	b, _ := json.Marshal([]any{rt.Tool, rt.Agent, rt.When, calls}) // strings only: never fails
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
 }
 
 // Looks is how a route's requests are shown to people: a label that names

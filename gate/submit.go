@@ -280,6 +280,9 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		RememberSeconds: int64(remember / time.Second), RememberAnyArgs: rt.RememberAny,
 		Person: rs.people.asker(in.Caller, in.UserID), Plan: rt.Plan, MCPServer: in.MCPServer,
 	}
+	if rt.RememberAny {
+		r.Plan.Matched = rt.matchKey()
+	}
 	var events []Event
 	for _, e := range d.errors {
 		e, _ = text.CutBytes(text.Clean(e), maxTextLen)
@@ -328,7 +331,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		return s.record(ctx, r, events, StatusApproved, ActorSystem, ViaPolicy, routeReason("allowed", rt))
 	}
 	if remember > 0 {
-		hash := anyArgsHash(in.Metadata)
+		hash := anyArgsHash(in.Metadata, rt.matchKey())
 		if !rt.RememberAny {
 			hash = argsHash(in.ToolArgs, in.Metadata)
 		}

@@ -76,10 +76,10 @@ const (
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 	grantColumns = `id, route, caller, tool, args_hash, given_by, given_via, request_id, created_at, expires_at, revoked_at, revoked_by, given_ids`
 	// qFindGrant finds the grant of a call: for its arguments and place on
-	// a route that remembers the same arguments, for any (its place alone:
-	// gate.AnyArgsPrefix…, or '' when it names none) on one that remembers
-	// any. A grant for any arguments, given before a reload
-	// narrowed the route, covers nothing.
+	// a route that remembers the same arguments, for any (gate.AnyArgsPrefix
+	// and the hash of its place and what the route matches) on one that
+	// remembers any. A grant for any arguments, given before a reload
+	// narrowed the route or changed what it matches, covers nothing.
 	qFindGrant = `SELECT ` + grantColumns + ` FROM grants WHERE caller = $1 AND route = $2 AND tool = $3 AND args_hash = $4
 		AND expires_at > $5 AND revoked_at IS NULL ORDER BY expires_at DESC LIMIT 1`
 	qRevokeGrant = `UPDATE grants SET revoked_at = $1, revoked_by = $2 WHERE id = $3 AND revoked_at IS NULL AND expires_at > $1 RETURNING ` + grantColumns

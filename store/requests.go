@@ -133,9 +133,9 @@ func (row *requestRow) toRequest() *gate.Request {
 }
 
 // planJSON is a plan as stored: "" when the route asks nothing beyond the
-// first cards.
+// first cards and remembers no call for any arguments.
 func planJSON(p gate.Plan) string {
-	if !p.ForbidSelf && p.Notify == "" && p.Remind == 0 && len(p.Escalate) == 0 {
+	if p.Matched == "" && !p.ForbidSelf && p.Notify == "" && p.Remind == 0 && len(p.Escalate) == 0 {
 		return ""
 	}
 	b, _ := json.Marshal(p)
