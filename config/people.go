@@ -130,6 +130,10 @@ func (c *Config) validatePeople(errs *Errors) {
 // their own request under self_approval: forbid): single sign-on records
 // the email in lower case, and a password login its user's name exactly.
 func (c *Config) webIdentityProblem(id string) string {
+	if ch, actor, ok := strings.Cut(strings.TrimPrefix(id, "webhook:"), "/"); ok && strings.HasPrefix(id, "webhook:") &&
+		strings.Contains(actor, "@") && actor != strings.ToLower(actor) {
+		return fmt.Sprintf("has capitals, but a webhook actor that is an email is recorded in lower case: write %q", "webhook:"+ch+"/"+strings.ToLower(actor))
+	}
 	name, ok := strings.CutPrefix(id, "web:")
 	if !ok {
 		return ""
