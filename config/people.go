@@ -130,10 +130,6 @@ func (c *Config) validatePeople(errs *Errors) {
 // their own request under self_approval: forbid): single sign-on records
 // the email in lower case, and a password login its user's name exactly.
 func (c *Config) webIdentityProblem(id string) string {
-	if ch, actor, ok := strings.Cut(strings.TrimPrefix(id, "webhook:"), "/"); ok && strings.HasPrefix(id, "webhook:") &&
-		strings.Contains(actor, "@") && actor != strings.ToLower(actor) {
-		return fmt.Sprintf("has capitals, but a webhook actor that is an email is recorded in lower case: write %q", "webhook:"+ch+"/"+strings.ToLower(actor))
-	}
 	name, ok := strings.CutPrefix(id, "web:")
 	if !ok {
 		return ""
@@ -315,6 +311,9 @@ func identityProblem(id string) string {
 		return fmt.Sprintf("has no known kind %q%s: write %s", kind, hint, forms)
 	case rest == "":
 		return "names nobody: write " + forms
+	case kind == "webhook" && webhookEmailCased(rest):
+		ch, actor, _ := strings.Cut(rest, "/")
+		return fmt.Sprintf("has capitals, but a webhook actor that is an email is recorded in lower case: write %q", "webhook:"+ch+"/"+strings.ToLower(actor))
 	case strings.ContainsAny(id, "*?"):
 		return ""
 	case kind == "slack" && !slackIdentity.MatchString(id):
@@ -323,6 +322,14 @@ func identityProblem(id string) string {
 		return "is not webhook:<channel>/<actor>: a verdict never matches it"
 	}
 	return ""
+}
+
+// webhookEmailCased says the actor of a webhook identity (CHANNEL/ACTOR)
+// is an email with capitals, which no verdict matches: the channel records
+// an email actor in lower case, as single sign-on does.
+func webhookEmailCased(rest string) bool {
+	_, actor, _ := strings.Cut(rest, "/")
+	return strings.Contains(actor, "@") && actor != strings.ToLower(actor)
 }
 
 // DirectType is the type of channel that can send a direct card to an

@@ -94,18 +94,20 @@ routes:
 		{"an identity no tap could ever have", `
 people:
   - name: carol
-    identities: ["slak:T1/U1", "slack:U0456"]
+    identities: ["slak:T1/U1", "slack:U0456", "webhook:relay/Carol@Corp.com"]
 routes:
   - name: r
-    approvers: ["slak:T1/U2", "slack:t1/u2", "webhook:relay", "fieshu:ou_1", "web:", "slack:T1/*", "feishu:ou_x", "webhook:relay/bob"]
+    approvers: ["slak:T1/U2", "slack:t1/u2", "webhook:relay", "fieshu:ou_1", "web:", "slack:T1/*", "feishu:ou_x", "webhook:relay/bob", "webhook:Relay/*@Corp.com"]
 `, []string{
 			`people[0].identities[0]: "slak:T1/U1" has no known kind "slak" (did you mean slack:?)`,
 			`people[0].identities[1]: "slack:U0456" is not slack:TEAM/USER`,
+			`people[0].identities[2]: "webhook:relay/Carol@Corp.com" has capitals, but a webhook actor that is an email is recorded in lower case: write "webhook:relay/carol@corp.com"`,
 			`routes[0].approvers[0]: "slak:T1/U2" has no known kind "slak" (did you mean slack:?)`,
 			`routes[0].approvers[1]: "slack:t1/u2" is not slack:TEAM/USER with Slack's upper-case ids`,
 			`routes[0].approvers[2]: "webhook:relay" is not webhook:<channel>/<actor>`,
 			`routes[0].approvers[3]: "fieshu:ou_1" has no known kind "fieshu" (did you mean feishu:?)`,
 			`routes[0].approvers[4]: "web:" names nobody`,
+			`routes[0].approvers[8]: "webhook:Relay/*@Corp.com" has capitals, but a webhook actor that is an email is recorded in lower case: write "webhook:Relay/*@corp.com"`,
 		}},
 		{"a person with no identities cannot approve", `
 people:

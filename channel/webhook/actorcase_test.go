@@ -40,4 +40,9 @@ func TestRelayActorCaseIsOnePerson(t *testing.T) {
 	if code == 200 && strings.Contains(answer, `"approved"`) {
 		t.Fatalf("alice approved her own request as Alice@Corp.com: %d %s; decided_by %s", code, answer, e.get(t, r.ID).DecidedBy)
 	}
+	// U+212A, the Kelvin sign, lower-cases to k: refused, not folded into
+	// another address.
+	if code, answer := post("\u212Aate@corp.com"); code != 400 || !strings.Contains(answer, "lower-cases") {
+		t.Fatalf("an email with a character that lower-cases into ASCII: %d %s, want 400 naming it", code, answer)
+	}
 }
