@@ -318,17 +318,26 @@ func (s *Service) Expire(ctx context.Context, id string) (*Request, error) {
 		return r, finalError(r)
 	}
 	reason := audit.ExpiryReason(r.ExpiresAt.Sub(r.CreatedAt).Round(time.Second), string(r.OnTimeout))
-	t := Transition{ID: id, To: StatusExpired, Kind: AfterDeadline, At: s.stamp(), By: ActorSystem, Via: ViaTimeout,
-		Reason: reason, Event: Event{Type: EventExpired, Actor: ActorSystem, Detail: reason}}
-	if r.OnTimeout == VerdictAllow {
-		// Silence allows only a call the policy in force does not deny:
-		// a reload that denies it reaches its expiry as it does an approval.
-		// A call the policy cannot judge is refused too (an error never allows).
-		if d, err := s.rules.Load().judge(r, r.ToolArgs, t.At); err != nil || d.action == policy.Deny {
-			why := routeReason("denied", d.route) + " (the policy in force)"
-			if err != nil {
-				why = "the policy in force could not judge the call: " + err.Error()
-			}
+	at := s.stamp()
+	for range 3 {
+		// Judged by the rules in force, and written only if they are still
+		// in force on the row the transaction holds (as Decide judges an
+		// approval there): a reload that lands while the expiry waits for
+		// the row is judged again.
+		rs := s.rules.Load()
+		t := Transition{ID: id, To: StatusExpired, Kind: AfterDeadline, At: at, By: ActorSystem, Via: ViaTimeout,
+			Reason: reason, Event: Event{Type: EventExpired, Actor: ActorSystem, Detail: reason},
+			Admit: func(*Request) error {
+				if s.rules.Load() != rs {
+					return errRejudge
+				}
+				return nil
+			}}
+		why := ""
+		if r.OnTimeout == VerdictAllow {
+			why = rs.silenceRefused(r, at)
+		}
+		if why != "" {
 			// Still via the deadline: people were asked about it, and a
 			// verdict via policy is one given without asking anyone,
 			// which the people-first history and export leave out. The
@@ -337,9 +346,31 @@ func (s *Service) Expire(ctx context.Context, id string) (*Request, error) {
 			t.Reason = reason + "; " + why
 			t.Event = Event{Type: EventPolicy, Actor: ActorSystem, Channel: ViaPolicy, Detail: string(StatusRejected) + ": " + t.Reason}
 		}
+		out, err := s.transition(ctx, t)
+		if errors.Is(err, errRejudge) {
+			continue
+		}
+		return out.Request, err
 	}
-	out, err := s.transition(ctx, t)
-	return out.Request, err
+	return nil, Errorf(EUNAVAILABLE, "the config was reloaded while request %s expired, again and again: try again", id)
+}
+
+// errRejudge refuses an expiry judged by rules no longer in force.
+var errRejudge = errors.New("the rules changed while the expiry was judged")
+
+// silenceRefused says why the rules in force refuse the allow of a
+// request's silence ("" when they do not): silence allows only a call the
+// policy in force does not deny. A call the policy cannot judge is
+// refused too (an error never allows).
+func (rs *rules) silenceRefused(r *Request, at time.Time) string {
+	d, err := rs.judge(r, r.ToolArgs, at)
+	switch {
+	case err != nil:
+		return "the policy in force could not judge the call: " + err.Error()
+	case d.action == policy.Deny:
+		return routeReason("denied", d.route) + " (the policy in force)"
+	}
+	return ""
 }
 
 // transition runs a compare-and-set and, when it took, wakes the local
