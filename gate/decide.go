@@ -360,8 +360,9 @@ var errRejudge = errors.New("the rules changed while the expiry was judged")
 
 // silenceRefused says why the rules in force refuse the allow of a
 // request's silence ("" when they do not): silence allows only a call the
-// policy in force does not deny. A call the policy cannot judge is
-// refused too (an error never allows).
+// policy in force does not deny, on a route that still allows on timeout
+// (as attach answers a key after the expiry). A call the policy cannot
+// judge is refused too (an error never allows).
 func (rs *rules) silenceRefused(r *Request, at time.Time) string {
 	d, err := rs.judge(r, r.ToolArgs, at)
 	switch {
@@ -369,6 +370,11 @@ func (rs *rules) silenceRefused(r *Request, at time.Time) string {
 		return "the policy in force could not judge the call: " + err.Error()
 	case d.action == policy.Deny:
 		return routeReason("denied", d.route) + " (the policy in force)"
+	case d.action == policy.Allow:
+		return ""
+	}
+	if _, onTimeout := rs.waitOf(d.route); onTimeout != VerdictAllow || d.askedAlone() != "" {
+		return "route " + d.route.Name + " now denies on timeout (the policy in force)"
 	}
 	return ""
 }

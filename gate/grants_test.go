@@ -311,7 +311,9 @@ func TestKeyAnswersAnExpiryTheRouteStillAllows(t *testing.T) {
 			db2 := storetest.Open(t, store.SQLite, dsn)
 			svc2 := newService(t, db2, svcOpts{clock: clk, routes: tc.after, chans: []gate.Channel{newFake("fake")}})
 			row, err := svc2.Get(context.Background(), first.ID)
-			denied := tc.name == "now denied" // silence allows no call the policy in force denies
+			// Silence allows no call the policy in force denies, nor one
+			// on a route that now denies on timeout.
+			denied := tc.name == "now denied" || tc.name == "now denied on timeout"
 			if err != nil || denied && (row.Status != gate.StatusRejected || row.Allowed()) || !denied && (row.Status != gate.StatusExpired || !row.Allowed()) {
 				t.Fatalf("after the restart: %+v, %v; want expired and allowed, or rejected when the call is now denied", row, err)
 			}
