@@ -309,18 +309,18 @@ func TestVerdictAfterAnUnrecordedExpiry(t *testing.T) {
 // agent is not allowed: it keeps waiting, and learns the truth from the row.
 func TestFailedVerdictWriteAllowsNothing(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		fs := &failingStore{DB: db}
+		fs := &faultStore{DB: db}
 		svc := newService(t, fs, svcOpts{chans: []gate.Channel{newFake("fake")}})
 		r := submit(t, svc, gate.Submission{})
 		done := svc.waitAsync(t, r.ID, 300*time.Millisecond)
-		fs.failTransitions(true)
+		fs.fail.Store("transition")
 		if got, err := svc.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: true, Actor: "web:a", Via: "fake"}); err == nil || (got != nil && got.Allowed()) {
 			t.Fatalf("a verdict that could not be written: %+v, %v", got, err)
 		}
 		if w := answered(t, done, 5*time.Second, "waiter never returned"); w.Allowed() || w.Status != gate.StatusPending {
 			t.Fatalf("the waiting agent got %s", w.Status)
 		}
-		fs.failTransitions(false)
+		fs.fail.Store("")
 		if got, err := svc.Decide(context.Background(), gate.Decision{RequestID: r.ID, Approve: false, Actor: "web:a", Via: "fake"}); err != nil || got.Status != gate.StatusRejected {
 			t.Fatalf("the retried tap: %+v, %v", got, err)
 		}

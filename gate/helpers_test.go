@@ -321,27 +321,46 @@ func cardsSettle(t *testing.T, svc harness, id, want string) []gate.Card {
 	return cards
 }
 
-// failingStore makes chosen writes fail, as a database that went away does.
-type failingStore struct {
+// faultStore fails the store call named by fail ("create", "findgrant",
+// "bykey", "transition", "get"; "" none), as a database that went away does.
+type faultStore struct {
 	*store.DB
-	mu          sync.Mutex
-	transitions bool
+	fail atomic.Value // string
 }
 
-func (f *failingStore) failTransitions(on bool) {
-	f.mu.Lock()
-	f.transitions = on
-	f.mu.Unlock()
-}
+var errFault = &gate.Error{Code: gate.EUNAVAILABLE, Message: "database error", Err: errors.New("disk full")}
 
-func (f *failingStore) Transition(ctx context.Context, t gate.Transition) (gate.Outcome, error) {
-	f.mu.Lock()
-	fail := f.transitions
-	f.mu.Unlock()
-	if fail {
-		return gate.Outcome{}, &gate.Error{Code: gate.EUNAVAILABLE, Message: "database error", Err: errors.New("connection refused")}
+func (f *faultStore) is(op string) bool { v, _ := f.fail.Load().(string); return v == op }
+
+func (f *faultStore) Create(ctx context.Context, r *gate.Request, ev []gate.Event) (*gate.Request, bool, error) {
+	if f.is("create") {
+		return nil, false, errFault
+	}
+	return f.DB.Create(ctx, r, ev)
+}
+func (f *faultStore) FindGrant(ctx context.Context, route, caller, tool, h string, now time.Time) (*gate.Grant, error) {
+	if f.is("findgrant") {
+		return nil, errFault
+	}
+	return f.DB.FindGrant(ctx, route, caller, tool, h, now)
+}
+func (f *faultStore) ByKey(ctx context.Context, caller, key string) (*gate.Request, error) {
+	if f.is("bykey") {
+		return nil, errFault
+	}
+	return f.DB.ByKey(ctx, caller, key)
+}
+func (f *faultStore) Transition(ctx context.Context, t gate.Transition) (gate.Outcome, error) {
+	if f.is("transition") {
+		return gate.Outcome{}, errFault
 	}
 	return f.DB.Transition(ctx, t)
+}
+func (f *faultStore) Get(ctx context.Context, id string) (*gate.Request, error) {
+	if f.is("get") {
+		return nil, errFault
+	}
+	return f.DB.Get(ctx, id)
 }
 
 // expiryFailingStore fails expiries only, as a database that refuses one

@@ -3,8 +3,6 @@ package gate_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,47 +10,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
 )
-
-// faultStore fails the store call named by fail.
-type faultStore struct {
-	*store.DB
-	fail atomic.Value // string
-}
-
-var errFault = &gate.Error{Code: gate.EUNAVAILABLE, Message: "database error", Err: errors.New("disk full")}
-
-func (f *faultStore) is(op string) bool { v, _ := f.fail.Load().(string); return v == op }
-
-func (f *faultStore) Create(ctx context.Context, r *gate.Request, ev []gate.Event) (*gate.Request, bool, error) {
-	if f.is("create") {
-		return nil, false, errFault
-	}
-	return f.DB.Create(ctx, r, ev)
-}
-func (f *faultStore) FindGrant(ctx context.Context, route, caller, tool, h string, now time.Time) (*gate.Grant, error) {
-	if f.is("findgrant") {
-		return nil, errFault
-	}
-	return f.DB.FindGrant(ctx, route, caller, tool, h, now)
-}
-func (f *faultStore) ByKey(ctx context.Context, caller, key string) (*gate.Request, error) {
-	if f.is("bykey") {
-		return nil, errFault
-	}
-	return f.DB.ByKey(ctx, caller, key)
-}
-func (f *faultStore) Transition(ctx context.Context, t gate.Transition) (gate.Outcome, error) {
-	if f.is("transition") {
-		return gate.Outcome{}, errFault
-	}
-	return f.DB.Transition(ctx, t)
-}
-func (f *faultStore) Get(ctx context.Context, id string) (*gate.Request, error) {
-	if f.is("get") {
-		return nil, errFault
-	}
-	return f.DB.Get(ctx, id)
-}
 
 // TestVerdictPathFailuresDeny: each store call on the way to a verdict
 // (a grant's lookup and use, a key's lookup, the expiry of a route whose

@@ -59,38 +59,6 @@ func TestKeyRaces(t *testing.T) {
 	})
 }
 
-// TestRateLimitAcrossTwoServices: two services on one database count one
-// limit: of 40 calls at once, 10 are let through.
-func TestRateLimitAcrossTwoServices(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		routes := []gate.Route{{Name: "push", Tool: "push", Action: "allow", Rate: &gate.Rate{Limit: 10, Per: time.Hour}}}
-		a := newService(t, db, svcOpts{routes: routes})
-		b := newService(t, db, svcOpts{routes: routes})
-		var fns []func() (*gate.Request, error)
-		for i := range 40 {
-			svc := a
-			if i%2 == 1 {
-				svc = b
-			}
-			fns = append(fns, func() (*gate.Request, error) {
-				r, _, err := svc.Submit(ctx, gate.Submission{ToolName: "push", ToolArgs: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), Caller: "bot"})
-				return r, err
-			})
-		}
-		got, errs := raceRound(fns...)
-		allowed := 0
-		for i, r := range got {
-			if errs[i] == nil && r.Allowed() {
-				allowed++
-			}
-		}
-		if allowed != 10 {
-			t.Fatalf("%d allowed, want 10: %v", allowed, errs)
-		}
-	})
-}
-
 // TestGrantRevokedWhileUsed: a revocation and uses of the grant at once:
 // each use is approved by it or refused, and once the revocation returns none is.
 func TestGrantRevokedWhileUsed(t *testing.T) {
@@ -121,7 +89,7 @@ func TestGrantRevokedWhileUsed(t *testing.T) {
 					return r, err
 				})
 			}
-			got, errs := raceRound(fns...)
+			_, errs := raceRound(fns...)
 			if errs[0] != nil {
 				t.Fatal(errs[0])
 			}
@@ -129,7 +97,6 @@ func TestGrantRevokedWhileUsed(t *testing.T) {
 				if err != nil && gate.ErrorCode(err) != gate.EUNAVAILABLE {
 					t.Fatalf("round %d: use %d: %v", round, i, err)
 				}
-				_ = got
 			}
 			if r, _, err := svc.Submit(ctx, gate.Submission{ToolName: "deploy", ToolArgs: args, Caller: "bot"}); err != nil || r.Allowed() {
 				t.Fatalf("after the revocation: %+v %v", r, err)
