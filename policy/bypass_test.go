@@ -2947,3 +2947,53 @@ func TestZshGlobsNoDefaultInDoubleQuotes(t *testing.T) {
 	neverAllowedBy(t, cmds)
 	forcePushesNeverAllowed(t, cmds)
 }
+
+// TestZshCommentCharacter: the third character of zsh's histchars is the
+// comment character, and zsh parses the text of a $(…), `…` or <(…) when
+// it runs it, after what came before has run: once histchars is !^x, # is
+// text and ; ends a command there. zsh 5.9 (zsh -c, zsh -f -c, and
+// setopt NO_EXTENDED_GLOB; eval '…') ran pwned for for histchars in
+// '!^x'; do ls $(ls # ; pwned⏎); done and (( histchars = 123 )); ls
+// $(ls # ; pwned⏎) (and for (( histchars++ )), an error and all),
+// where bash reads a comment. histchars is a plain lower-case name,
+// which the reader let a loop or arithmetic set; zsh's print -v sets it
+// too (ran pwned for print -v histchars 123; ls $(ls # ; pwned⏎)).
+func TestZshCommentCharacter(t *testing.T) {
+	cmds := []string{
+		"for histchars in '!^x'; do ls $(ls # ; git push --force\n); done",
+		"(( histchars = 123 )); ls $(ls # ; git push --force\n)",
+		"ls $(( histchars = 123 )) $(ls # ; git push --force\n)",
+		"for i in 1; do (( histchars = 123 )); done; echo `echo # ; git push --force\n`",
+		"for histchars in '!^x'; do cat <(ls # ; git push --force\n); done",
+		"(( histchars++ )); ls \"$(ls # ; git push --force\n)\"",
+		"print -v histchars 123; ls $(ls # ; git push --force\n)",
+	}
+	neverAllowedBy(t, cmds)
+	forcePushesNeverAllowed(t, cmds)
+	stillAllowed(t, []allowCase{{"Bash(ls:*)", "for h in a b; do ls $(ls # x\n) $h; done"}, {"Bash(ls:*)", "(( hist = 3 )); ls"}})
+}
+
+// TestZshRepeatModifier: zsh reads :F:expr: after an unbraced $name (in
+// double quotes too) or in a glob's qualifiers as a modifier that repeats
+// the next one expr times, expr being arithmetic, which assigns; bash
+// reads $name and text. zsh 5.9 (zsh -c, zsh -f -c, and setopt
+// NO_EXTENDED_GLOB; eval '…') ran ./63/ls for ls $HOME:F:PATH=63:h; ls,
+// for ls "$HOME:F:PATH=63:h"; ls, for ls -la; ls $_:F:PATH=63:h and for
+// ls -d *(:F:PATH=63:h).
+func TestZshRepeatModifier(t *testing.T) {
+	neverAllowedBy(t, []string{
+		`ls $HOME:F:PATH=63:h; ls`,
+		`ls "$HOME:F:PATH=63:h"; ls`,
+		`ls $PWD:F:PATH=63:h`,
+		`ls -la; ls $_:F:PATH=63:h`,
+		`ls -d *(:F:PATH=63:h)`,
+		`git diff $PWD:h:F:HOME=5:h`,
+		`cat $HOME[1]:F:PATH=63:h`,
+		`ls $=HOME:F:PATH=63:h`,
+		`ls $#HOME:F:PATH=63:h`,
+		`ls $HOME:s/a/$x/:F:PATH=63:h`,
+		`ls $HOME:gF:PATH=63:h`,
+		"cat <<E\n$HOME:F:PATH=63:h\nE",
+	})
+	stillAllowed(t, []allowCase{{"Bash(ls:*)", "ls $HOME:h $PWD:t *(:r) \"$USER:$HOME\""}, {"Bash(echo:*)", `echo $PATH:/usr/Foo "${x}:F:y"`}})
+}

@@ -433,12 +433,18 @@ func (s *shellCmd) read(code string, depth int) bool {
 			if zshSubscript(x.Parts) {
 				s.unreadablePart("$x[ ]")
 			}
+			if zshRepeatModifier(x.Parts) {
+				s.unreadablePart("$x:F")
+			}
 			if zshGlobSubst(x.Parts) {
 				s.unreadablePart("$~x")
 			}
 		case *syntax.DblQuoted:
 			if zshSubscript(x.Parts) {
 				s.unreadablePart("$x[ ]")
+			}
+			if zshRepeatModifier(x.Parts) {
+				s.unreadablePart("$x:F")
 			}
 			// Inside double quotes bash takes the single quotes in the
 			// word of ${x:-…}, ${x+…}, ${x=…} or ${x?…} for text, and
@@ -458,7 +464,10 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// keeps as the pattern's text.
 			// A qualifier's [beg,end] is arithmetic: zsh 5.9 ran ./63/ls
 			// for ls *([PATH=63]) and ls *(om[1,PATH=63]).
-			if x.Pattern != nil && (strings.ContainsAny(x.Pattern.Value, "e+$`<>") || namesInBrackets(x.Pattern.Value)) {
+			// So is the expr of a :F:expr: modifier: zsh 5.9 ran ./63/ls
+			// for ls -d *(:F:PATH=63:h).
+			if x.Pattern != nil && (strings.ContainsAny(x.Pattern.Value, "e+$`<>") || namesInBrackets(x.Pattern.Value) ||
+				repeatModifier(x.Pattern.Value)) {
 				s.unreadablePart("*( )")
 			}
 		case *syntax.CoprocClause:
@@ -534,12 +543,12 @@ func (s *shellCmd) read(code string, depth int) bool {
 				syntax.AndAssgn, syntax.OrAssgn, syntax.XorAssgn, syntax.ShlAssgn, syntax.ShrAssgn, syntax.AndBoolAssgn,
 				syntax.OrBoolAssgn, syntax.XorBoolAssgn, syntax.PowAssgn:
 				if name := arithName(x.X); mayBeExported(name) {
-					s.parts = append(s.parts, part{words: []string{name}, env: true}) // an arithmetic assignment
+					s.parts = append(s.parts, part{words: []string{name}, env: true, unreadable: codeVar(name)}) // an arithmetic assignment
 				}
 			}
 		case *syntax.UnaryArithm:
 			if name := arithName(x.X); (x.Op == syntax.Inc || x.Op == syntax.Dec) && mayBeExported(name) {
-				s.parts = append(s.parts, part{words: []string{name}, env: true})
+				s.parts = append(s.parts, part{words: []string{name}, env: true, unreadable: codeVar(name)})
 			}
 		case *syntax.LetClause, *syntax.ArithmCmd, *syntax.ArithmExp, *syntax.TestClause, *syntax.CStyleLoop:
 			// Arithmetic (let, ((…)), $((…)), for ((…)), and the operands
@@ -1514,7 +1523,7 @@ func (s *shellCmd) readsLastArg(n syntax.Node) bool {
 // environment does not hold (PATH, IFS, BASH_ENV, http_proxy,
 // npm_config_registry do).
 func mayBeExported(name string) bool {
-	if name == "" || zshTied[name] {
+	if name == "" || zshTied[name] || codeVar(name) {
 		return true
 	}
 	for _, r := range name {
@@ -1588,11 +1597,16 @@ func intVar(name string) bool {
 
 // codeVars are variables whose value a shell runs as code or loads
 // (BASH_ENV, ENV, exported functions BASH_FUNC_name%%, PS4 under set -x,
-// PROMPT_COMMAND): setting one is unreadable.
+// PROMPT_COMMAND): setting one is unreadable. So is setting zsh's
+// histchars (HISTCHARS), whose third character is the comment character
+// of the code zsh parses later, the text of a $(…) as it runs: zsh 5.9
+// ran cmd for for histchars in '!^x'; do ls $(ls # ; cmd⏎); done and for
+// (( histchars = 123 )); ls $(ls # ; cmd⏎), where bash reads a comment.
 func codeVar(name string) bool {
 	switch name {
 	case "BASH_ENV", "ENV", "PS4", "PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS3",
-		"BASH_CMDS", "BASH_ALIASES": // the shell's tables of commands and aliases
+		"BASH_CMDS", "BASH_ALIASES", // the shell's tables of commands and aliases
+		"histchars", "HISTCHARS":
 		return true
 	}
 	return strings.HasPrefix(name, "BASH_FUNC_")
@@ -2288,17 +2302,20 @@ func runTimeWords(words []string) []string {
 }
 
 // assigns are the builtins that set variables they are given by name.
-var assigns = map[string]bool{"printf": true, "read": true, "mapfile": true, "readarray": true, "getopts": true}
+var assigns = map[string]bool{"printf": true, "read": true, "mapfile": true, "readarray": true, "getopts": true, "print": true}
 
 // assigned is the names the builtin name sets, given its arguments: printf
 // -v NAME, read's operands and -a NAME, mapfile's and readarray's operand
-// (MAPFILE by default), getopts' second operand; code says it is given
-// code to run (mapfile -C callback).
+// (MAPFILE by default), getopts' second operand, zsh's print -v NAME
+// (zsh 5.9 ran cmd for print -v histchars 123; ls $(ls # ; cmd⏎)); code
+// says it is given code to run (mapfile -C callback).
 func assigned(name string, args []string) (names []string, code bool) {
 	valued := "" // the options that take a value
 	switch name {
 	case "printf":
 		valued = "v"
+	case "print": // zsh's
+		valued = "uCfvxX"
 	case "read":
 		valued = "adinNptu"
 	case "mapfile", "readarray":
@@ -2856,6 +2873,70 @@ func zshSubscript(parts []syntax.WordPart) bool {
 		}
 	}
 	return false
+}
+
+// zshRepeatModifier says parts hold an unbraced $name (also $#name,
+// $=name, …, $name[…]) followed by zsh's modifiers (:h, :s/a/b/, …) of
+// which one is :F:expr:, which repeats the next modifier expr times, expr
+// being arithmetic, which assigns; bash reads $name and text. zsh 5.9 ran
+// ./63/ls for ls $HOME:F:PATH=63:h; ls, in double quotes and in a
+// here-document too.
+func zshRepeatModifier(parts []syntax.WordPart) bool {
+	const nameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+	// Once modifiers start, the rest of the word is read as theirs: an
+	// expansion in a modifier's argument ($HOME:s/a/$x/:F:…) ends none.
+	modifies := false
+	for i, wp := range parts {
+		if l, isLit := wp.(*syntax.Lit); isLit && modifies && repeatModifier(l.Value) {
+			return true
+		}
+		if i+1 >= len(parts) {
+			break
+		}
+		next, nextLit := parts[i+1].(*syntax.Lit)
+		if !nextLit {
+			continue
+		}
+		rest := next.Value
+		switch p := wp.(type) {
+		case *syntax.ParamExp:
+			if !p.Short {
+				continue
+			}
+			if p.Param != nil && p.Param.Value == "#" {
+				rest = strings.TrimLeft(rest, nameChars) // $#name
+			}
+		case *syntax.Lit:
+			if !dollarEnds(p.Value) {
+				continue
+			}
+			rest = strings.TrimLeft(strings.TrimLeft(rest, "~=^+#"), nameChars) // $=name, …
+		default:
+			continue
+		}
+		if strings.HasPrefix(rest, "[") { // $name[1]:…
+			rest = rest[strings.IndexByte(rest, ']')+1:]
+		}
+		if strings.HasPrefix(rest, ":") {
+			modifies = true
+		}
+	}
+	return false
+}
+
+// repeatModifier says text holds a zsh :F modifier (:F:expr:, :gF…),
+// whose expr is arithmetic.
+func repeatModifier(v string) bool {
+	for {
+		i := strings.IndexByte(v, ':')
+		if i < 0 {
+			return false
+		}
+		v = strings.TrimLeft(v[i+1:], "g")
+		if strings.HasPrefix(v, "F") {
+			return true
+		}
+	}
 }
 
 // dollarEnds says literal text ends in a $ that is not escaped, which
