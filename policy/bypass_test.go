@@ -2997,3 +2997,111 @@ func TestZshRepeatModifier(t *testing.T) {
 	})
 	stillAllowed(t, []allowCase{{"Bash(ls:*)", "ls $HOME:h $PWD:t *(:r) \"$USER:$HOME\""}, {"Bash(echo:*)", `echo $PATH:/usr/Foo "${x}:F:y"`}})
 }
+
+// TestDashAfterDuplicationIsAWord: bash reads a - right after <& or >&
+// (a space between or not) as the operator's own, closing the
+// descriptor, and what follows it as the next word; the parser read one
+// word, -rm, as the redirection's file. Bash 5.2 ran rm ls -rf x for
+// <&-rm ls -rf x, and touch ls for <& -touch ls.
+func TestDashAfterDuplicationIsAWord(t *testing.T) {
+	allowedUnder(t, []allowedCase{
+		{"Bash(ls:*)", "<&-rm ls -rf victim", false},
+		{"Bash(ls:*)", "0<&-touch ls", false},
+		{"Bash(ls:*)", "3<&-touch ls -la", false},
+		{"Bash(ls:*)", "<& -touch ls", false},
+		{"Bash(ls:*)", "<&-\"touch\" ls", false},
+		{"Bash(git diff:*)", "<&-touch git diff", false},
+		{"Bash(git status)", "git status <&-1", false},
+		{"Bash(git status)", "git status >&-1", false},
+		// What stays allowed: closing and moving descriptors.
+		{"Bash(ls:*)", "ls <&-", true},
+		{"Bash(ls:*)", "ls 2>&-", true},
+		{"Bash(ls:*)", "ls 3<&- 2>&1-", true},
+		{"Bash(ls:*)", "ls >&2", true},
+	})
+}
+
+// TestDuplicationOntoSignedNumbers: bash takes digits alone for a
+// descriptor; >&+1 wrote a file named +1 in bash 5.2, which the parse
+// read as a duplication of descriptor 1.
+func TestDuplicationOntoSignedNumbers(t *testing.T) {
+	allowedUnder(t, []allowedCase{
+		{"Bash(ls:*)", "ls >&+1", false},
+		{"Bash(ls:*)", "ls 1>&+02", false},
+		{"Bash(echo:*)", "echo 'touch pwned' >&+1", false},
+		{"Bash(ls:*)", "ls >&02", true},
+	})
+}
+
+// TestDescriptorNumbersPastAnInt: bash takes the digits before a
+// redirection for its descriptor only when they fit an int; longer ones
+// are a word of the command: bash 5.2 ran 2147483648 ls for
+// 2147483648>/dev/null ls, which the parse read as ls.
+func TestDescriptorNumbersPastAnInt(t *testing.T) {
+	allowedUnder(t, []allowedCase{
+		{"Bash(ls:*)", "2147483648>/dev/null ls", false},
+		{"Bash(ls:*)", "99999999999999999999>/dev/null ls", false},
+		{"Bash(ls:*)", "00000000002147483648<&- ls", false},
+		{"Bash(git status)", "git status 2147483648>/dev/null", false},
+		{"Bash(ls:*)", "ls 2>/dev/null", true},
+		{"Bash(ls:*)", "ls 0000000000002>/dev/null", true},
+	})
+}
+
+// TestDollarBeforeAContinuedLineInQuotes: bash takes out a backslash and
+// newline before it reads a $ in double quotes or a here-document, and
+// expands what follows; the parser read the $ as text there, and the
+// (cmd) after it too. Bash 5.2 ran touch for each.
+func TestDollarBeforeAContinuedLineInQuotes(t *testing.T) {
+	allowedUnder(t, []allowedCase{
+		{"Bash(ls:*)", "ls \"$\\\n(touch pwned)\"", false},
+		{"Bash(ls:*)", "ls \"a$\\\n\\\n(touch pwned)b\"", false},
+		{"Bash(ls:*)", "ls \"$\\\n((PATH=5))\"", false},
+		{"Bash(ls:*)", "ls <<EOF\n$\\\n(touch pwned)\nEOF", false},
+		{"Bash(ls:*)", "ls ${PWD:+\"$\\\n(touch pwned)\"}", false},
+		{"Bash(ls:*)", "ls $\"$\\\n(touch pwned)\"", false},
+		{"Bash(git diff:*)", "git diff \"$\\\n(touch pwned)\"", false},
+		// What stays allowed: a $ at the end of quotes, continued lines.
+		{"Bash(ls:*)", "ls \"a$\" \"$\"", true},
+		{"Bash(ls:*)", "ls \"a\\\nb\" \\\n -la", true},
+		{"Bash(ls:*)", "ls \"$\\\nPWD\"", true},
+	})
+}
+
+// TestCarriageReturnIsAWordCharacter: the parser takes a carriage return
+// for a blank (\r\n for a newline, \\\r\n for a continued line); bash
+// takes it for a character of the word it ends. Bash 5.2 ran touch for
+// each: ls \r#;touch reads as a comment, ls \\\r\ntouch as one line.
+func TestCarriageReturnIsAWordCharacter(t *testing.T) {
+	allowedUnder(t, []allowedCase{
+		{"Bash(ls:*)", "ls \r#;touch pwned", false},
+		{"Bash(ls:*)", "ls $\r#;touch pwned", false},
+		{"Bash(ls:*)", "ls a\r#$(touch pwned)", false},
+		{"Bash(ls:*)", "ls \\\r\ntouch pwned", false},
+		{"Bash(git diff:*)", "git diff \r#;touch pwned", false},
+		// bash runs a program named "ls\r", not ls.
+		{"Bash(ls:*)", "ls\r -la", false},
+		// What stays allowed: a CRLF line's ls, a carriage return in an
+		// argument.
+		{"Bash(ls:*)", "ls -la\r\n", true},
+		{"Bash(ls:*)", "ls -la\r\nls", true},
+		{"Bash(ls:*)", "ls <<EOF\r\nx\r\nEOF\r\n", true},
+	})
+}
+
+// TestProcessSubstitutionsInPatternReplacement: bash runs a process
+// substitution in the pattern and in the replacement of ${x/…/…}, in
+// double quotes too for the replacement, which the parser keeps as text.
+// Bash 5.2 ran touch for each.
+func TestProcessSubstitutionsInPatternReplacement(t *testing.T) {
+	allowedUnder(t, []allowedCase{
+		{"Bash(ls:*)", "ls ${PWD/<(touch pwned)/}", false},
+		{"Bash(ls:*)", "ls ${PWD/#/<(touch pwned)}", false},
+		{"Bash(ls:*)", "ls ${PWD//a/>(touch pwned)}", false},
+		{"Bash(ls:*)", "ls ${PWD/%/<(touch pwned)}", false},
+		{"Bash(ls:*)", "ls \"${PWD//[a-z]/<(touch pwned)}\"", false},
+		{"Bash(git diff:*)", "git diff ${PWD/#/<(touch pwned)}", false},
+		// What stays allowed: replacements of text.
+		{"Bash(ls:*)", "ls ${PWD/#/'<(x)'} ${PWD//\\//-}", true},
+	})
+}

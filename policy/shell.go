@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"io"
+	"math"
 	"path"
 	"runtime"
 	"slices"
@@ -143,11 +144,23 @@ type part struct {
 // the command runs ($X, $(cmd)): no pattern word is equal to it.
 const madeWord = "\x00"
 
+// carriageReturn stands for \r in a command read (readShell): a character
+// of a private-use area, which the parser reads as part of a word.
+const carriageReturn = "\uE00D"
+
 // maxShellDepth bounds the nesting of shells in shells (bash -c "bash -c …").
 const maxShellDepth = 8
 
 // readShell parses a command string into its parts.
 func readShell(cmd string) *shellCmd {
+	// The parser takes a carriage return for a blank (and \r\n for a
+	// newline, \\\r\n for a continued line); bash takes it for a character
+	// of the word it is in: ls \r#;cmd and ls \\\r\ncmd ran cmd in bash
+	// 5.2, where the parser read a comment and one line. A character the
+	// parser reads as bash reads \r stands in for it.
+	if strings.IndexByte(cmd, '\r') >= 0 {
+		cmd = strings.ReplaceAll(cmd, "\r", carriageReturn)
+	}
 	s := &shellCmd{budget: 4*len(cmd) + 1024, steps: stepsPerByte*len(cmd) + 4096}
 	if !s.read(cmd, 0) {
 		s.parts, s.unreadable = nil, true
@@ -365,6 +378,20 @@ func (s *shellCmd) read(code string, depth int) bool {
 			if x.Op == syntax.RdrIn && zshNumericGlob(code, x.OpPos) {
 				s.unreadablePart("<->")
 			}
+			// Bash reads a - right after <& or >& (spaces between or not)
+			// as the operator's own, closing the descriptor, and what
+			// follows it as the next word: <&-rm ls -rf x runs rm ls -rf x
+			// in bash 5.2, where the parser reads a redirection from a
+			// file named -rm and the command ls.
+			if (x.Op == syntax.DplIn || x.Op == syntax.DplOut) && closesThenWords(x.Word) {
+				s.unreadablePart("<&-")
+			}
+			// Bash takes the digits before a redirection for its
+			// descriptor only when they fit an int; more are a word of
+			// the command: 2147483648>/dev/null ls runs 2147483648 ls.
+			if x.N != nil && bigDescriptor(x.N.Value) {
+				s.unreadablePart("N>")
+			}
 			// {NAME}>file puts the descriptor's number in NAME
 			// ({PATH}>/dev/null; ls runs ./10/ls).
 			if x.N != nil && strings.HasPrefix(x.N.Value, "{") && strings.HasSuffix(x.N.Value, "}") {
@@ -439,6 +466,14 @@ func (s *shellCmd) read(code string, depth int) bool {
 			if zshGlobSubst(x.Parts) {
 				s.unreadablePart("$~x")
 			}
+		case *syntax.Lit:
+			// Bash takes out a backslash and newline before it reads a $
+			// in double quotes or a here-document, and expands what
+			// follows: "$\⏎(cmd)" runs cmd in bash 5.2. The parser reads
+			// the $ there as text, the (cmd) after it too.
+			if strings.Contains(x.Value, "$") && dollarContinues(code, x) {
+				s.unreadablePart("$\\")
+			}
 		case *syntax.DblQuoted:
 			if zshSubscript(x.Parts) {
 				s.unreadablePart("$x[ ]")
@@ -504,6 +539,12 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// ${x?…}, which the parser keeps as text.
 			if x.Exp != nil && x.Exp.Word != nil && procSubstText(x.Exp.Word) {
 				s.unreadablePart("${ }")
+			}
+			// So does it in the pattern and the replacement of ${x/…/…}
+			// (${x//?/<(cmd)}, "${x/#/>(cmd)}" too): bash 5.2 ran cmd for
+			// ls ${PWD/#/<(cmd)}, which the parser keeps as text.
+			if x.Repl != nil && (x.Repl.Orig != nil && procSubstText(x.Repl.Orig) || x.Repl.With != nil && procSubstText(x.Repl.With)) {
+				s.unreadablePart("${/ / }")
 			}
 			// ${X:=v} and ${X=v} assign X; ${x[0]:=v} makes x an array.
 			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && x.Param != nil && x.Index != nil {
@@ -1380,6 +1421,16 @@ func parenText(w *syntax.Word) bool {
 		}
 	}
 	return false
+}
+
+// dollarContinues says the text of literal x in code has a $ followed by
+// a backslash and newline (which the parser leaves out of the value).
+func dollarContinues(code string, x *syntax.Lit) bool {
+	start, end := x.ValuePos.Offset(), x.ValueEnd.Offset()
+	if !x.ValuePos.IsValid() || !x.ValueEnd.IsValid() || start > end || end > uint(len(code)) {
+		return false
+	}
+	return strings.Contains(code[start:end], "$\\\n")
 }
 
 // escaped says a word holds $'…' with a backslash escape, whose value the
@@ -2673,14 +2724,35 @@ func expandsAs(v string, braces bool) bool {
 	return false
 }
 
-// isDescriptor says a redirection's word names a file descriptor (2) or
-// closes one (-), not a file.
+// isDescriptor says a redirection's word names a file descriptor (2),
+// moves one (2-) or closes one (-), not a file. Bash takes digits alone
+// for a descriptor: >&+1 writes a file named +1.
 func isDescriptor(w string) bool {
 	if w == "-" {
 		return true
 	}
-	_, err := strconv.Atoi(strings.TrimSuffix(w, "-"))
-	return err == nil
+	digits := strings.TrimSuffix(w, "-")
+	return digits != "" && strings.Trim(digits, "0123456789") == ""
+}
+
+// bigDescriptor says the digits before a redirection are a number past
+// bash's int (2147483647), which bash reads as a word instead.
+func bigDescriptor(n string) bool {
+	if n == "" || strings.Trim(n, "0123456789") != "" {
+		return false // {NAME}
+	}
+	v, err := strconv.ParseInt(n, 10, 64)
+	return err != nil || v > math.MaxInt32
+}
+
+// closesThenWords says the word of <& or >& starts with an unquoted -
+// that has more after it, which bash reads as a word of its own.
+func closesThenWords(w *syntax.Word) bool {
+	if w == nil || len(w.Parts) == 0 {
+		return false
+	}
+	lit, ok := w.Parts[0].(*syntax.Lit)
+	return ok && strings.HasPrefix(lit.Value, "-") && (len(lit.Value) > 1 || len(w.Parts) > 1)
 }
 
 // isSetting says a word is NAME=value (env FOO=$X cmd): a setting, not a
