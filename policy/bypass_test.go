@@ -3105,3 +3105,15 @@ func TestProcessSubstitutionsInPatternReplacement(t *testing.T) {
 		{"Bash(ls:*)", "ls ${PWD/#/'<(x)'} ${PWD//\\//-}", true},
 	})
 }
+
+// TestDenyFindsCommandsTheseSplitsHid: the commands of the splits above
+// were hidden from deny rules too (deny rm, allow the rest let each run).
+func TestDenyFindsCommandsTheseSplitsHid(t *testing.T) {
+	rs := []Route{{Name: "no-rm", Calls: []string{"Bash(rm:*)"}, Action: Deny}, {Name: "rest", Calls: []string{"Bash(*)"}, Action: Allow}}
+	for _, cmd := range []string{"<&-rm -rf victim", "ls \r#;rm -rf victim", "ls \\\r\nrm -rf victim", "ls \"$\\\n(rm -rf victim)\"",
+		"ls ${PWD/#/<(rm -rf victim)}"} {
+		if got := routeOf(t, rs, "Bash", map[string]string{"command": cmd}, `{}`); got != "no-rm" {
+			t.Errorf("%q: route %s, not no-rm", cmd, got)
+		}
+	}
+}
