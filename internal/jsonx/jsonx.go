@@ -352,6 +352,10 @@ func indentsPast(plain []byte, limit int) bool {
 // (its own error says why).
 func DuplicateKey(raw []byte) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
+	// Numbers as written: read as float64s, one beyond a float64's range
+	// (1e400) is an error of Token's, which would end the search there and
+	// let a key given twice after it through.
+	dec.UseNumber()
 	// Each open object or array; an object's keys, and whether its next
 	// string is a key.
 	type open struct {

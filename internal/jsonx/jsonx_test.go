@@ -141,6 +141,8 @@ func TestDuplicateKey(t *testing.T) {
 		`"x"`:                                         "",
 		`{"a":1,"a"`:                                  "a",
 		`{"a":`:                                       "",
+		`{"n":1e400,"a":1,"a":2}`:                     "a",
+		`{"n":[-1e999],"command":"ls","COMMAND":"x"}`: "COMMAND",
 	} {
 		got, dup := DuplicateKey([]byte(in))
 		if got != want || dup != (want != "") {
