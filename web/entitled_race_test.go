@@ -1,0 +1,227 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/gatehouse-dev/gatehouse/config"
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/storetest"
+	"github.com/gatehouse-dev/gatehouse/web"
+)
+
+// hookStore runs a function once, as a verdict reaches the store: after
+// the web page checked the user's role, before the row's transaction.
+type hookStore struct {
+	*store.DB
+	mu           sync.Mutex
+	onTransition func()
+	onCreate     func()
+}
+
+func (h *hookStore) Create(ctx context.Context, r *gate.Request, events []gate.Event) (*gate.Request, bool, error) {
+	h.mu.Lock()
+	f := h.onCreate
+	h.onCreate = nil
+	h.mu.Unlock()
+	if f != nil {
+		f()
+	}
+	return h.DB.Create(ctx, r, events)
+}
+
+func (h *hookStore) Transition(ctx context.Context, t gate.Transition) (gate.Outcome, error) {
+	h.mu.Lock()
+	f := h.onTransition
+	h.onTransition = nil
+	h.mu.Unlock()
+	if f != nil {
+		f()
+	}
+	return h.DB.Transition(ctx, t)
+}
+
+func (h *hookStore) at(f func()) {
+	h.mu.Lock()
+	h.onTransition = f
+	h.mu.Unlock()
+}
+
+// newEnvOn is newEnv over db, with the verdicts passing through a hookStore.
+func newEnvOn(t *testing.T, db *store.DB, routes []gate.Route, users []config.User) (*env, *hookStore) {
+	t.Helper()
+	hs := &hookStore{DB: db}
+	svc := gate.NewService(gate.Options{Store: hs, Routes: routes})
+	svc.Register(web.Channel{})
+	bg, cancel := context.WithCancel(context.Background())
+	svc.Start(bg)
+	t.Cleanup(func() { svc.Stop(); cancel() })
+	s, err := web.New(web.Options{Service: svc, Sessions: db, Users: users})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return &env{t: t, srv: srv, svc: svc, db: db, web: s}, hs
+}
+
+// TestWebVerdictAfterDemotionIsRefused: the decide handler reads the web
+// user's role when the form arrives, and the gate writes the verdict later,
+// under the row's lock, without asking again. A reload that demotes the
+// user (or removes them, or changes their password) and has been applied
+// before the verdict's transaction begins must refuse it, as it refuses
+// the user's next request and the grants they gave (SetWebGiverCheck).
+func TestWebVerdictAfterDemotionIsRefused(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte(testPassword), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := bcrypt.GenerateFromPassword([]byte("another password"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := []config.User{
+		{Name: "alice", Role: config.RoleApprover, PasswordBcrypt: string(hash)},
+		{Name: "admin", Role: config.RoleAdmin, PasswordBcrypt: string(hash)},
+	}
+	reloads := map[string][]config.User{
+		"demoted to auditor": {{Name: "alice", Role: config.RoleAuditor, PasswordBcrypt: string(hash)}, before[1]},
+		"removed":            {before[1]},
+		"password changed":   {{Name: "alice", Role: config.RoleApprover, PasswordBcrypt: string(other)}, before[1]},
+	}
+	routes := []gate.Route{{Name: "deploys", Tool: "deploy", Channels: []string{gate.WebChannel}, Timeout: time.Hour}}
+	for name, after := range reloads {
+		for _, verdict := range []string{"approve", "reject"} {
+			t.Run(name+"/"+verdict, func(t *testing.T) {
+				storetest.Each(t, func(t *testing.T, db *store.DB) {
+					e, hs := newEnvOn(t, db, routes, before)
+					r := e.submit(`{"tool_name":"deploy","tool_args":{"env":"prod"}}`)
+					alice := e.login("alice")
+					var applied atomic.Bool
+					hs.at(func() {
+						e.web.SetAuth(nil, after) // the reload, applied in full
+						applied.Store(true)
+					})
+					res, body := alice.post("/approvals/"+r.ID+"/decide", url.Values{"csrf": {alice.csrf}, "verdict": {verdict}})
+					if !applied.Load() {
+						t.Fatalf("the verdict never reached the store: %d %s", res.StatusCode, body)
+					}
+					got, err := e.svc.Get(context.Background(), r.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got.Status != gate.StatusPending {
+						t.Fatalf("alice's %s, written after the reload that %s her was applied: %s by %s via %s (HTTP %d)",
+							verdict, name, got.Status, got.DecidedBy, got.DecidedVia, res.StatusCode)
+					}
+					if res.StatusCode != http.StatusForbidden {
+						t.Errorf("refused verdict answered %d, want 403", res.StatusCode)
+					}
+					// Her session no longer decides either (held before the fix).
+					res, _ = alice.post("/approvals/"+r.ID+"/decide", url.Values{"csrf": {alice.csrf}, "verdict": {verdict}})
+					if res.StatusCode == http.StatusSeeOther {
+						t.Fatalf("after the reload, alice's next %s was taken", verdict)
+					}
+				})
+			})
+		}
+	}
+}
+
+// TestWebGrantUsedAfterItsGiversDemotion: a grant given on the web page
+// holds while its giver may still approve (SetWebGiverCheck). Submit asks
+// that before it writes the call approved by the grant, not as it writes:
+// a reload that demoted the giver, applied in full before the approved
+// row's transaction begins, does not stop it.
+func TestWebGrantUsedAfterItsGiversDemotion(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte(testPassword), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := []config.User{{Name: "alice", Role: config.RoleApprover, PasswordBcrypt: string(hash)}}
+	after := []config.User{{Name: "alice", Role: config.RoleAuditor, PasswordBcrypt: string(hash)}}
+	routes := []gate.Route{{Name: "deploys", Tool: "deploy", Channels: []string{gate.WebChannel}, Remember: time.Hour, Timeout: time.Hour}}
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e, hs := newEnvOn(t, db, routes, before)
+		call := `{"tool_name":"deploy","tool_args":{"env":"prod"},"agent_id":"bot"}`
+		first := e.submit(call)
+		alice := e.login("alice")
+		if res, body := alice.post("/approvals/"+first.ID+"/decide", url.Values{"csrf": {alice.csrf}, "verdict": {"approve_for"}}); res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("approve for a while: %d %s", res.StatusCode, body)
+		}
+		var applied atomic.Bool
+		hs.mu.Lock()
+		hs.onCreate = func() { e.web.SetAuth(nil, after); applied.Store(true) }
+		hs.mu.Unlock()
+		res, err := http.Post(e.srv.URL+"/api/v1/approvals", "application/json", strings.NewReader(call))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var second gate.Request
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if !applied.Load() {
+			t.Fatalf("the call never reached Create: %d %s", res.StatusCode, body)
+		}
+		if err := json.Unmarshal(body, &second); err == nil && second.Allowed() {
+			t.Fatalf("written after the reload that demoted alice was applied: %s by %s via %s (%s)",
+				second.Status, second.DecidedBy, second.DecidedVia, second.Reason)
+		}
+	})
+}
+
+// TestWebQuorumVoteOfADemotedUser: on a route that needs two approvals,
+// alice approves on the web page, a reload demotes her to auditor (she
+// stays on the approvers list), and bob's approval then meets the quorum
+// with hers: the request is approved with the vote of someone who, when
+// the verdict is written, may not approve. An identity taken off the
+// approvers list has its earlier approvals stop counting (docs/policy.md);
+// a web user who lost the approver role keeps hers.
+func TestWebQuorumVoteOfADemotedUser(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte(testPassword), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := []config.User{
+		{Name: "alice", Role: config.RoleApprover, PasswordBcrypt: string(hash)},
+		{Name: "bob", Role: config.RoleApprover, PasswordBcrypt: string(hash)},
+	}
+	routes := []gate.Route{{Name: "deploys", Tool: "deploy", Channels: []string{gate.WebChannel}, Timeout: time.Hour,
+		Approvers: []string{"web:alice", "web:bob"}, Quorum: 2}}
+	for name, after := range map[string][]config.User{
+		"demoted": {{Name: "alice", Role: config.RoleAuditor, PasswordBcrypt: string(hash)}, before[1]},
+		"removed": {before[1]},
+	} {
+		t.Run(name, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, db *store.DB) {
+				e, _ := newEnvOn(t, db, routes, before)
+				r := e.submit(`{"tool_name":"deploy","tool_args":{"env":"prod"}}`)
+				alice, bob := e.login("alice"), e.login("bob")
+				if res, body := alice.post("/approvals/"+r.ID+"/decide", url.Values{"csrf": {alice.csrf}, "verdict": {"approve"}}); res.StatusCode != http.StatusSeeOther {
+					t.Fatalf("alice's vote: %d %.300s", res.StatusCode, body)
+				}
+				e.web.SetAuth(nil, after)
+				bob.post("/approvals/"+r.ID+"/decide", url.Values{"csrf": {bob.csrf}, "verdict": {"approve"}})
+				got, err := e.svc.Get(context.Background(), r.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Status != gate.StatusPending {
+					t.Fatalf("alice %s before bob's vote; the request is %s by %s with her vote counted", name, got.Status, got.DecidedBy)
+				}
+			})
+		})
+	}
+}
