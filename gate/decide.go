@@ -51,6 +51,14 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 		if r.Status.Final() {
 			return nil // the store reports it as it stands
 		}
+		if d.Entitled != nil {
+			// The tap was judged when it arrived; a reload since may have
+			// taken the right to decide away (a web user demoted, removed,
+			// or given a new password).
+			if err := d.Entitled(); err != nil {
+				return err
+			}
+		}
 		// Who decides: their identities, and the people those belong to,
 		// by the people in force now, under the row's lock (a reload
 		// between a read of the people and the write would let an
@@ -92,7 +100,9 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 			if forbidSelf {
 				askers = people.askers(r)
 			}
-			t.Vote.Tally = func(earlier []Cast) (bool, int) { return people.tally(mine, people.deciding(lists, askers, earlier)) }
+			t.Vote.Tally = func(earlier []Cast) (bool, int) {
+				return people.tally(mine, s.webStill(people.deciding(lists, askers, earlier)))
+			}
 		}
 		if slices.ContainsFunc(lists, func(approvers []string) bool { return !MayDecide(approvers, ids...) }) {
 			return Errorf(EFORBIDDEN, "%s is not an approver of this request", d.Actor)
@@ -174,6 +184,23 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 		return nil, err
 	}
 	return out.Request, nil
+}
+
+// webStill drops the votes cast on the web page by a user who may no
+// longer approve there (a reload demoted or removed them): as their grants
+// stop approving calls (grantHolds), their earlier approvals stop counting
+// toward a quorum.
+func (s *Service) webStill(casts []Cast) []Cast {
+	check := s.webGiver.Load()
+	if check == nil {
+		return casts
+	}
+	return slices.DeleteFunc(casts, func(c Cast) bool {
+		return slices.ContainsFunc(append([]string{c.Voter}, c.Identities...), func(id string) bool {
+			user, web := strings.CutPrefix(id, WebChannel+":")
+			return web && !(*check)(user)
+		})
+	})
 }
 
 // stillAsked refuses an approval of a call the policy in force would not

@@ -279,6 +279,12 @@ type Decision struct {
 	// Remember asks for an approval that is also a grant ("approve for
 	// D"), on a request whose route allows it.
 	Remember bool
+	// Entitled, when set, is the channel's word that the person may still
+	// decide: asked under the row's lock, before the verdict is written
+	// (a web user's role and session, as the config in force has them).
+	// An error (EFORBIDDEN) refuses the verdict; a reload that demoted or
+	// removed the user while the tap was on its way is seen here.
+	Entitled func() error
 }
 
 // voter is who the decision's vote counts for.

@@ -314,7 +314,7 @@ func (s *Server) decide(c echo.Context) error {
 				"From": c.FormValue("from")}})
 	}
 	d := gate.Decision{RequestID: id, Approve: verdict != "reject", Remember: verdict == "approve_for",
-		Actor: u.Identity(), Via: gate.WebChannel, Reason: c.FormValue("reason")}
+		Actor: u.Identity(), Via: gate.WebChannel, Reason: c.FormValue("reason"), Entitled: s.entitled(u)}
 	if d.Approve {
 		args, err := s.editedArgs(c.FormValue("modified_args"), r)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/gatehouse-dev/gatehouse/config"
+	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -29,6 +30,9 @@ type User struct {
 	Name string
 	Role string
 	CSRF string
+	// session is the stored session the user was read from: the gate asks
+	// again, under the row's lock, whether it may still decide (entitled).
+	session store.Session
 }
 
 // CanDecide reports whether the user may approve or reject on the web.
@@ -138,7 +142,7 @@ func (s *Server) currentUser(c echo.Context) *User {
 	if !ok {
 		return nil
 	}
-	u := &User{Name: se.UserName, Role: role, CSRF: se.CSRF}
+	u := &User{Name: se.UserName, Role: role, CSRF: se.CSRF, session: se}
 	c.Set(userKey, u)
 	return u
 }
@@ -161,6 +165,22 @@ func (s *Server) sessionRole(se store.Session) (role string, ok bool) {
 	}
 	role, cred, listed := s.configRole(se.UserName)
 	return role, listed && subtle.ConstantTimeCompare([]byte(cred), []byte(se.Credential)) == 1
+}
+
+// entitled is the gate's question, asked under the row's lock as a web
+// verdict is written: whether u's session may still decide, by the config
+// in force then (sessionRole), not as it was when the form arrived.
+func (s *Server) entitled(u *User) func() error {
+	return func() error {
+		role, ok := s.sessionRole(u.session)
+		switch {
+		case !ok:
+			return gate.Errorf(gate.EFORBIDDEN, "your session ended while this was sent (the config was reloaded): log in again")
+		case !canDecide(role):
+			return gate.Errorf(gate.EFORBIDDEN, "your role (%s) may read requests but not approve or reject them", role)
+		}
+		return nil
+	}
 }
 
 // configRole is a password user's role as the config says now, and the
