@@ -124,11 +124,6 @@ type Request struct {
 	// committed first is never followed by an approval through the grant.
 	// Not stored (the trail names the grant).
 	ByGrant string `json:"-"`
-	// GrantHolds, with ByGrant, is asked by Store.Create in the same
-	// transaction, after it found the grant active: whether the grant
-	// still holds as the request is written (its web giver not demoted or
-	// removed by a reload since Submit judged it). An error refuses the write.
-	GrantHolds func() error `json:"-"`
 }
 
 // Plan is what a request's route asks of people beyond its first cards,

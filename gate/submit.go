@@ -344,14 +344,6 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 				Detail: fmt.Sprintf("grant %s, given by %s via %s on request %s, until %s", g.ID, g.GivenBy, g.GivenVia, g.RequestID,
 					g.ExpiresAt.Format(time.RFC3339))})
 			r.ByGrant = g.ID // Create checks it is still active as it writes
-			r.GrantHolds = func() error {
-				// And that its giver may still give it (a web user a
-				// reload demoted since it was judged above).
-				if !s.grantHolds(g, r, rt, rs.people, now) {
-					return Errorf(EUNAVAILABLE, "grant %s no longer holds (the config was reloaded as this call used it): ask again", g.ID)
-				}
-				return nil
-			}
 			return s.record(ctx, r, events, StatusApproved, g.GivenBy, ViaGrant,
 				fmt.Sprintf("grant %s given by %s until %s", g.ID, g.GivenBy, g.ExpiresAt.Format(time.RFC3339)))
 		}

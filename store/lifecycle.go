@@ -340,11 +340,6 @@ func (s *DB) Create(ctx context.Context, r *gate.Request, events []gate.Event) (
 			if !active {
 				return gate.Errorf(gate.EUNAVAILABLE, "grant %s was revoked or ended as this call used it: ask again", r.ByGrant)
 			}
-			if r.GrantHolds != nil {
-				if err := r.GrantHolds(); err != nil {
-					return err
-				}
-			}
 		}
 		res, err := t.exec(qInsertRequest, row.insertArgs()...)
 		if err != nil {
