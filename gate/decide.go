@@ -31,6 +31,7 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 		tapped = append(tapped, d.Voter)
 	}
 	var argsErr error // what is wrong with the edited arguments
+	matched := ""     // what the route matches now, for a grant on a request made before plans kept it
 	if d.Approve {
 		t.To = StatusApproved
 		t.Vote = &Vote{Actor: d.Actor, Via: d.Via, Identities: tapped} // who it counts for: Admit
@@ -85,6 +86,13 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 		// already made, as one that takes an approver off the list does.
 		inForce, _ := rs.route(r.Route)
 		forbidSelf := r.Plan.ForbidSelf || inForce.Plan.ForbidSelf
+		// A request made before its plan kept what its route matched
+		// (Plan.Matched) gives its grant for any arguments under the route
+		// as it is now, as such a grant was before: one for "" covers nothing.
+		matched = r.Plan.Matched
+		if matched == "" && r.RememberAnyArgs && r.Route == inForce.Name {
+			matched = inForce.matchKey()
+		}
 		persons := people.of(append([]string{d.Voter, d.Actor}, d.Identities...)...)
 		ids := append([]string{d.Actor}, d.Identities...)
 		for _, p := range persons {
@@ -161,7 +169,11 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 	detail := string(t.To)
 	if d.Remember {
 		detail += " (and remembered: a grant)"
-		t.Grant = func(r *Request) (*Grant, Event) { return s.grantFor(r, d.Actor, tapped, d.Via, t.At) }
+		t.Grant = func(r *Request) (*Grant, Event) {
+			cp := *r
+			cp.Plan.Matched = matched
+			return s.grantFor(&cp, d.Actor, tapped, d.Via, t.At)
+		}
 	}
 	if t.Reason != "" {
 		detail += ": " + t.Reason

@@ -57,13 +57,18 @@ func TestExpiryJudgesThePolicyUnderTheLock(t *testing.T) {
 		hs.mu.Lock()
 		hs.onTransition = freeze
 		hs.mu.Unlock()
-		got, _ := svc.Expire(ctx, b.ID)
+		got, err := svc.Expire(ctx, b.ID)
 		if got == nil {
 			got, _ = svc.Get(ctx, b.ID)
 		}
 		if got.Allowed() {
 			t.Fatalf("expiry with the freeze landing as it reaches the store: %s (on timeout %s), allowed; the policy in force when it was written denies the call",
 				got.Status, got.OnTimeout)
+		}
+		// Judged again under the rules now in force, and written: not left
+		// pending with an error for the sweeper's next round.
+		if err != nil || got.Status != gate.StatusRejected {
+			t.Fatalf("expiry with the freeze landing as it reaches the store: %s, %v; want rejected by the rules in force", got.Status, err)
 		}
 	})
 }

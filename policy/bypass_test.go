@@ -3065,6 +3065,10 @@ func TestDollarBeforeAContinuedLineInQuotes(t *testing.T) {
 		{"Bash(ls:*)", "ls \"a$\" \"$\"", true},
 		{"Bash(ls:*)", "ls \"a\\\nb\" \\\n -la", true},
 		{"Bash(ls:*)", "ls \"$\\\nPWD\"", true},
+		// A quoted here-document expands nothing: bash 5.2 prints
+		// total=$\ and (echo RAN) as text.
+		{"Bash(cat:*)", "cat <<'EOF'\ntotal=$\\\n(echo RAN)\nEOF", true},
+		{"Bash(cat:*)", "cat <<\"EOF\"\n$\\\n(echo RAN)\nEOF", true},
 	})
 }
 
@@ -3114,6 +3118,36 @@ func TestDenyFindsCommandsTheseSplitsHid(t *testing.T) {
 		"ls ${PWD/#/<(rm -rf victim)}"} {
 		if got := routeOf(t, rs, "Bash", map[string]string{"command": cmd}, `{}`); got != "no-rm" {
 			t.Errorf("%q: route %s, not no-rm", cmd, got)
+		}
+	}
+}
+
+// TestOrdinaryZshTextIsNoRepeatModifier: zsh evaluates the expr of a :F
+// modifier only up to its closing delimiter, so $name:Final and
+// "$svc:FAILED" are text to zsh 5.9 as to bash (it printed h:Files/ for
+// echo $HOST:Files/ and left PATH alone); print -C N is zsh's columns, no
+// callback. A closed :F:expr: still asks, as does one whose word goes on.
+func TestOrdinaryZshTextIsNoRepeatModifier(t *testing.T) {
+	allow := []Route{{Name: "ok", Calls: []string{"Bash(echo:*)", "Bash(scp:*)", "Bash(git log:*)", "Bash(print:*)", "Bash(ls:*)"}, Action: Allow}}
+	for _, tc := range []struct {
+		cmd     string
+		allowed bool
+	}{
+		{`echo "Built $name:Final"`, true},
+		{`echo "$svc:FAILED"`, true},
+		{`echo "Total: $count:Files"`, true},
+		{`scp file.txt $HOST:Files/`, true},
+		{`git log --oneline $BRANCH:Fix`, true},
+		{`print -C 2 a b c d`, true},
+		{`ls $HOME:F:PATH=63:h; ls`, false},
+		{`echo "$x:FiPATH=7ih"`, false},
+		{`echo "$x:F(PATH=7)h"`, false},
+		{`echo $x:Fi"PATH=7"ih`, false},
+		{`echo "$x:gF<PATH=7>h"`, false},
+		{`ls -d *(:F:PATH=63:h)`, false},
+	} {
+		if got := routeOf(t, allow, "Bash", map[string]string{"command": tc.cmd}, "") == "ok"; got != tc.allowed {
+			t.Errorf("%s: allowed %v, want %v", tc.cmd, got, tc.allowed)
 		}
 	}
 }

@@ -23,6 +23,9 @@ import (
 // so `ls; rm -rf x` is two commands and quoting cannot hide one.
 type shellCmd struct {
 	parts []part
+	// quotedBodies are the text of quoted here-documents, which bash
+	// expands nothing in.
+	quotedBodies map[*syntax.Lit]bool
 	// unreadable says the command could not be parsed; it then has no parts.
 	unreadable bool
 	// budget is how many more bytes of code reading may parse, the
@@ -423,6 +426,16 @@ func (s *shellCmd) read(code string, depth int) bool {
 			if x.Hdoc != nil && x.Word != nil && (bashEndsBefore(code, x) || escaped(x.Word)) {
 				s.unreadablePart("<<")
 			}
+			if x.Hdoc != nil && x.Word != nil && quotedDelimiter(x.Word) {
+				for _, p := range x.Hdoc.Parts {
+					if l, ok := p.(*syntax.Lit); ok {
+						if s.quotedBodies == nil {
+							s.quotedBodies = map[*syntax.Lit]bool{}
+						}
+						s.quotedBodies[l] = true
+					}
+				}
+			}
 		case *syntax.Assign:
 			// a['$(cmd)']=1: an indexed array's subscript is expanded again
 			// as the value is assigned.
@@ -468,10 +481,11 @@ func (s *shellCmd) read(code string, depth int) bool {
 			}
 		case *syntax.Lit:
 			// Bash takes out a backslash and newline before it reads a $
-			// in double quotes or a here-document, and expands what
-			// follows: "$\⏎(cmd)" runs cmd in bash 5.2. The parser reads
-			// the $ there as text, the (cmd) after it too.
-			if strings.Contains(x.Value, "$") && dollarContinues(code, x) {
+			// in double quotes or an unquoted here-document, and expands
+			// what follows: "$\⏎(cmd)" runs cmd in bash 5.2. The parser
+			// reads the $ there as text, the (cmd) after it too. A quoted
+			// here-document's body is text to bash as well.
+			if strings.Contains(x.Value, "$") && !s.quotedBodies[x] && dollarContinues(code, x) {
 				s.unreadablePart("$\\")
 			}
 		case *syntax.DblQuoted:
@@ -502,7 +516,7 @@ func (s *shellCmd) read(code string, depth int) bool {
 			// So is the expr of a :F:expr: modifier: zsh 5.9 ran ./63/ls
 			// for ls -d *(:F:PATH=63:h).
 			if x.Pattern != nil && (strings.ContainsAny(x.Pattern.Value, "e+$`<>") || namesInBrackets(x.Pattern.Value) ||
-				repeatModifier(x.Pattern.Value)) {
+				repeatModifier(x.Pattern.Value, false)) {
 				s.unreadablePart("*( )")
 			}
 		case *syntax.CoprocClause:
@@ -1711,6 +1725,23 @@ func isSocket(target string) bool {
 	return false
 }
 
+// quotedDelimiter says part of a here-document's delimiter is quoted
+// ('EOF', E"OF", E\OF), so that bash expands nothing in its body (it
+// expands the body of <<E$x).
+func quotedDelimiter(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.SglQuoted, *syntax.DblQuoted:
+			return true
+		case *syntax.Lit:
+			if strings.ContainsRune(p.Value, '\\') {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // bashEndsBefore says bash ends here-document r before the parser does:
 // a line of the body the parser read (the last is the one it ended at)
 // is the delimiter as bash compares it, after joining the lines a
@@ -2398,7 +2429,7 @@ func assigned(name string, args []string) (names []string, code bool) {
 				switch {
 				case a[k] == 'v' || a[k] == 'a' && name == "read":
 					names = append(names, v)
-				case a[k] == 'C':
+				case a[k] == 'C' && name != "print": // mapfile's callback; print -C N is columns
 					code = true
 				}
 				break
@@ -2959,7 +2990,7 @@ func zshRepeatModifier(parts []syntax.WordPart) bool {
 	// expansion in a modifier's argument ($HOME:s/a/$x/:F:…) ends none.
 	modifies := false
 	for i, wp := range parts {
-		if l, isLit := wp.(*syntax.Lit); isLit && modifies && repeatModifier(l.Value) {
+		if l, isLit := wp.(*syntax.Lit); isLit && modifies && repeatModifier(l.Value, i+1 < len(parts)) {
 			return true
 		}
 		if i+1 >= len(parts) {
@@ -2996,16 +3027,34 @@ func zshRepeatModifier(parts []syntax.WordPart) bool {
 	return false
 }
 
-// repeatModifier says text holds a zsh :F modifier (:F:expr:, :gF…),
-// whose expr is arithmetic.
-func repeatModifier(v string) bool {
+// repeatModifier says text holds a zsh :F modifier (:F:expr:, :gF…)
+// whose expr is arithmetic, which assigns. zsh evaluates expr only up to
+// a closing delimiter (the character after F, or its pair for ( [ { <):
+// $name:Final and "$svc:FAILED" are text to zsh 5.9 too. more says the
+// word goes on after text, where the delimiter may be.
+func repeatModifier(v string, more bool) bool {
 	for {
 		i := strings.IndexByte(v, ':')
 		if i < 0 {
 			return false
 		}
 		v = strings.TrimLeft(v[i+1:], "g")
-		if strings.HasPrefix(v, "F") {
+		rest, ok := strings.CutPrefix(v, "F")
+		if !ok {
+			continue
+		}
+		if more {
+			return true
+		}
+		if rest == "" {
+			continue
+		}
+		open := rest[0]
+		end := map[byte]byte{'(': ')', '[': ']', '{': '}', '<': '>'}[open]
+		if end == 0 {
+			end = open
+		}
+		if strings.IndexByte(rest[1:], end) >= 0 {
 			return true
 		}
 	}
