@@ -3151,3 +3151,87 @@ func TestOrdinaryZshTextIsNoRepeatModifier(t *testing.T) {
 		}
 	}
 }
+
+// TestZshPrintfArgumentsAreArithmetic: zsh's printf evaluates the
+// argument of a numeric conversion (%d, %i, %u, %x, %f, …, and a * width
+// or precision) as arithmetic, which assigns and expands the $(…) of a
+// subscript; bash's printf takes a number. zsh 5.9 (zsh -c, zsh -f -c,
+// and setopt NO_EXTENDED_GLOB; eval '…') ran touch for printf %d
+// 'HOME[$(touch pwned)]', ./63/ls for printf %d PATH=63; ls, and pwned
+// for printf %d histchars=123; printf %s $(printf x # ; pwned⏎).
+func TestZshPrintfArgumentsAreArithmetic(t *testing.T) {
+	cmds := []string{
+		`printf %d 'HOME[$(git push --force)]'`,
+		`printf '%d\n' 'PWD[$(git push --force),1]'`,
+		`builtin printf %i x 'HOME[$(git push --force)]'`,
+	}
+	forcePushesNeverAllowed(t, cmds)
+	allowedUnder(t, []allowedCase{
+		{"Bash(printf:*)", `printf %d 'HOME[$(touch pwned)]'`, false},
+		{"Bash(printf:*)", "printf %d histchars=123; printf %s $(printf x # ; touch pwned\n)", false},
+		{"Bash(printf:*)", `printf '%*s' PATH=63 a`, false},
+		{"Bash(printf:*)", `printf -v x '%.2f' HOME=5`, false},
+		{"Bash(printf:*)", `printf %u x y PATH=63`, false},
+		{"Bash(printf:*)", `printf "$f" PATH=63`, false},
+		{"Bash(printf:*)", `n=$(cat f); printf '%d\n' "$n"`, false},
+		// What stays allowed: text conversions, numbers, variables the
+		// command does not make.
+		{"Bash(printf:*)", `printf '%s\n' 'key=value' 'a[$(x)]' "%d"`, true},
+		{"Bash(printf:*)", `printf '%d items, %5.1f%%\n' 3 2.5`, true},
+		{"Bash(printf:*)", `printf '%d\n' "$count"`, true},
+		{"Bash(printf:*)", `printf '%c' PATH=63`, true},
+	})
+	stillAllowed(t, []allowCase{{"Bash(printf:*)", `printf '%-10s %d\n' name 42`}})
+}
+
+// TestZshProcessSubstitutionInReplacement: zsh runs =(cmd) at the start
+// of the replacement of ${x/…/…} (${x//…/…}, ${x/#…/…}, ${x/%…/…}) as a
+// process substitution, cmd's output in a temporary file; bash and the
+// parser keep it as text. zsh 5.9 (zsh -c, zsh -f -c, and setopt
+// NO_EXTENDED_GLOB; eval '…') ran pwned for ls ${x/a/=(pwned)}, for
+// ls ${HOME/#/=(pwned)} and for ls <<< ${x/a/=(pwned)}, and touch for
+// echo ${x/a/=(touch pwned)}.
+func TestZshProcessSubstitutionInReplacement(t *testing.T) {
+	cmds := []string{
+		`ls ${x/a/=(git push --force)}`,
+		`echo ${HOME/#/=(git push --force)}`,
+		`git diff ${PWD//a/=(git push --force)x}`,
+		`ls <<< ${x/%/=(git push --force)}`,
+		`case ${x/a/=(git push --force)} in *) ls;; esac`,
+	}
+	neverAllowedBy(t, cmds)
+	forcePushesNeverAllowed(t, cmds)
+	allowedUnder(t, []allowedCase{
+		{"Bash(echo:*)", `echo ${x/a/=(touch pwned)}`, false},
+		{"Bash(ls:*)", `for i in ${x/a/=(touch pwned)}; do ls; done`, false},
+		{"Bash(echo:*)", `echo ${x/a/b} ${x/=/-} ${x/a/\=(b)}`, true},
+	})
+}
+
+// TestZshTestTerminalIsArithmetic: zsh's test and [ builtins evaluate the
+// descriptor of -t as arithmetic, as its [[ -t … ]] does, which assigns
+// and runs the $(…) of a subscript; bash's take a number. zsh 5.9 (zsh
+// -c, zsh -f -c, and setopt NO_EXTENDED_GLOB; eval '…') ran touch for
+// [ -t 'HOME[$(touch pwned)]' ] and for test -t 'PWD[$(touch pwned),1]',
+// and ./63/ls for test ! -t PATH=63; ls.
+func TestZshTestTerminalIsArithmetic(t *testing.T) {
+	cmds := []string{
+		`[ -t 'HOME[$(git push --force)]' ]`,
+		`test -t 'PWD[$(git push --force),1]'`,
+		`[ -n x -a -t 'HOME[$(git push --force)]' ] && ls`,
+	}
+	forcePushesNeverAllowed(t, cmds)
+	allowedUnder(t, []allowedCase{
+		{"Bash(test:*)", `test -t 'HOME[$(touch pwned)]'`, false},
+		{"Bash([:*)", `[ -t 'HOME[$(touch pwned)]' ]`, false},
+		{"Bash(test:*)", `test ! -t PATH=63`, false},
+		{"Bash(test:*)", `x=$(cat f); test -t "$x"`, false},
+		// What stays allowed: a descriptor, -t as a string.
+		{"Bash(test:*)", `test -t 1`, true},
+		{"Bash([:*)", `[ -t 0 ]`, true},
+		{"Bash([:*)", `[ -t ]`, true},
+		{"Bash(test:*)", `test -t "$fd"`, true},
+		{"Bash(test:*)", `test "$PWD" = / -o "$x" -eq 3`, true},
+		{"Bash(test:*)", `for o in -t; do test $o PATH=63; done`, false},
+	})
+}

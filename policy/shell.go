@@ -560,6 +560,13 @@ func (s *shellCmd) read(code string, depth int) bool {
 			if x.Repl != nil && (x.Repl.Orig != nil && procSubstText(x.Repl.Orig) || x.Repl.With != nil && procSubstText(x.Repl.With)) {
 				s.unreadablePart("${/ / }")
 			}
+			// zsh runs =(cmd) at the start of the replacement as a process
+			// substitution (cmd's output in a temporary file), which bash
+			// and the parser keep as text: zsh 5.9 ran cmd for
+			// ls ${x/a/=(cmd)}, ls ${HOME/#/=(cmd)} and ls <<< ${x/a/=(cmd)}.
+			if x.Repl != nil && x.Repl.With != nil && equalsSubstText(x.Repl.With) {
+				s.unreadablePart("${/ /=( )}")
+			}
 			// ${X:=v} and ${X=v} assign X; ${x[0]:=v} makes x an array.
 			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && x.Param != nil && x.Index != nil {
 				s.markArray(x.Param.Value)
@@ -1388,6 +1395,26 @@ func procSubstText(w *syntax.Word) bool {
 	return false
 }
 
+// equalsSubstText says a word's unquoted text holds =(, which zsh may
+// read as a process substitution (=(cmd)).
+func equalsSubstText(w *syntax.Word) bool {
+	for _, wp := range w.Parts {
+		lit, ok := wp.(*syntax.Lit)
+		for v := ""; ok; {
+			i := strings.Index(lit.Value[len(v):], "=(")
+			if i < 0 {
+				break
+			}
+			v = lit.Value[:len(v)+i]
+			if n := len(v) - len(strings.TrimRight(v, "\\")); n%2 == 0 { // not \=(
+				return true
+			}
+			v += "="
+		}
+	}
+	return false
+}
+
 // closesGroup says w ends in a } (unquoted, not escaped) that closes no
 // { of w's own text, which zsh reads as the end of a { … } group.
 func closesGroup(w *syntax.Word) bool {
@@ -1978,6 +2005,28 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 		}
 		p.words = append(p.words, lit)
 	}
+	// zsh's printf (Claude Code's Bash tool runs the user's shell, zsh
+	// on macOS) evaluates the argument of a numeric conversion (%d, %x,
+	// %f, a * width …) as arithmetic, which assigns and runs the $(…) of
+	// a subscript; bash's takes a number. zsh 5.9 ran cmd for printf %d
+	// 'HOME[$(cmd)]', and ./63/ls for printf %d PATH=63; ls. So does
+	// its test (and [) the descriptor of -t, as [[ -t … ]] does: zsh 5.9
+	// ran cmd for test -t 'HOME[$(cmd)]'.
+	if taker == "printf" || taker == "test" || taker == "[" {
+		for _, j := range zshArith(taker, p.words) {
+			w := c.Args[j]
+			if lit, ok := literal(w); ok {
+				p.unreadable = p.unreadable || strings.ContainsAny(lit, "$`")
+				p.env = p.env || assignsText(lit)
+				p.reads = append(p.reads, identifiers(lit)...)
+			} else {
+				reads, subst := s.arithReads(w)
+				p.unreadable = p.unreadable || subst || s.arithHides(w) || strings.ContainsAny(wordText(w), "$`")
+				p.env = p.env || assignsText(wordText(w))
+				p.reads = append(p.reads, reads...)
+			}
+		}
+	}
 	// command declare x=…, builtin export 'x=…', \declare -n r=x: a
 	// declaration the parse shows as words, which sets x as x=… does.
 	if declBuiltin(taker) {
@@ -2378,6 +2427,86 @@ func runTimeWords(words []string) []string {
 				out = slices.Clone(words)
 			}
 			out[i] = madeWord
+		}
+	}
+	return out
+}
+
+// zshArith is the indices of the words of a command (words) that zsh's
+// builtin taker (printf, test or [) evaluates as arithmetic.
+func zshArith(taker string, words []string) []int {
+	if taker == "printf" {
+		return printfArith(words)
+	}
+	var out []int
+	for j := wordRuns(words, taker) + 1; j > 0 && j+1 < len(words); j++ {
+		// a made word may be -t (for o in -t; do test $o …), unless an
+		// operator follows it (test "$PWD" = /).
+		next := words[j+1]
+		operator := strings.HasPrefix(next, "-") || next == "=" || next == "==" || next == "!=" || next == "<" || next == ">"
+		if (words[j] == "-t" || words[j] == madeWord && !operator) && (taker != "[" || next != "]") {
+			out = append(out, j+1)
+		}
+	}
+	return out
+}
+
+// printfArith is the indices of the words of a printf command (words,
+// the command's) that zsh's printf evaluates as arithmetic: those its
+// format gives a numeric conversion or a * width or precision, the
+// format read again while arguments remain; all after a format made at
+// run time or one that numbers its arguments (%1$d).
+func printfArith(words []string) []int {
+	i := wordRuns(words, "printf") + 1
+	if i == 0 {
+		return nil
+	}
+	for i < len(words) && strings.HasPrefix(words[i], "-") && words[i] != "-" {
+		if words[i] == "--" {
+			i++
+			break
+		}
+		if words[i] == "-v" {
+			i++
+		}
+		i++
+	}
+	if i >= len(words) {
+		return nil
+	}
+	var numeric []bool // of each argument the format takes, in turn
+	all := words[i] == madeWord
+	for f := words[i]; !all; {
+		k := strings.IndexByte(f, '%')
+		if k < 0 {
+			break
+		}
+		f = f[k+1:]
+		spec := strings.TrimLeft(f, "-+ #0'123456789.*$")
+		conv := byte(0)
+		if spec != "" {
+			conv = spec[0]
+		}
+		flags := f[:len(f)-len(spec)]
+		if conv == '%' && flags == "" {
+			f = f[1:]
+			continue
+		}
+		all = strings.Contains(flags, "$")
+		for range strings.Count(flags, "*") {
+			numeric = append(numeric, true)
+		}
+		if conv != 0 {
+			numeric = append(numeric, strings.IndexByte("diouxXeEfFgGaA", conv) >= 0)
+			f = spec[1:]
+		} else {
+			f = spec
+		}
+	}
+	var out []int
+	for j := i + 1; j < len(words) && (all || len(numeric) > 0); j++ {
+		if all || numeric[(j-i-1)%len(numeric)] {
+			out = append(out, j)
 		}
 	}
 	return out
