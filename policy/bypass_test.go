@@ -1837,6 +1837,12 @@ func TestZshChecksStayLinear(t *testing.T) {
 			t.Errorf("%.20s… (%d bytes): route %s, want %s", cmd, len(cmd), got, want)
 		}
 	}
+	// The =( check of ${x/…/…} once copied the text read so far at each
+	// escaped \=(: 240 KB of them took 10 s of a core.
+	cmd := "ls ${x/a/" + strings.Repeat(`\=(`, (250<<10)/3) + "}"
+	if got := routeWithin(t, rs, cmd, 10*time.Second); got != "ok" {
+		t.Errorf("%.20s… (%d bytes): route %s, want ok", cmd, len(cmd), got)
+	}
 }
 
 // balancedSum is arithmetic over n terms, as a tree of (a+b) as shallow

@@ -1400,16 +1400,20 @@ func procSubstText(w *syntax.Word) bool {
 func equalsSubstText(w *syntax.Word) bool {
 	for _, wp := range w.Parts {
 		lit, ok := wp.(*syntax.Lit)
-		for v := ""; ok; {
-			i := strings.Index(lit.Value[len(v):], "=(")
+		if !ok {
+			continue
+		}
+		v := lit.Value
+		for from := 0; ; {
+			i := strings.Index(v[from:], "=(")
 			if i < 0 {
 				break
 			}
-			v = lit.Value[:len(v)+i]
-			if n := len(v) - len(strings.TrimRight(v, "\\")); n%2 == 0 { // not \=(
+			at := from + i
+			if n := at - len(strings.TrimRight(v[:at], "\\")); n%2 == 0 { // not \=(
 				return true
 			}
-			v += "="
+			from = at + 1
 		}
 	}
 	return false
