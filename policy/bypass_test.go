@@ -3241,3 +3241,51 @@ func TestZshTestTerminalIsArithmetic(t *testing.T) {
 		{"Bash(test:*)", `for o in -t; do test $o PATH=63; done`, false},
 	})
 }
+
+// TestTimeAfterAPipeIsAProgram: bash takes time for its keyword only where
+// a pipeline starts; after | or |& it is a word, and the command runs the
+// program time (/usr/bin/time) with the words after it, where the parser
+// reads the keyword and the words as the command. Bash 5.2 ran
+// /usr/bin/time ls for ls | time ls (a stub time first on PATH logged
+// "time ls"), and time -p ls -la for ls |& time -p ls -la.
+func TestTimeAfterAPipeIsAProgram(t *testing.T) {
+	allowedUnder(t, []allowedCase{
+		{"Bash(ls:*)", "ls | time ls", false},
+		{"Bash(ls:*)", "ls |& time -p ls -la", false},
+		{"Bash(ls:*)", "ls | ls | time ls", false},
+		{"Bash(ls:*)", "ls | time ls | ls", false},
+		{"Bash(ls:*)", "ls |\ntime ls", false},
+		{"Bash(ls:*)", "ls $(ls | time ls)", false},
+		{"Bash(git status)", "git status | time git status", false},
+		// What stays allowed: time where bash reads its keyword.
+		{"Bash(ls:*)", "time ls | ls", true},
+		{"Bash(ls:*)", "ls && time ls", true},
+		{"Bash(ls:*)", "ls; time -p ls", true},
+		{"Bash(ls:*)", "{ time ls; } | ls", true},
+		{"Bash(ls:*)", "ls $(time ls)", true},
+	})
+}
+
+// TestArithmeticOverValuesTheCommandDidNotSet: a variable the command does
+// not set holds a value the reader does not know, and arithmetic over it
+// evaluates the variables that value names: bash's OSTYPE is linux-gnu
+// (linux minus gnu), MACHTYPE x86_64-pc-linux-gnu (x86_64-apple-darwin…
+// on a Mac), and the environment's USER or HOSTNAME may be a name too.
+// The command sets those names with a loop. Bash 5.2 ran touch for the
+// first five and the seventh (USER=root), and set PATH=5 for the sixth.
+func TestArithmeticOverValuesTheCommandDidNotSet(t *testing.T) {
+	allowedUnder(t, []allowedCase{
+		{"Bash(ls:*)", "for linux in 'a[$(touch pwned)]'; do ls $(( $OSTYPE )); done", false},
+		{"Bash(ls:*)", "for pc in 'a[$(touch pwned)]'; do ls $(( $MACHTYPE )); done", false},
+		{"Bash(ls:*)", "for linux in 'a[$(touch pwned)]'; do ls $(( OSTYPE )); done", false},
+		{"Bash(ls:*)", "for linux in 'a[$(touch pwned)]'; do ls ${x[$OSTYPE]}; done", false},
+		{"Bash(ls:*)", "for linux in 'a[$(touch pwned)]'; do [[ $OSTYPE -eq 0 ]]; done; ls", false},
+		{"Bash(ls:*)", "for linux in PATH=5; do ls $(( \"$OSTYPE\" )); done; ls", false},
+		{"Bash(echo:*)", "for root in 'a[$(touch pwned)]'; do echo $(( USER )); done", false},
+		// What stays allowed: arithmetic over them where the command
+		// makes no variable, and over its own counters.
+		{"Bash(ls:*)", "ls $(( $OSTYPE ))", true},
+		{"Bash(echo:*)", "for f in a b; do echo $(( RANDOM % 6 + $# )) $f; done", true},
+		{"Bash(echo:*)", "for f in *.go; do (( n++ )); echo $(( n )) $f; done", true},
+	})
+}

@@ -222,9 +222,18 @@ func readShell(cmd string) *shellCmd {
 			}
 		}
 	}
+	// A variable the command does not set holds a value it does not show,
+	// which may name variables: bash's OSTYPE is linux-gnu (linux minus
+	// gnu), MACHTYPE x86_64-pc-linux-gnu, the environment's USER root.
+	// Arithmetic over one evaluates them, and the command may have set
+	// one from code (for linux in 'a[$(cmd)]'; do ls $(( $OSTYPE )); done
+	// ran cmd in bash 5.2). The command sets plain lower-case names only
+	// (others are parts no allow pattern covers): a read of any other name
+	// counts as a read of a made one once the command makes any.
+	unknown := func(v string) bool { return len(s.made) > 0 && mayBeExported(v) && !numericByBash[v] }
 	kept := s.parts[:0]
 	for _, q := range s.parts {
-		if q.onStdin && s.feeds || slices.ContainsFunc(q.reads, s.isMade) || slices.ContainsFunc(q.declares, func(v string) bool { return s.arrays[v] }) ||
+		if q.onStdin && s.feeds || slices.ContainsFunc(q.reads, s.isMade) || slices.ContainsFunc(q.reads, unknown) || slices.ContainsFunc(q.declares, func(v string) bool { return s.arrays[v] }) ||
 			slices.ContainsFunc(q.scripts, s.writes) || q.called && len(s.written) > 0 && s.runsWritten(q.words) {
 			q.unreadable = true
 		}
@@ -518,6 +527,17 @@ func (s *shellCmd) read(code string, depth int) bool {
 			if x.Pattern != nil && (strings.ContainsAny(x.Pattern.Value, "e+$`<>") || namesInBrackets(x.Pattern.Value) ||
 				repeatModifier(x.Pattern.Value, false)) {
 				s.unreadablePart("*( )")
+			}
+		case *syntax.BinaryCmd:
+			// Bash reads time as its keyword only where a pipeline starts
+			// (time_command_acceptable); after | or |& it is a word, and
+			// the command runs the program time (/usr/bin/time) with the
+			// words after it: ls | time ls ran /usr/bin/time ls in bash
+			// 5.2, where the parser reads the keyword and the command ls.
+			if (x.Op == syntax.Pipe || x.Op == syntax.PipeAll) && x.Y != nil && !x.Y.Negated {
+				if _, isTime := x.Y.Cmd.(*syntax.TimeClause); isTime {
+					s.unreadablePart("time")
+				}
 			}
 		case *syntax.CoprocClause:
 			// Bash takes the word after coproc for a NAME only before a
@@ -1048,6 +1068,12 @@ var setByBash = map[string]bool{"_": true, "@": true, "*": true, "BASH_EXECUTION
 	"aliases": true, "dis_aliases": true, "galiases": true, "dis_galiases": true, "saliases": true, "dis_saliases": true,
 	"commands": true, "history": true, "historywords": true, "dirstack": true, "nameddirs": true, "userdirs": true,
 	"parameters": true, "mapfile": true}
+
+// numericByBash are variables bash keeps a number in, and the special
+// parameters that are numbers: arithmetic over them evaluates no name.
+var numericByBash = map[string]bool{"#": true, "?": true, "$": true, "!": true, "RANDOM": true, "SRANDOM": true,
+	"SECONDS": true, "LINENO": true, "PPID": true, "UID": true, "EUID": true, "BASHPID": true, "EPOCHSECONDS": true,
+	"HISTCMD": true, "OPTIND": true, "SHLVL": true}
 
 // madeValue says arithmetic over a variable given the value w may run
 // code: a value made at run time (other than a number or an array's
