@@ -3272,7 +3272,8 @@ func TestTimeAfterAPipeIsAProgram(t *testing.T) {
 // (linux minus gnu), MACHTYPE x86_64-pc-linux-gnu (x86_64-apple-darwin…
 // on a Mac), and the environment's USER or HOSTNAME may be a name too.
 // The command sets those names with a loop. Bash 5.2 ran touch for the
-// first five and the seventh (USER=root), and set PATH=5 for the sixth.
+// first five and the seventh (USER=root), and set PATH=5 for the sixth;
+// the same through a loop's name that names OSTYPE.
 func TestArithmeticOverValuesTheCommandDidNotSet(t *testing.T) {
 	allowedUnder(t, []allowedCase{
 		{"Bash(ls:*)", "for linux in 'a[$(touch pwned)]'; do ls $(( $OSTYPE )); done", false},
@@ -3282,10 +3283,16 @@ func TestArithmeticOverValuesTheCommandDidNotSet(t *testing.T) {
 		{"Bash(ls:*)", "for linux in 'a[$(touch pwned)]'; do [[ $OSTYPE -eq 0 ]]; done; ls", false},
 		{"Bash(ls:*)", "for linux in PATH=5; do ls $(( \"$OSTYPE\" )); done; ls", false},
 		{"Bash(echo:*)", "for root in 'a[$(touch pwned)]'; do echo $(( USER )); done", false},
+		// Through a name that names one.
+		{"Bash(ls:*)", "for linux in 'a[$(touch pwned)]'; do for x in OSTYPE; do ls $(( x )); done; done", false},
+		{"Bash(ls:*)", "for linux in 'a[$(touch pwned)]'; do for x in OSTYPE; do ls $(( ${!x} )); done; done", false},
+		{"Bash(ls:*)", "for x in OSTYPE; do for linux in 'a[$(touch pwned)]'; do ls ${y[x]}; done; done", false},
+		{"Bash(ls:*)", "for linux in PATH=5; do for x in 'a[OSTYPE]'; do ls $(( x )); done; done; ls", false},
 		// What stays allowed: arithmetic over them where the command
 		// makes no variable, and over its own counters.
 		{"Bash(ls:*)", "ls $(( $OSTYPE ))", true},
 		{"Bash(echo:*)", "for f in a b; do echo $(( RANDOM % 6 + $# )) $f; done", true},
 		{"Bash(echo:*)", "for f in *.go; do (( n++ )); echo $(( n )) $f; done", true},
+		{"Bash(echo:*)", "for x in a b; do echo $(( x + ${#OSTYPE} )); done", true},
 	})
 }

@@ -177,11 +177,33 @@ func readShell(cmd string) *shellCmd {
 	// made name is followed back, once, to the variables that name it (a
 	// pass over every reference until none changed took one pass a link
 	// of a chain va=vb; vb=vc; …, 18 s for 256 KB).
+	//
+	// A variable the command does not set holds a value it does not show,
+	// which may name variables: bash's OSTYPE is linux-gnu (linux minus
+	// gnu), MACHTYPE x86_64-pc-linux-gnu, the environment's USER root.
+	// Arithmetic over one evaluates them, and the command may have set
+	// one from code (for linux in 'a[$(cmd)]'; do ls $(( $OSTYPE )); done
+	// ran cmd in bash 5.2), directly or through a name that names it (for
+	// x in OSTYPE; … $(( x ))). The command sets plain lower-case names
+	// only (others are parts no allow pattern covers): any other name
+	// counts as made once the command makes any variable.
+	anyMade := len(s.made) > 0
 	var made []string // most commands name none: no map to make
 	for _, names := range s.refs {
 		for _, n := range names {
 			if s.isMade(n) {
 				made = append(made, n)
+				anyMade = true
+			}
+		}
+	}
+	unknown := func(v string) bool { return anyMade && mayBeExported(v) && !numericByBash[v] }
+	if anyMade {
+		for _, names := range s.refs {
+			for _, n := range names {
+				if unknown(n) && !s.isMade(n) {
+					made = append(made, n)
+				}
 			}
 		}
 	}
@@ -222,15 +244,6 @@ func readShell(cmd string) *shellCmd {
 			}
 		}
 	}
-	// A variable the command does not set holds a value it does not show,
-	// which may name variables: bash's OSTYPE is linux-gnu (linux minus
-	// gnu), MACHTYPE x86_64-pc-linux-gnu, the environment's USER root.
-	// Arithmetic over one evaluates them, and the command may have set
-	// one from code (for linux in 'a[$(cmd)]'; do ls $(( $OSTYPE )); done
-	// ran cmd in bash 5.2). The command sets plain lower-case names only
-	// (others are parts no allow pattern covers): a read of any other name
-	// counts as a read of a made one once the command makes any.
-	unknown := func(v string) bool { return len(s.made) > 0 && mayBeExported(v) && !numericByBash[v] }
 	kept := s.parts[:0]
 	for _, q := range s.parts {
 		if q.onStdin && s.feeds || slices.ContainsFunc(q.reads, s.isMade) || slices.ContainsFunc(q.reads, unknown) || slices.ContainsFunc(q.declares, func(v string) bool { return s.arrays[v] }) ||
