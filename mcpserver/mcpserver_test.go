@@ -135,10 +135,25 @@ func TestApprovalPromptDecisions(t *testing.T) {
 			} else if msg, _ := out["message"].(string); !strings.Contains(msg, tc.want) || out["updatedInput"] != nil {
 				t.Fatalf("deny %v, want a message with %q", out, tc.want)
 			}
-			if a := g.asked[0]; a.ToolName != "Bash" || a.IdempotencyKey != "toolu_01" || a.ToolCallID != "toolu_01" || string(a.ToolArgs) != `{"command":"rm -rf build"}` {
+			if a := g.asked[0]; a.ToolName != "Bash" || !strings.HasPrefix(a.IdempotencyKey, "mcp-") || a.ToolCallID != "toolu_01" || string(a.ToolArgs) != `{"command":"rm -rf build"}` {
 				t.Fatalf("asked %+v", a)
 			}
 		})
+	}
+}
+
+// TestApprovalPromptKeysEachPrompt: the call's id is recorded, never the
+// key: a later prompt under an earlier call's id (a model that numbers its
+// calls afresh, call_0 again) is a request of its own, not a re-attach to
+// the earlier one's verdict.
+func TestApprovalPromptKeysEachPrompt(t *testing.T) {
+	g := &fakeGate{res: mcpserver.Result{RequestID: "r1", Status: "rejected"}}
+	cs, _ := connect(t, g)
+	for range 2 {
+		call(t, cs, "approval_prompt", map[string]any{"tool_name": "Bash", "input": map[string]any{"command": "ls"}, "tool_use_id": "call_0"}, false)
+	}
+	if k0, k1 := g.asked[0].IdempotencyKey, g.asked[1].IdempotencyKey; k0 == k1 || k0 == "call_0" || g.asked[1].ToolCallID != "call_0" {
+		t.Fatalf("keys %q and %q for two prompts of call_0 (call id %q)", k0, k1, g.asked[1].ToolCallID)
 	}
 }
 

@@ -106,11 +106,13 @@ func (t *tools) approvalPrompt(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil || in.Input == nil {
 		args = []byte("{}")
 	}
-	a := Ask{ToolName: name, ToolArgs: args, ToolCallID: in.ToolUseID, IdempotencyKey: in.ToolUseID,
+	// A key of its own for each prompt: the call's id is recorded, not
+	// re-attached to. It names no session or project, and clients whose
+	// model numbers its calls afresh (call_0 again) would have a later,
+	// identical call re-attach to an earlier approval, with nobody asked.
+	// Within the call, the key re-attaches through restarts (Remote).
+	a := Ask{ToolName: name, ToolArgs: args, ToolCallID: in.ToolUseID, IdempotencyKey: newKey(),
 		Metadata: json.RawMessage(`{"mcp_tool":"approval_prompt"}`)}
-	if a.IdempotencyKey == "" {
-		a.IdempotencyKey = newKey()
-	}
 	res, err := t.gate.Ask(ctx, caller(req), a, notifier(ctx, req, "approval_prompt "+name))
 	if err != nil {
 		t.log.Warn("mcp approval_prompt failed", "tool", name, "err", err)

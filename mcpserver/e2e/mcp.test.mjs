@@ -115,6 +115,36 @@ for (const [kind, transport] of Object.entries(transports)) {
     }
   });
 
+  test(`${kind}: approval_prompt under an earlier call's tool_use_id asks again, not the earlier approval`, async () => {
+    // A client whose model numbers its calls afresh in each session
+    // (call_0 again: Claude Code over a proxy to another provider) sends
+    // a later, identical call under an earlier call's id: a person must be
+    // asked about it, as docs/sdks.md says of the model's call ids.
+    const client = await connect(transport());
+    try {
+      const input = { command: `./deploy.sh prod-${kind}` };
+      const args = { tool_name: "Bash", input, tool_use_id: `call_0_${kind}` };
+      const first = client.callTool({ name: "approval_prompt", arguments: args });
+      const card = await gh.relay.next((m) => m.type === "card" && m.request.tool_args.command === input.command);
+      await gh.decide(card.request.id, "approve");
+      assert.equal(textJSON(await first).behavior, "allow");
+
+      const again = client.callTool({ name: "approval_prompt", arguments: args });
+      const next = await Promise.race([
+        again.then((r) => ({ answered: textJSON(r) })),
+        gh.relay.next((m) => m.type === "card" && m.request.tool_args.command === input.command && m.request.id !== card.request.id)
+          .then((c) => ({ card: c })),
+      ]);
+      assert.ok(next.card, `answered without asking anyone: ${JSON.stringify(next.answered)}`);
+      await gh.decide(next.card.request.id, "reject", "bob", "not twice");
+      const denied = textJSON(await again);
+      assert.equal(denied.behavior, "deny");
+      assert.match(denied.message, /not twice/);
+    } finally {
+      await client.close();
+    }
+  });
+
   test(`${kind}: approval_prompt allows edited input as the approver edited it`, async () => {
     const client = await connect(transport());
     try {
