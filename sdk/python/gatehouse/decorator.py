@@ -28,11 +28,18 @@ def require_approval(tool_name: Optional[str] = None, *, summary: Summary = None
     :param summary: one line for the approver, or a function that takes the
         call's arguments (defaults applied) and returns one.
     :param client: the client (default: one from GATEHOUSE_URL and GATEHOUSE_TOKEN).
-    :param request: other request fields (route, agent_id, timeout_seconds, ...).
+    :param request: other request fields (route, agent_id, timeout_seconds, ...), not
+        ``idempotency_key``: each call gets a key of its own.
 
     >>> @require_approval(summary=lambda env: "Deploy to " + env)
     ... def deploy(env: str) -> None: ...
     """
+
+    if "idempotency_key" in request:
+        # Given here, it would be every call's key: a later, identical call
+        # would re-attach to the first one's approval, with nobody asked.
+        raise TypeError("require_approval: idempotency_key would be shared by every call; "
+                        "each call gets a key of its own")
 
     def wrap(fn: F) -> F:
         name = tool_name or fn.__name__

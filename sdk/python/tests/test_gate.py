@@ -149,6 +149,29 @@ class GateTest(unittest.TestCase):
         self.assertIs(cm.exception.result.allow, False)
         self.assertEqual(ran, [("ACME", 100)], "the rejected call did not run")
 
+    def test_require_approval_never_shares_one_key_across_calls(self) -> None:
+        """A key given to the decorator would be every call's: a later,
+        identical call re-attached to the first one's approval and ran,
+        with nobody asked. It is refused when the function is decorated."""
+        ran: List[int] = []
+        try:
+            @require_approval("wire_once", client=self.client, idempotency_key="wire-key")
+            def wire(amount: int) -> None:
+                ran.append(amount)
+        except TypeError as e:
+            self.assertIn("idempotency_key", str(e))
+            return
+        pending = self.start(wire, 5)
+        card = self.server.card("wire_once")
+        self.server.decide(card["request"]["id"], "approve")
+        pending.result(10)
+        again = self.start(wire, 5)
+        try:
+            again.result(3)
+        except Exception:
+            pass
+        self.assertEqual(ran, [5], "the second call ran on the first call's approval")
+
     def test_require_approval_async_with_edits(self) -> None:
         ran: List[Any] = []
 

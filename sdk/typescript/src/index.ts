@@ -320,8 +320,8 @@ export interface RequireApprovalOptions<A> {
   summary?: string | ((args: A) => string);
   /** The client (default: one from GATEHOUSE_URL and GATEHOUSE_TOKEN). */
   client?: Gatehouse;
-  /** Other request fields (route, agent_id, ...). */
-  request?: Omit<GateRequest, "tool_name" | "tool_args" | "summary">;
+  /** Other request fields (route, agent_id, ...); not idempotency_key: each call gets a key of its own. */
+  request?: Omit<GateRequest, "tool_name" | "tool_args" | "summary" | "idempotency_key">;
 }
 
 /**
@@ -335,6 +335,11 @@ export function requireApproval<A extends Record<string, unknown>, R>(
   options: RequireApprovalOptions<A> = {},
 ): (args: A) => Promise<R> {
   const toolName = options.toolName ?? fn.name;
+  if ((options.request as { idempotency_key?: unknown } | undefined)?.idempotency_key !== undefined) {
+    // Given here, it would be every call's key: a later, identical call
+    // would re-attach to the first one's approval, with nobody asked.
+    throw new TypeError("requireApproval: request.idempotency_key would be shared by every call; each call gets a key of its own");
+  }
   return async (args: A) => {
     const summary = typeof options.summary === "function" ? options.summary(args) : options.summary;
     const res = await gate(

@@ -242,6 +242,27 @@ test("requireApproval runs the tool only when allowed, with the approver's edits
   assert.deepEqual(ran, [{ to: "ACME", amount: 100 }], "the rejected call did not run");
 });
 
+test("requireApproval never shares one idempotency key across calls", async () => {
+  // A key in the wrapper's options would be every call's: a later,
+  // identical call re-attached to the first one's approval and ran, with
+  // nobody asked. It is refused when the tool is wrapped.
+  const ran = [];
+  let wire;
+  try {
+    wire = requireApproval(async (a) => ran.push(a.amount), { toolName: "wire_once", client, request: { idempotency_key: "wire-key" } });
+  } catch (e) {
+    assert.ok(e instanceof TypeError && /idempotency_key/.test(e.message), String(e));
+    return;
+  }
+  const first = wire({ amount: 5 });
+  const card = await gh.card("wire_once");
+  await gh.decide(card.request.id, "approve");
+  await first;
+  const again = wire({ amount: 5 }).catch(() => {});
+  await Promise.race([again, new Promise((r) => setTimeout(r, 3000))]);
+  assert.deepEqual(ran, [5], "the second call ran on the first call's approval");
+});
+
 test("an approval with edited arguments gives them back, and requireApproval runs with them", async () => {
   const pending = client.gate({ tool_name: "edited_deploy", tool_args: { env: "prod", replicas: 10 } });
   const card = await gh.card("edited_deploy");
