@@ -1902,6 +1902,11 @@ func TestWholeCommandChecksStayLinear(t *testing.T) {
 		strings.Repeat("./x>a;", size/6),
 		strings.Repeat("git a >b;", size/9),
 		chain.String(),
+		// One name written again and again (for y in _ _ _ …, and, once
+		// the command makes a variable, for y in A A A …) was followed
+		// once a time it was written, through each time: 256 KB 3 min.
+		"for y in " + strings.Repeat("_ ", size/2) + "; do echo $(( y )); done",
+		"x=$(x); for y in " + strings.Repeat("A ", size/2) + "; do echo $(( y )); done",
 	} {
 		if got := routeWithin(t, rs, cmd, 10*time.Second); got != "rest" {
 			t.Errorf("%.20s… (%d bytes): route %s, want rest", cmd, len(cmd), got)
@@ -3180,6 +3185,18 @@ func TestZshPrintfArgumentsAreArithmetic(t *testing.T) {
 		{"Bash(printf:*)", `printf %u x y PATH=63`, false},
 		{"Bash(printf:*)", `printf "$f" PATH=63`, false},
 		{"Bash(printf:*)", `n=$(cat f); printf '%d\n' "$n"`, false},
+		// A size modifier zsh skips, and a format that starts with -
+		// (zsh's printf takes no option but -v): zsh 5.9 ran touch for
+		// each.
+		{"Bash(printf:*)", `printf '%ld\n' 'HOME[$(touch pwned)]'`, false},
+		{"Bash(printf:*)", `printf %hd 'HOME[$(touch pwned)]'`, false},
+		{"Bash(printf:*)", `printf '%Lf' 'HOME[$(touch pwned)]'`, false},
+		{"Bash(printf:*)", `printf '%s %lx' a 'HOME[$(touch pwned)]'`, false},
+		{"Bash(printf:*)", `printf '-%d\n' 'HOME[$(touch pwned)]'`, false},
+		{"Bash(printf:*)", `printf -- '-%d\n' 'HOME[$(touch pwned)]'`, false},
+		{"Bash(printf:*)", `printf '%ld bytes, %s\n' 42 "$f"`, true},
+		// A format that numbers its arguments: zsh 5.9 ran touch.
+		{"Bash(printf:*)", `printf '%2$s %1$d' 'HOME[$(touch pwned)]' x`, false},
 		// What stays allowed: text conversions, numbers, variables the
 		// command does not make.
 		{"Bash(printf:*)", `printf '%s\n' 'key=value' 'a[$(x)]' "%d"`, true},
@@ -3211,6 +3228,9 @@ func TestZshProcessSubstitutionInReplacement(t *testing.T) {
 		{"Bash(echo:*)", `echo ${x/a/=(touch pwned)}`, false},
 		{"Bash(ls:*)", `for i in ${x/a/=(touch pwned)}; do ls; done`, false},
 		{"Bash(echo:*)", `echo ${x/a/b} ${x/=/-} ${x/a/\=(b)}`, true},
+		{"Bash(echo:*)", `echo ${x/a/=(touch pwned)=(touch b)} ${x/a/=(touch $HOME)}`, false},
+		// =( elsewhere in the replacement is text: zsh 5.9 ran nothing.
+		{"Bash(echo:*)", `echo ${x/a/key=(b)} ${x/a/ =(b)} ${x/a/''=(b)} ${args/--opt=/--opt=(x)}`, true},
 	})
 }
 
@@ -3294,5 +3314,11 @@ func TestArithmeticOverValuesTheCommandDidNotSet(t *testing.T) {
 		{"Bash(echo:*)", "for f in a b; do echo $(( RANDOM % 6 + $# )) $f; done", true},
 		{"Bash(echo:*)", "for f in *.go; do (( n++ )); echo $(( n )) $f; done", true},
 		{"Bash(echo:*)", "for x in a b; do echo $(( x + ${#OSTYPE} )); done", true},
+		{"Bash(echo:*)", "for f in *.go; do echo $(( RANDOM % 6 )) \"$f\"; done", true},
+		{"Bash(echo:*)", "for f in *.go; do echo \"$f\" $(( PIPESTATUS[0] + BASH_SUBSHELL )); done", true},
+		// Through a variable bash sets from what the command wrote ($_),
+		// which makes no variable of the command's own: bash 5.2 ran
+		// touch.
+		{"Bash(echo:*)", "echo 'a[$(touch pwned)]'; for linux in _; do echo $(( OSTYPE )); done", false},
 	})
 }

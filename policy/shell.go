@@ -214,9 +214,16 @@ func readShell(cmd string) *shellCmd {
 				namedBy[n] = append(namedBy[n], v)
 			}
 		}
+		// Each name once: a name written k times (for y in A A A …) is
+		// k times in made and named k times by y, k² steps, 256 KB 3 min.
+		followed := map[string]bool{}
 		for len(made) > 0 {
 			n := made[len(made)-1]
 			made = made[:len(made)-1]
+			if followed[n] {
+				continue
+			}
+			followed[n] = true
 			for _, v := range namedBy[n] {
 				if !s.isMade(v) {
 					s.mark(v)
@@ -1086,7 +1093,10 @@ var setByBash = map[string]bool{"_": true, "@": true, "*": true, "BASH_EXECUTION
 // parameters that are numbers: arithmetic over them evaluates no name.
 var numericByBash = map[string]bool{"#": true, "?": true, "$": true, "!": true, "RANDOM": true, "SRANDOM": true,
 	"SECONDS": true, "LINENO": true, "PPID": true, "UID": true, "EUID": true, "BASHPID": true, "EPOCHSECONDS": true,
-	"HISTCMD": true, "OPTIND": true, "SHLVL": true}
+	"HISTCMD": true, "OPTIND": true, "SHLVL": true,
+	// Arrays and counters bash resets itself: PIPESTATUS after each
+	// pipeline (for f in *; do make | tee log; (( PIPESTATUS[0] )) …).
+	"PIPESTATUS": true, "BASH_SUBSHELL": true, "BASH_LINENO": true, "BASH_ARGC": true}
 
 // madeValue says arithmetic over a variable given the value w may run
 // code: a value made at run time (other than a number or an array's
@@ -1434,28 +1444,17 @@ func procSubstText(w *syntax.Word) bool {
 	return false
 }
 
-// equalsSubstText says a word's unquoted text holds =(, which zsh may
-// read as a process substitution (=(cmd)).
+// equalsSubstText says a word starts with unquoted =(, which zsh reads
+// as a process substitution (=(cmd)) at the start of the replacement of
+// ${x/…/…}, and only there: zsh 5.9 (and with magic_equal_subst) ran
+// nothing for ${x/a/b=(cmd)}, ${x/a/ =(cmd)}, =(cmd) after quotes,
+// ${x/a/\\=(cmd)} or ${x/a/"=(cmd)"}.
 func equalsSubstText(w *syntax.Word) bool {
-	for _, wp := range w.Parts {
-		lit, ok := wp.(*syntax.Lit)
-		if !ok {
-			continue
-		}
-		v := lit.Value
-		for from := 0; ; {
-			i := strings.Index(v[from:], "=(")
-			if i < 0 {
-				break
-			}
-			at := from + i
-			if n := at - len(strings.TrimRight(v[:at], "\\")); n%2 == 0 { // not \=(
-				return true
-			}
-			from = at + 1
-		}
+	if len(w.Parts) == 0 {
+		return false
 	}
-	return false
+	lit, ok := w.Parts[0].(*syntax.Lit)
+	return ok && strings.HasPrefix(lit.Value, "=(")
 }
 
 // closesGroup says w ends in a } (unquoted, not escaped) that closes no
@@ -2504,15 +2503,15 @@ func printfArith(words []string) []int {
 	if i == 0 {
 		return nil
 	}
-	for i < len(words) && strings.HasPrefix(words[i], "-") && words[i] != "-" {
+	// zsh's printf takes -v NAME and -- for options; any other word
+	// (-%d\n, -vx) is its format: zsh 5.9 ran cmd for
+	// printf '-%d' 'HOME[$(cmd)]'. Bash's errors on it.
+	for i < len(words) && (words[i] == "-v" || words[i] == "--") {
 		if words[i] == "--" {
 			i++
 			break
 		}
-		if words[i] == "-v" {
-			i++
-		}
-		i++
+		i += 2
 	}
 	if i >= len(words) {
 		return nil
@@ -2526,11 +2525,16 @@ func printfArith(words []string) []int {
 		}
 		f = f[k+1:]
 		spec := strings.TrimLeft(f, "-+ #0'123456789.*$")
+		flags := f[:len(f)-len(spec)]
+		// zsh skips one size modifier (h, l or L): zsh 5.9 ran cmd for
+		// printf %ld 'HOME[$(cmd)]', as for %hd, %lu and %Lf.
+		if len(spec) > 1 && strings.IndexByte("hlL", spec[0]) >= 0 {
+			spec = spec[1:]
+		}
 		conv := byte(0)
 		if spec != "" {
 			conv = spec[0]
 		}
-		flags := f[:len(f)-len(spec)]
 		if conv == '%' && flags == "" {
 			f = f[1:]
 			continue
