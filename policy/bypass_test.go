@@ -3197,6 +3197,11 @@ func TestZshPrintfArgumentsAreArithmetic(t *testing.T) {
 		{"Bash(printf:*)", `printf '%ld bytes, %s\n' 42 "$f"`, true},
 		// A format that numbers its arguments: zsh 5.9 ran touch.
 		{"Bash(printf:*)", `printf '%2$s %1$d' 'HOME[$(touch pwned)]' x`, false},
+		// zsh's print -f formats as printf: zsh 5.9 ran touch for each.
+		{"Bash(print:*)", `print -f '%d' 'HOME[$(touch pwned)]'`, false},
+		{"Bash(print:*)", `print -rf '%d\n' 'HOME[$(touch pwned)]'`, false},
+		{"Bash(print:*)", `print -f%d PATH=63`, false},
+		{"Bash(print:*)", `print -l a 'b=c' 'HOME[x]'`, true},
 		// What stays allowed: text conversions, numbers, variables the
 		// command does not make.
 		{"Bash(printf:*)", `printf '%s\n' 'key=value' 'a[$(x)]' "%d"`, true},

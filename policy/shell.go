@@ -2053,9 +2053,14 @@ func (s *shellCmd) call(c *syntax.CallExpr, st *syntax.Stmt, depth int) {
 	// a subscript; bash's takes a number. zsh 5.9 ran cmd for printf %d
 	// 'HOME[$(cmd)]', and ./63/ls for printf %d PATH=63; ls. So does
 	// its test (and [) the descriptor of -t, as [[ -t … ]] does: zsh 5.9
-	// ran cmd for test -t 'HOME[$(cmd)]'.
-	if taker == "printf" || taker == "test" || taker == "[" {
-		for _, j := range zshArith(taker, p.words) {
+	// ran cmd for test -t 'HOME[$(cmd)]'. zsh's print -f formats as its
+	// printf does: print -f '%d' 'HOME[$(cmd)]' ran cmd.
+	zt := taker
+	if zt == "" && runsPrint(p.words) {
+		zt = "print" // not a taker of names: print -v is assigned's
+	}
+	if zt == "printf" || zt == "test" || zt == "[" || zt == "print" {
+		for _, j := range zshArith(zt, p.words) {
 			w := c.Args[j]
 			if lit, ok := literal(w); ok {
 				p.unreadable = p.unreadable || strings.ContainsAny(lit, "$`")
@@ -2477,8 +2482,11 @@ func runTimeWords(words []string) []string {
 // zshArith is the indices of the words of a command (words) that zsh's
 // builtin taker (printf, test or [) evaluates as arithmetic.
 func zshArith(taker string, words []string) []int {
-	if taker == "printf" {
+	switch taker {
+	case "printf":
 		return printfArith(words)
+	case "print":
+		return printFormatArith(words)
 	}
 	var out []int
 	for j := wordRuns(words, taker) + 1; j > 0 && j+1 < len(words); j++ {
@@ -2489,6 +2497,39 @@ func zshArith(taker string, words []string) []int {
 		if (words[j] == "-t" || words[j] == madeWord && !operator) && (taker != "[" || next != "]") {
 			out = append(out, j+1)
 		}
+	}
+	return out
+}
+
+// runsPrint says a command's words run zsh's print, after wrappers
+// (builtin print, noglob print).
+func runsPrint(words []string) bool {
+	for _, w := range words {
+		if !wrappers[w] && w != "noglob" && w != "-" {
+			return w == "print"
+		}
+	}
+	return false
+}
+
+// printFormatArith is the indices of the words of a print command that
+// zsh may evaluate as arithmetic: with -f (-f FMT, -rf FMT, -f%d) print
+// formats as printf does, so every word after print; with no word that
+// may be -f, none. It errs toward asking: any word starting with - and
+// holding an f, or made at run time, counts as -f.
+func printFormatArith(words []string) []int {
+	i := wordRuns(words, "print")
+	if i < 0 {
+		return nil
+	}
+	var out []int
+	formats := false
+	for j := i + 1; j < len(words); j++ {
+		formats = formats || words[j] == madeWord || strings.HasPrefix(words[j], "-") && strings.Contains(words[j], "f")
+		out = append(out, j)
+	}
+	if !formats {
+		return nil
 	}
 	return out
 }
