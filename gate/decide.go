@@ -203,14 +203,10 @@ func (s *Service) Decide(ctx context.Context, d Decision) (*Request, error) {
 // stop approving calls (grantHolds), their earlier approvals stop counting
 // toward a quorum.
 func (s *Service) webStill(casts []Cast) []Cast {
-	check := s.webGiver.Load()
-	if check == nil {
-		return casts
-	}
 	return slices.DeleteFunc(casts, func(c Cast) bool {
 		return slices.ContainsFunc(append([]string{c.Voter}, c.Identities...), func(id string) bool {
 			user, web := strings.CutPrefix(id, WebChannel+":")
-			return web && !(*check)(user)
+			return web && !s.webMayApprove(user)
 		})
 	})
 }

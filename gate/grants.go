@@ -79,18 +79,28 @@ func placeOf(metadata []byte) [][]byte {
 	return place
 }
 
+// grantHash is the args_hash of the grant that covers request r, and of
+// the grant an approval of r gives: of its arguments and place, or, on a
+// route that remembers any arguments, of what the route matched
+// (Plan.Matched) and its place. The one function for both, so the grant
+// given and the grant looked up cannot be hashed apart.
+func grantHash(r *Request) string {
+	if r.RememberAnyArgs {
+		return anyArgsHash(r.Metadata, r.Plan.Matched)
+	}
+	return argsHash(r.ToolArgs, r.Metadata)
+}
+
 // grantFor is the grant an approval of r by who gives ("approve for"). It
 // belongs to the agent r came from (agentKey): on a server without tokens
 // that is the agent's name, never "" (which would cover every agent).
 func (s *Service) grantFor(r *Request, who string, ids []string, via string, at time.Time) (*Grant, Event) {
 	g := &Grant{ID: s.newID(), Route: r.Route, Caller: grantKey(r.Caller, r.AgentID), Tool: r.ToolName, GivenBy: who, GivenIDs: ids, GivenVia: via,
 		RequestID: r.ID, CreatedAt: at, ExpiresAt: at.Add(r.RememberFor())}
+	g.ArgsHash = grantHash(r)
 	scope := "the same arguments"
 	if r.RememberAnyArgs {
 		scope = "any arguments"
-		g.ArgsHash = anyArgsHash(r.Metadata, r.Plan.Matched)
-	} else {
-		g.ArgsHash = argsHash(r.ToolArgs, r.Metadata)
 	}
 	return g, Event{RequestID: r.ID, At: at, Type: EventGrantGiven, Actor: who, Channel: via,
 		Detail: fmt.Sprintf("grant %s: %s may run %s with %s on route %s until %s", g.ID, orAnyone(g.Caller), r.ToolName, scope,
@@ -117,13 +127,20 @@ func (s *Service) grantHolds(g *Grant, r *Request, rt Route, people *People, now
 	if rt.Plan.ForbidSelf && slices.ContainsFunc(people.askers(r), func(a string) bool { return slices.Contains(givers, a) }) {
 		return false
 	}
-	if check := s.webGiver.Load(); check != nil && g.GivenVia == WebChannel && !(*check)(strings.TrimPrefix(g.GivenBy, "web:")) {
+	if g.GivenVia == WebChannel && !s.webMayApprove(strings.TrimPrefix(g.GivenBy, "web:")) {
 		return false // a web user since demoted or removed gave it
 	}
 	if len(rt.Approvers) == 0 {
 		return slices.Contains(rt.Channels, g.GivenVia)
 	}
 	return people.mayDecide(rt.Approvers, tapped...)
+}
+
+// webMayApprove is the web server's word on whether a web user may approve
+// now (SetWebGiverCheck); true when the server gave none.
+func (s *Service) webMayApprove(user string) bool {
+	check := s.webGiver.Load()
+	return check == nil || (*check)(user)
 }
 
 // SetWebGiverCheck gives the gate the web server's word on whether a web

@@ -331,11 +331,7 @@ func (s *Service) Submit(ctx context.Context, in Submission) (*Request, bool, er
 		return s.record(ctx, r, events, StatusApproved, ActorSystem, ViaPolicy, routeReason("allowed", rt))
 	}
 	if remember > 0 {
-		hash := anyArgsHash(in.Metadata, rt.matchKey())
-		if !rt.RememberAny {
-			hash = argsHash(in.ToolArgs, in.Metadata)
-		}
-		g, err := s.store.FindGrant(ctx, rt.Name, grantKey(in.Caller, in.AgentID), in.ToolName, hash, now)
+		g, err := s.store.FindGrant(ctx, rt.Name, grantKey(in.Caller, in.AgentID), in.ToolName, grantHash(r), now)
 		if err != nil {
 			return nil, false, err
 		}
