@@ -132,13 +132,15 @@ func (row *requestRow) toRequest() *gate.Request {
 	return r
 }
 
-// planJSON is a plan as stored: "" when the route asks nothing beyond the
-// first cards and remembers no call for any arguments.
+// planJSON is a plan as stored: "" when it holds nothing (every field of
+// gate.Plan is omitempty, so an empty plan is {}). Asking the encoding,
+// not a list of the fields, means a field added to Plan is stored: one
+// left off such a list (Matched, at first) was silently dropped.
 func planJSON(p gate.Plan) string {
-	if p.Matched == "" && !p.ForbidSelf && p.Notify == "" && p.Remind == 0 && len(p.Escalate) == 0 {
+	b, _ := json.Marshal(p)
+	if string(b) == "{}" {
 		return ""
 	}
-	b, _ := json.Marshal(p)
 	return string(b)
 }
 
