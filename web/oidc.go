@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/labstack/echo/v4"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/config"
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/text"
 )
 
 // Single sign-on through OpenID Connect: the authorization code flow with
@@ -194,13 +193,11 @@ func (s *Server) ssoClaims(idt *oidc.IDToken) (string, []string, error) {
 		return "", nil, errors.New("the ID token's claims are unreadable")
 	}
 	email, _ := claims["email"].(string)
-	if strings.IndexFunc(email, func(r rune) bool { return r >= utf8.RuneSelf && unicode.ToLower(r) < utf8.RuneSelf }) >= 0 {
-		// Lower-casing must not fold another address into an ASCII one:
-		// U+0130 (İ) and U+212A (Kelvin K) become i and k, so an address at
-		// kİtchen.com would sign in as web:…@kitchen.com.
+	lower, ok := text.LowerEmail(email)
+	if !ok {
 		return "", nil, fmt.Errorf("the identity provider's email %q has a character that lower-cases into another one, so it cannot be told apart from another address", email)
 	}
-	email = strings.ToLower(strings.TrimSpace(email))
+	email = strings.TrimSpace(lower)
 	if email == "" || !strings.Contains(email, "@") || strings.ContainsAny(email, " \t\r\n") {
 		return "", nil, errors.New("the identity provider sent no usable email; ask it to release the email claim (scope email)")
 	}

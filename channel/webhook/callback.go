@@ -150,12 +150,12 @@ func parseVerdict(body []byte) (Verdict, error) {
 		// An email names one person whatever its case, as single sign-on
 		// records it (web:<email>, lower case): "Alice@Corp.com" must not be
 		// another approver than "alice@corp.com", for a quorum or for
-		// self_approval: forbid. A character that lower-cases into ASCII
-		// (U+0130, U+212A) would fold another address into one.
-		if strings.IndexFunc(v.Actor, func(r rune) bool { return r >= utf8.RuneSelf && unicode.ToLower(r) < utf8.RuneSelf }) >= 0 {
+		// self_approval: forbid.
+		lower, ok := text.LowerEmail(v.Actor)
+		if !ok {
 			return auditable(v), errors.New("actor: an email with a character that lower-cases into another one")
 		}
-		v.Actor = strings.ToLower(v.Actor)
+		v.Actor = lower
 	}
 	v.Reason = text.Clean(v.Reason)
 	return v, nil

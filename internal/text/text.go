@@ -227,3 +227,16 @@ func reveal(s string, show func(rune) bool, marked func(rune) string) string {
 	}
 	return b.String()
 }
+
+// LowerEmail is an email address in lower case, the one form Gatehouse
+// records a person's address in (single sign-on's web:<email>, a webhook
+// relay's actor): Alice@Corp.com and alice@corp.com are one person. ok is
+// false when a character outside ASCII lower-cases into ASCII (U+0130 İ,
+// U+212A Kelvin K become i and k), which would fold another address into
+// this one: an address at kİtchen.com would be …@kitchen.com.
+func LowerEmail(s string) (lower string, ok bool) {
+	if strings.IndexFunc(s, func(r rune) bool { return r >= utf8.RuneSelf && unicode.ToLower(r) < utf8.RuneSelf }) >= 0 {
+		return "", false
+	}
+	return strings.ToLower(s), true
+}

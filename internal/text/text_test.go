@@ -150,3 +150,19 @@ func TestMiddle(t *testing.T) {
 		}
 	}
 }
+
+// LowerEmail folds case, and refuses a character that would fold into
+// ASCII (the Kelvin sign, dotted capital I): another address would become
+// this one.
+func TestLowerEmail(t *testing.T) {
+	for in, want := range map[string]string{"Alice@Corp.COM": "alice@corp.com", "élodie@Exemple.fr": "élodie@exemple.fr"} {
+		if got, ok := LowerEmail(in); !ok || got != want {
+			t.Errorf("LowerEmail(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"\u212Aate@corp.com", "al\u0130ce@corp.com"} {
+		if got, ok := LowerEmail(in); ok {
+			t.Errorf("LowerEmail(%q) = %q, ok; want refused", in, got)
+		}
+	}
+}
