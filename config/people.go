@@ -139,7 +139,7 @@ func (c *Config) webIdentityProblem(id string) string {
 			return ""
 		}
 	}
-	if strings.Contains(name, "@") && name != strings.ToLower(name) {
+	if emailCased(name) {
 		return fmt.Sprintf("has capitals, but a single sign-on identity is the email in lower case: write %q", "web:"+strings.ToLower(name))
 	}
 	for _, u := range c.Auth.Users {
@@ -311,7 +311,7 @@ func identityProblem(id string) string {
 		return fmt.Sprintf("has no known kind %q%s: write %s", kind, hint, forms)
 	case rest == "":
 		return "names nobody: write " + forms
-	case kind == "webhook" && webhookEmailCased(rest):
+	case kind == "webhook" && emailCased(webhookActor(rest)):
 		ch, actor, _ := strings.Cut(rest, "/")
 		return fmt.Sprintf("has capitals, but a webhook actor that is an email is recorded in lower case: write %q", "webhook:"+ch+"/"+strings.ToLower(actor))
 	case strings.ContainsAny(id, "*?"):
@@ -324,12 +324,17 @@ func identityProblem(id string) string {
 	return ""
 }
 
-// webhookEmailCased says the actor of a webhook identity (CHANNEL/ACTOR)
-// is an email with capitals, which no verdict matches: the channel records
-// an email actor in lower case, as single sign-on does.
-func webhookEmailCased(rest string) bool {
+// webhookActor is the actor of a webhook identity's CHANNEL/ACTOR.
+func webhookActor(rest string) string {
 	_, actor, _ := strings.Cut(rest, "/")
-	return strings.Contains(actor, "@") && actor != strings.ToLower(actor)
+	return actor
+}
+
+// emailCased says s is an email written with capitals, which no identity
+// matches: single sign-on and the webhook channel record an email in lower
+// case (text.LowerEmail).
+func emailCased(s string) bool {
+	return strings.Contains(s, "@") && s != strings.ToLower(s)
 }
 
 // DirectType is the type of channel that can send a direct card to an
