@@ -3146,23 +3146,9 @@ func endsEarly(r *syntax.Redirect, closer string) bool {
 // Only a subscript of digits, commas and minus signs, which names no
 // variable and assigns nothing, is left readable.
 func zshSubscript(parts []syntax.WordPart) bool {
-	const nameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
 	for i := 0; i+1 < len(parts); i++ {
-		flags := ""
-		switch p := parts[i].(type) {
-		case *syntax.ParamExp:
-			if !p.Short {
-				continue
-			}
-			if p.Param != nil && p.Param.Value == "#" {
-				flags = "#" // $#name[…]
-			}
-		case *syntax.Lit:
-			if !dollarEnds(p.Value) {
-				continue
-			}
-			flags = "~=^+#" // $+name[…], $=name[…], …
-		default:
+		flags, ok := zshShortExpansion(parts[i])
+		if !ok {
 			continue
 		}
 		if l, isLit := parts[i+1].(*syntax.Lit); flags == "" && (!isLit || l.Value != "" && l.Value[0] != '[') {
@@ -3180,19 +3166,44 @@ func zshSubscript(parts []syntax.WordPart) bool {
 				break
 			}
 			after.WriteString(l.Value)
-			if strings.Trim(l.Value, "~=^+#[,-"+nameChars) != "" || strings.Contains(l.Value, "]") {
+			if strings.Trim(l.Value, "~=^+#[,-"+zshNameChars) != "" || strings.Contains(l.Value, "]") {
 				break
 			}
 		}
 		rest := after.String()
 		if flags != "" {
-			rest = strings.TrimLeft(strings.TrimLeft(rest, flags), nameChars)
+			rest = strings.TrimLeft(strings.TrimLeft(rest, flags), zshNameChars)
 		}
 		if rest, isSub := strings.CutPrefix(rest, "["); isSub && subscriptNames(rest) {
 			return true
 		}
 	}
 	return false
+}
+
+// zshNameChars are the characters of a variable's name.
+const zshNameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+
+// zshShortExpansion says part p is an unbraced expansion that zsh reads on
+// into the text after it (a subscript, modifiers): $name; $#name; or
+// $=name, $+name, $~name, $^name, which the parser leaves as text ending
+// in a $. flags are what may begin that text before the name: "#" after
+// $#, "~=^+#" after a $ that ends text, none after $name, whose name the
+// expansion holds.
+func zshShortExpansion(p syntax.WordPart) (flags string, ok bool) {
+	switch p := p.(type) {
+	case *syntax.ParamExp:
+		if !p.Short {
+			return "", false
+		}
+		if p.Param != nil && p.Param.Value == "#" {
+			return "#", true
+		}
+		return "", true
+	case *syntax.Lit:
+		return "~=^+#", dollarEnds(p.Value)
+	}
+	return "", false
 }
 
 // zshRepeatModifier says parts hold an unbraced $name (also $#name,
@@ -3202,7 +3213,6 @@ func zshSubscript(parts []syntax.WordPart) bool {
 // ./63/ls for ls $HOME:F:PATH=63:h; ls, in double quotes and in a
 // here-document too.
 func zshRepeatModifier(parts []syntax.WordPart) bool {
-	const nameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
 	// Once modifiers start, the rest of the word is read as theirs: an
 	// expansion in a modifier's argument ($HOME:s/a/$x/:F:…) ends none.
 	modifies := false
@@ -3217,22 +3227,17 @@ func zshRepeatModifier(parts []syntax.WordPart) bool {
 		if !nextLit {
 			continue
 		}
-		rest := next.Value
-		switch p := wp.(type) {
-		case *syntax.ParamExp:
-			if !p.Short {
-				continue
-			}
-			if p.Param != nil && p.Param.Value == "#" {
-				rest = strings.TrimLeft(rest, nameChars) // $#name
-			}
-		case *syntax.Lit:
-			if !dollarEnds(p.Value) {
-				continue
-			}
-			rest = strings.TrimLeft(strings.TrimLeft(rest, "~=^+#"), nameChars) // $=name, …
-		default:
+		flags, ok := zshShortExpansion(wp)
+		if !ok {
 			continue
+		}
+		rest := next.Value
+		switch flags {
+		case "#": // $#name: zsh 5.9 reads $##a:F:… as $# and text
+			rest = strings.TrimLeft(rest, zshNameChars)
+		case "":
+		default:
+			rest = strings.TrimLeft(strings.TrimLeft(rest, flags), zshNameChars)
 		}
 		if strings.HasPrefix(rest, "[") { // $name[1]:…
 			rest = rest[strings.IndexByte(rest, ']')+1:]
