@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -16,7 +15,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
-	"github.com/gatehouse-dev/gatehouse/web"
 )
 
 // hookStore runs a function once, as a verdict reaches the store: after
@@ -48,18 +46,7 @@ func (h *hookStore) at(f func()) {
 func newEnvOn(t *testing.T, db *store.DB, routes []gate.Route, users []config.User) (*env, *hookStore) {
 	t.Helper()
 	hs := &hookStore{DB: db}
-	svc := gate.NewService(gate.Options{Store: hs, Routes: routes})
-	svc.Register(web.Channel{})
-	bg, cancel := context.WithCancel(context.Background())
-	svc.Start(bg)
-	t.Cleanup(func() { svc.Stop(); cancel() })
-	s, err := web.New(web.Options{Service: svc, Sessions: db, Users: users})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, svc: svc, db: db, web: s}, hs
+	return newEnvOver(t, hs, db, routes, users, nil), hs
 }
 
 // TestWebVerdictAfterDemotionIsRefused: the decide handler reads the web

@@ -54,11 +54,6 @@ func newEnvWith(t *testing.T, routes []gate.Route, mod func(*web.Options)) *env 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	svc := gate.NewService(gate.Options{Store: db, Routes: routes})
-	svc.Register(web.Channel{})
-	bg, cancel := context.WithCancel(ctx)
-	svc.Start(bg)
-	t.Cleanup(func() { svc.Stop(); cancel() })
 	hash, err := bcrypt.GenerateFromPassword([]byte(testPassword), bcrypt.MinCost)
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +62,18 @@ func newEnvWith(t *testing.T, routes []gate.Route, mod func(*web.Options)) *env 
 		{Name: "alice", Role: config.RoleApprover, PasswordBcrypt: string(hash)},
 		{Name: "audrey", Role: config.RoleAuditor, PasswordBcrypt: string(hash)},
 	}
+	return newEnvOver(t, db, db, routes, users, mod)
+}
+
+// newEnvOver is a gate over st (db, or a wrapper of it) with the web page
+// in front, its sessions in db, for users; mod changes the options.
+func newEnvOver(t *testing.T, st gate.Store, db *store.DB, routes []gate.Route, users []config.User, mod func(*web.Options)) *env {
+	t.Helper()
+	svc := gate.NewService(gate.Options{Store: st, Routes: routes})
+	svc.Register(web.Channel{})
+	bg, cancel := context.WithCancel(context.Background())
+	svc.Start(bg)
+	t.Cleanup(func() { svc.Stop(); cancel() })
 	o := web.Options{Service: svc, Sessions: db, Users: users}
 	if mod != nil {
 		mod(&o)
